@@ -1,0 +1,271 @@
+// Package capture reads and writes ahp-tap capture files: JSON Lines with a
+// header record, one record per frame and one per transport note. The format
+// is documented in docs/capture-format.md.
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// Format and Version identify the capture format in header records.
+const (
+	Format  = "ahp-tap-capture"
+	Version = 1
+)
+
+// A Header opens a capture (and every segment appended by another process).
+type Header struct {
+	Type      string        `json:"type"` // "header"
+	Format    string        `json:"format"`
+	Version   int           `json:"version"`
+	Tool      string        `json:"tool"`
+	Snapshot  string        `json:"snapshot"`
+	Transport tap.Transport `json:"transport"`
+	Started   time.Time     `json:"started"`
+	// Conn is the connection or process the segment belongs to, when the
+	// whole segment is one.
+	Conn string `json:"conn,omitempty"`
+	// Registration and Hook describe the configuration of the live run
+	// (a path and a hook id), for a reader; replay does not need them.
+	Registration string `json:"registration,omitempty"`
+	Hook         string `json:"hook,omitempty"`
+	// Lifecycle is the stdio lifecycle of the live run, when known.
+	Lifecycle string `json:"lifecycle,omitempty"`
+	// TimeoutMs is the --timeout of the live run, when given.
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
+	// RegistrationDoc is the registration document of the live run, so
+	// that a replay judges dispatch and deadlines as the live run did.
+	RegistrationDoc json.RawMessage `json:"registrationDoc,omitempty"`
+}
+
+// A Record is one line of a capture after the header: a frame or a note.
+type Record struct {
+	Type      string        `json:"type"` // "frame" or "note"
+	Time      time.Time     `json:"time"`
+	Seq       uint64        `json:"seq,omitempty"`
+	Dir       tap.Direction `json:"direction,omitempty"`
+	Transport tap.Transport `json:"transport,omitempty"`
+	Conn      string        `json:"conn,omitempty"`
+	// Raw holds the frame's exact bytes when they are valid UTF-8; Raw64
+	// holds them base64-encoded otherwise. Exactly one is set on a frame.
+	Raw       *string       `json:"raw,omitempty"`
+	Raw64     string        `json:"raw64,omitempty"`
+	Size      int           `json:"size,omitempty"`
+	Truncated bool          `json:"truncated,omitempty"`
+	Framing   *tap.Framing  `json:"framing,omitempty"`
+	HTTP      *tap.HTTPMeta `json:"http,omitempty"`
+	Note      *tap.Note     `json:"note,omitempty"`
+}
+
+// FrameRecord renders f as a record.
+func FrameRecord(f *tap.Frame) Record {
+	r := Record{Type: "frame", Time: f.Time, Seq: f.Seq, Dir: f.Dir, Transport: f.Transport, Conn: f.Conn,
+		Truncated: f.Truncated, HTTP: f.HTTP}
+	if utf8.Valid(f.Raw) {
+		s := string(f.Raw)
+		r.Raw = &s
+	} else {
+		r.Raw64 = base64.StdEncoding.EncodeToString(f.Raw)
+	}
+	if f.Size != len(f.Raw) {
+		r.Size = f.Size
+	}
+	if f.Framing != (tap.Framing{}) {
+		fr := f.Framing
+		r.Framing = &fr
+	}
+	return r
+}
+
+// Frame turns a frame record back into a frame.
+func (r Record) Frame() (*tap.Frame, error) {
+	f := &tap.Frame{Seq: r.Seq, Dir: r.Dir, Time: r.Time, Transport: r.Transport, Conn: r.Conn,
+		Truncated: r.Truncated, HTTP: r.HTTP, Size: r.Size}
+	switch {
+	case r.Raw != nil:
+		f.Raw = []byte(*r.Raw)
+	default:
+		b, err := base64.StdEncoding.DecodeString(r.Raw64)
+		if err != nil {
+			return nil, fmt.Errorf("frame record raw64: %w", err)
+		}
+		f.Raw = b
+	}
+	if r.Framing != nil {
+		f.Framing = *r.Framing
+	}
+	if f.Size == 0 {
+		f.Size = len(f.Raw)
+	}
+	return f, nil
+}
+
+// A Writer appends records to a capture file. Every record is written with
+// one write(2) on a file opened with O_APPEND, so concurrent processes
+// (per-event backends) appending to one capture never interleave inside a
+// record. A Writer is safe for concurrent use. Write errors are remembered,
+// not returned to the caller on the audit path: see Err.
+type Writer struct {
+	mu  sync.Mutex // guards f, err and buf
+	f   *os.File
+	buf bytes.Buffer
+	err error // first write error
+}
+
+// Create opens (creating with mode 0600, or appending to) a capture file and
+// writes h as a segment header.
+func Create(path string, h Header) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{f: f}
+	h.Type, h.Format, h.Version = "header", Format, Version
+	if h.Started.IsZero() {
+		h.Started = time.Now().UTC()
+	}
+	if err := w.write(h); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Record implements tap.Recorder.
+func (w *Writer) Record(f *tap.Frame) { _ = w.write(FrameRecord(f)) }
+
+// RecordNote implements tap.Recorder.
+func (w *Writer) RecordNote(n tap.Note) {
+	_ = w.write(Record{Type: "note", Time: n.Time, Conn: n.Conn, Note: &n})
+}
+
+func (w *Writer) write(v any) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	w.buf.Reset()
+	enc := json.NewEncoder(&w.buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		w.err = err
+		return err
+	}
+	if _, err := w.f.Write(w.buf.Bytes()); err != nil {
+		w.err = err
+		return err
+	}
+	return nil
+}
+
+// Err returns the first write error, if any.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Close closes the file. It is idempotent.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return w.err
+	}
+	err := w.f.Close()
+	w.f = nil
+	if w.err == nil {
+		w.err = err
+	}
+	return err
+}
+
+// An Item is what a capture reader yields: a header, a frame or a note.
+type Item struct {
+	Line   int
+	Header *Header
+	Frame  *tap.Frame
+	Note   *tap.Note
+}
+
+// ErrNotCapture is returned when the first record is not a capture header.
+var ErrNotCapture = errors.New("not an ahp-tap capture: the first line is not a header record")
+
+// Read reads a whole capture. Lines may be any length.
+func Read(r io.Reader) ([]Item, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	var out []Item
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(b)) > 0 {
+			it, perr := parseLine(b, line)
+			if perr != nil {
+				return out, perr
+			}
+			if line == 1 && it.Header == nil {
+				return nil, ErrNotCapture
+			}
+			out = append(out, it)
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+}
+
+func parseLine(b []byte, line int) (Item, error) {
+	var probe struct{ Type string }
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return Item{}, fmt.Errorf("capture line %d: %w", line, err)
+	}
+	switch probe.Type {
+	case "header":
+		var h Header
+		if err := json.Unmarshal(b, &h); err != nil {
+			return Item{}, fmt.Errorf("capture line %d: %w", line, err)
+		}
+		if h.Format != Format {
+			return Item{}, fmt.Errorf("capture line %d: format %q is not %q", line, h.Format, Format)
+		}
+		if h.Version > Version {
+			return Item{}, fmt.Errorf("capture line %d: format version %d is newer than this ahp-tap reads (%d)", line, h.Version, Version)
+		}
+		return Item{Line: line, Header: &h}, nil
+	case "frame":
+		var r Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return Item{}, fmt.Errorf("capture line %d: %w", line, err)
+		}
+		f, err := r.Frame()
+		if err != nil {
+			return Item{}, fmt.Errorf("capture line %d: %w", line, err)
+		}
+		return Item{Line: line, Frame: f}, nil
+	case "note":
+		var r Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return Item{}, fmt.Errorf("capture line %d: %w", line, err)
+		}
+		if r.Note == nil {
+			return Item{}, fmt.Errorf("capture line %d: note record without note", line)
+		}
+		return Item{Line: line, Note: r.Note}, nil
+	}
+	return Item{}, fmt.Errorf("capture line %d: unknown record type %q", line, probe.Type)
+}

@@ -1,0 +1,114 @@
+// Command ahp-tap is a transparent proxy and traffic auditor for the Agent
+// Hooks Protocol. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is ahp-tap's version, set at build time with -ldflags.
+var version = "0.1.0-dev"
+
+// Main holds what a command needs from the process: its streams and
+// environment. Tests build one with buffers.
+type Main struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// exitError carries an exit code out of a command. Code 2 is a usage or
+// I/O error, 1 a finding at or above the failure level.
+type exitError struct {
+	code int
+	msg  string // one line for stderr; empty for none
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// usageError is exit code 2 with a one-line reason.
+func usageError(format string, args ...any) error {
+	return &exitError{code: 2, msg: fmt.Sprintf(format, args...)}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	os.Exit(m.exitCode(m.Run(ctx, os.Args[1:])))
+}
+
+// exitCode maps an error from Run to the process exit code, printing its
+// one-line reason.
+func (m *Main) exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintf(m.Stderr, "ahp-tap: %s\n", ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(m.Stderr, "ahp-tap: %v\n", err)
+	return 2
+}
+
+const usage = `usage: ahp-tap <command> [flags] [args]
+
+Commands:
+  demo            run an example harness and backend through a live stdio tap
+  check           check standalone files (messages, stdio streams, registrations)
+  replay          re-check recorded captures
+  stdio           wrap a stdio backend: ahp-tap stdio [flags] -- CMD [ARGS...]
+  http            reverse (or forward) proxy in front of an HTTP backend
+  rules           list every check and rule
+  example-backend an example AHP backend on stdio, for testing harnesses
+  ca              manage the CA for HTTPS interception (ca init DIR)
+  version         print the version
+
+Run 'ahp-tap <command> -h' for a command's flags.
+`
+
+// Run runs one ahp-tap command.
+func (m *Main) Run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(m.Stderr, usage)
+		return &exitError{code: 2}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "check":
+		return m.runCheck(ctx, rest)
+	case "replay":
+		return m.runReplay(ctx, rest)
+	case "rules":
+		return m.runRules(ctx, rest)
+	case "stdio":
+		return m.runStdio(ctx, rest)
+	case "demo":
+		return m.runDemo(ctx, rest)
+	case "example-backend":
+		return m.runExampleBackend(ctx, rest)
+	case "example-harness":
+		return m.runExampleHarness(ctx, rest)
+	case "http":
+		return m.runHTTP(ctx, rest)
+	case "ca":
+		return m.runCA(ctx, rest)
+	case "version", "--version", "-version":
+		fmt.Fprintf(m.Stdout, "ahp-tap %s\n", version)
+		return nil
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(m.Stdout, usage)
+		return nil
+	}
+	return usageError("unknown command %q (run 'ahp-tap help')", cmd)
+}

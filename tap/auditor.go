@@ -1,0 +1,161 @@
+package tap
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultQueue is the default depth of an Auditor's queue, in frames.
+const DefaultQueue = 4096
+
+// A Recorder is told about every frame the auditor takes, before the rules
+// see it (a capture file, say). It runs on the audit goroutine, never on the
+// forwarding path.
+type Recorder interface {
+	Record(f *Frame)
+	RecordNote(n Note)
+}
+
+// An Auditor runs an Engine off the forwarding path. Submit never blocks:
+// when the queue is full the frame is dropped, counted, and reported as a
+// TAP-1 finding when the auditor closes. Findings go to the sink on the
+// audit goroutine.
+type Auditor struct {
+	engine   *Engine
+	sink     Sink
+	recorder Recorder
+
+	in      chan auditItem // bounded queue of frames to audit; closed by Close
+	done    chan struct{}  // closed when the audit goroutine has drained in
+	dropped atomic.Uint64  // frames Submit could not queue
+	mu      sync.Mutex     // serialises Submit against Close
+	closed  bool           // guarded by mu: Close has run
+	once    sync.Once
+}
+
+// NewAuditor starts an auditor with a queue of the given depth (0 means
+// DefaultQueue). recorder may be nil.
+func NewAuditor(e *Engine, sink Sink, recorder Recorder, queue int) *Auditor {
+	if queue <= 0 {
+		queue = DefaultQueue
+	}
+	if sink == nil {
+		sink = SinkFunc(func(Finding) {})
+	}
+	a := &Auditor{engine: e, sink: sink, recorder: recorder, in: make(chan auditItem, queue), done: make(chan struct{})}
+	go a.loop()
+	return a
+}
+
+// Submit queues f for auditing without blocking. It reports false when f
+// was dropped because the queue was full or the auditor is closed. The
+// auditor owns f after a successful Submit.
+func (a *Auditor) Submit(f *Frame) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		a.dropped.Add(1)
+		return false
+	}
+	select {
+	case a.in <- auditItem{f: f}:
+		return true
+	default:
+		a.dropped.Add(1)
+		return false
+	}
+}
+
+// Drop counts n frames lost before they could be submitted (the transport
+// dropped its copy of the bytes).
+func (a *Auditor) Drop(n uint64) { a.dropped.Add(n) }
+
+// Dropped returns the number of frames not audited so far.
+func (a *Auditor) Dropped() uint64 { return a.dropped.Load() }
+
+// Do runs fn on the audit goroutine after every frame submitted so far has
+// been checked, writes what it returns to the sink, and waits for it. It is
+// how an adapter adds facts (a process exit, say) in order with the frames.
+// It does nothing once the auditor is closed.
+func (a *Auditor) Do(fn func(e *Engine) []Finding) {
+	j := &auditJob{fn: fn, done: make(chan struct{})}
+	for {
+		a.mu.Lock()
+		if a.closed {
+			a.mu.Unlock()
+			return
+		}
+		select {
+		case a.in <- auditItem{job: j}:
+			a.mu.Unlock()
+			<-j.done
+			return
+		default:
+			// The queue is full of frames; never block Submit on it.
+			a.mu.Unlock()
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// Note hands a transport fact to the rules in order with the frames
+// submitted before it. Notes are rare and never dropped: Note waits for room
+// in the queue, so call it from a goroutine that does not forward bytes.
+func (a *Auditor) Note(n Note) {
+	a.Do(func(e *Engine) []Finding {
+		if a.recorder != nil {
+			a.recorder.RecordNote(n)
+		}
+		return e.Note(n)
+	})
+}
+
+// An auditItem is a frame to check or a job to run, in queue order.
+type auditItem struct {
+	f   *Frame
+	job *auditJob
+}
+
+type auditJob struct {
+	fn   func(e *Engine) []Finding
+	done chan struct{} // closed when fn has run
+}
+
+func (a *Auditor) loop() {
+	defer close(a.done)
+	for it := range a.in {
+		if it.job != nil {
+			for _, fd := range it.job.fn(a.engine) {
+				a.sink.Write(fd)
+			}
+			close(it.job.done)
+			continue
+		}
+		if a.recorder != nil {
+			a.recorder.Record(it.f)
+		}
+		for _, fd := range a.engine.Feed(it.f) {
+			a.sink.Write(fd)
+		}
+	}
+}
+
+// Close stops taking frames, drains the queue, runs the rules' end-of-stream
+// duties, reports dropped frames, and returns when every finding has been
+// written to the sink. It is idempotent.
+func (a *Auditor) Close() {
+	a.once.Do(func() {
+		a.mu.Lock()
+		a.closed = true
+		close(a.in)
+		a.mu.Unlock()
+		<-a.done
+		for _, fd := range a.engine.Finish() {
+			a.sink.Write(fd)
+		}
+		if n := a.dropped.Load(); n > 0 {
+			a.sink.Write(DropFinding(n, "frames"))
+		}
+	})
+}

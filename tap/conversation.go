@@ -1,0 +1,334 @@
+package tap
+
+import (
+	"sync"
+	"time"
+)
+
+// DefaultSnapshot is the protocol version ahp-tap checks against by default.
+const DefaultSnapshot = "draft"
+
+// An Exchange is one request and, once it arrives, its response. Rules about
+// a response read the request's event and capabilities through it.
+type Exchange struct {
+	// Key is the IDKey of the JSON-RPC id.
+	Key      string
+	Method   string
+	Request  *Frame
+	Response *Frame
+	// Event and Capabilities are params.event and params.capabilities of
+	// the request (nil when absent).
+	Event        *Value
+	Capabilities *Value
+	// Subscription is the registration subscription that covers this
+	// request's event and method, when a hook is selected.
+	Subscription *Value
+	// Deadline is how long the backend had to answer (0: unknown).
+	Deadline time.Duration
+	// Outcome is filled when the response has been checked: one of the
+	// Outcome* constants.
+	Outcome string
+	// Edit holds what the edit evaluator concluded for the response
+	// (an effective value per target, or the reasons it was rejected).
+	Edit any
+}
+
+// Outcomes of an exchange, as a reader of a report needs them. The words are
+// those of the AHP Inspector: no effect is not "allow".
+const (
+	OutcomeNoEffect    = "no_effect"
+	OutcomeDeny        = "explicit_deny"
+	OutcomeEffects     = "effects"
+	OutcomeFailure     = "operational_failure"
+	OutcomeUnanswered  = "unanswered"
+	OutcomeLate        = "late"
+	OutcomeInvalid     = "invalid_response"
+	OutcomeErrorAnswer = "error_response"
+)
+
+// Correlation says how a response relates to the requests seen so far.
+type Correlation uint8
+
+// Response correlation states.
+const (
+	NotAResponse Correlation = iota
+	// Matched: the response answers a pending request.
+	Matched
+	// Unsolicited: no request with this id was seen.
+	Unsolicited
+	// Duplicate: the request with this id was already answered.
+	Duplicate
+)
+
+// EventKey identifies an event: (source, id) (AHP-CORE-004).
+type EventKey struct {
+	Source string `json:"source"`
+	ID     string `json:"id"`
+}
+
+// An EventRecord is what the conversation remembers of an event to judge
+// retries (BASE-6).
+type EventRecord struct {
+	Digest    string    `json:"digest"`
+	RPCID     string    `json:"rpcId,omitempty"`
+	Method    string    `json:"method"`
+	SessionID string    `json:"sessionId,omitempty"`
+	CallID    string    `json:"callId,omitempty"`
+	Type      string    `json:"type,omitempty"`
+	First     time.Time `json:"first"`
+	// DeadlineMs is the deadline of the first delivery, 0 when unknown.
+	DeadlineMs int64 `json:"deadlineMs,omitempty"`
+	// Outcome of the last answered delivery (an Outcome* constant).
+	Outcome string `json:"outcome,omitempty"`
+	Seq     uint64 `json:"seq"`
+}
+
+// An EventStore remembers events across frames, and across processes when a
+// harness starts one backend (and one tap) per event. Implementations must be
+// safe for concurrent use.
+type EventStore interface {
+	Load(k EventKey) (EventRecord, bool)
+	Store(k EventKey, r EventRecord)
+}
+
+// MemoryStore is the in-process EventStore.
+type MemoryStore struct {
+	mu sync.Mutex // guards m
+	m  map[EventKey]EventRecord
+}
+
+// Load implements EventStore.
+func (s *MemoryStore) Load(k EventKey) (EventRecord, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.m[k]
+	return r, ok
+}
+
+// Store implements EventStore.
+func (s *MemoryStore) Store(k EventKey, r EventRecord) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = make(map[EventKey]EventRecord)
+	}
+	s.m[k] = r
+}
+
+// A Conversation is the state of one harness↔backend link as the frames so
+// far show it. It is owned by one Engine and not safe for concurrent use.
+type Conversation struct {
+	// Snapshot is the protocolVersion every message must carry.
+	Snapshot string
+	// Registration is the registration document, when given.
+	Registration *Value
+	// Hook is the selected backend entry of Registration, when given.
+	Hook *Value
+	// Timeout is a deadline given on the command line; it applies when no
+	// subscription gives one.
+	Timeout time.Duration
+	// EditContext is the host context a standalone response is judged in
+	// (`check --edit-context`), nil otherwise.
+	EditContext *Value
+	// Transport is the binding of the link, when known ("" for files).
+	Transport Transport
+	// Lifecycle is the stdio lifecycle ("persistent", "per_event") when known.
+	Lifecycle string
+	// Partial says the frames are an excerpt: correlation rules do not
+	// report requests or responses whose other half is missing.
+	Partial bool
+
+	events    EventStore
+	pending   map[string]*Exchange // by IDKey, not yet answered
+	answered  map[string]*Exchange // by IDKey, answered
+	order     []*Exchange          // every exchange, in request order
+	cur       *Exchange            // the exchange of the frame being checked
+	curCorr   Correlation
+	prior     *EventRecord // the earlier sighting of the current frame's event
+	ruleState map[string]any
+	last      time.Time // time of the latest frame
+}
+
+func newConversation(cfg Config) *Conversation {
+	c := &Conversation{
+		Snapshot:     cfg.Snapshot,
+		Registration: cfg.Registration,
+		Timeout:      cfg.Timeout,
+		EditContext:  cfg.EditContext,
+		Transport:    cfg.Transport,
+		Lifecycle:    cfg.Lifecycle,
+		Partial:      cfg.Partial,
+		events:       cfg.Events,
+		pending:      make(map[string]*Exchange),
+		answered:     make(map[string]*Exchange),
+		ruleState:    make(map[string]any),
+	}
+	if c.Snapshot == "" {
+		c.Snapshot = DefaultSnapshot
+	}
+	if c.events == nil {
+		c.events = &MemoryStore{}
+	}
+	if cfg.HookID != "" {
+		c.Hook = FindHook(cfg.Registration, cfg.HookID)
+	}
+	if c.Lifecycle == "" && c.Hook != nil {
+		c.Lifecycle, _ = c.Hook.Path("transport", "lifecycle").Text()
+	}
+	return c
+}
+
+// Exchange returns the exchange the frame being checked belongs to: for a
+// request, the one it opens; for a matched response, the one it answers
+// (nil for an unsolicited or duplicate response, and for notifications).
+func (c *Conversation) Exchange() *Exchange { return c.cur }
+
+// Correlation says how the response being checked relates to earlier requests.
+func (c *Conversation) Correlation() Correlation { return c.curCorr }
+
+// Answered returns the answered exchange with the given id key, if any.
+func (c *Conversation) Answered(key string) *Exchange { return c.answered[key] }
+
+// Pending returns the unanswered exchanges in request order.
+func (c *Conversation) Pending() []*Exchange {
+	var out []*Exchange
+	for _, x := range c.order {
+		if x.Response == nil && c.pending[x.Key] == x {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Exchanges returns every exchange in request order.
+func (c *Conversation) Exchanges() []*Exchange { return c.order }
+
+// PriorEvent returns the earlier sighting of the current frame's event
+// (same source and id), or nil when this is the first.
+func (c *Conversation) PriorEvent() *EventRecord { return c.prior }
+
+// LastTime is the time of the latest frame seen.
+func (c *Conversation) LastTime() time.Time { return c.last }
+
+// RuleState returns the state a rule keeps for this conversation, creating
+// it with init on first use. Keys are rule IDs.
+func (c *Conversation) RuleState(id string, init func() any) any {
+	s, ok := c.ruleState[id]
+	if !ok {
+		s = init()
+		c.ruleState[id] = s
+	}
+	return s
+}
+
+// SubscriptionFor returns the subscription of the selected hook that
+// covers eventType in mode ("intercept" or "observe"), or nil.
+func (c *Conversation) SubscriptionFor(eventType, mode string) *Value {
+	return MatchSubscription(c.Hook, eventType, mode)
+}
+
+// begin correlates f before the rules run.
+func (c *Conversation) begin(f *Frame) {
+	c.cur, c.curCorr, c.prior = nil, NotAResponse, nil
+	if !f.Time.IsZero() {
+		c.last = f.Time
+	}
+	switch m := f.Msg.(type) {
+	case *Request:
+		x := &Exchange{
+			Key:          IDKey(m.ID),
+			Method:       m.Method,
+			Request:      f,
+			Event:        m.Params.Get("event"),
+			Capabilities: m.Params.Get("capabilities"),
+		}
+		if t, ok := x.Event.Get("type").Text(); ok && m.Method == "hooks/intercept" {
+			x.Subscription = c.SubscriptionFor(t, "intercept")
+		}
+		x.Deadline = c.Timeout
+		if ms, ok := x.Subscription.Get("timeoutMs").Int(); ok && ms > 0 {
+			x.Deadline = time.Duration(ms) * time.Millisecond
+		}
+		c.cur = x
+		c.lookupEvent(f)
+	case *Notification:
+		c.lookupEvent(f)
+	case *Response:
+		k := IDKey(m.ID)
+		if x, ok := c.pending[k]; ok {
+			c.cur, c.curCorr = x, Matched
+		} else if _, ok := c.answered[k]; ok {
+			c.curCorr = Duplicate
+		} else {
+			c.curCorr = Unsolicited
+		}
+	}
+}
+
+func (c *Conversation) lookupEvent(f *Frame) {
+	k, ok := eventKey(f.Event())
+	if !ok {
+		return
+	}
+	if r, ok := c.events.Load(k); ok {
+		c.prior = &r
+	}
+}
+
+func eventKey(ev *Value) (EventKey, bool) {
+	id, ok1 := ev.Get("id").Text()
+	src, ok2 := ev.Get("source").Text()
+	return EventKey{Source: src, ID: id}, ok1 && ok2 && id != ""
+}
+
+// end records f after the rules ran.
+func (c *Conversation) end(f *Frame) {
+	switch f.Msg.(type) {
+	case *Request:
+		x := c.cur
+		c.pending[x.Key] = x // a retry replaces the earlier pending entry
+		c.order = append(c.order, x)
+		c.remember(f, x)
+	case *Notification:
+		c.remember(f, nil)
+	case *Response:
+		if c.curCorr != Matched {
+			return
+		}
+		x := c.cur
+		x.Response = f
+		delete(c.pending, x.Key)
+		c.answered[x.Key] = x
+		if k, ok := eventKey(x.Event); ok {
+			if r, ok := c.events.Load(k); ok {
+				r.Outcome = x.Outcome
+				c.events.Store(k, r)
+			}
+		}
+	}
+}
+
+func (c *Conversation) remember(f *Frame, x *Exchange) {
+	ev := f.Event()
+	k, ok := eventKey(ev)
+	if !ok {
+		return
+	}
+	if c.prior != nil {
+		return // keep the first sighting: retries are judged against it
+	}
+	r := EventRecord{
+		Digest: ev.Digest(),
+		RPCID:  IDKey(f.RPCID()),
+		Method: f.Method(),
+		First:  f.Time,
+		Seq:    f.Seq,
+	}
+	r.Type, _ = ev.Get("type").Text()
+	r.SessionID, _ = ev.Path("session", "id").Text()
+	r.CallID, _ = ev.Path("call", "id").Text()
+	if x != nil && x.Deadline > 0 {
+		r.DeadlineMs = x.Deadline.Milliseconds()
+	}
+	c.events.Store(k, r)
+}

@@ -1,0 +1,135 @@
+package tap
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config says what an Engine checks against.
+type Config struct {
+	// Snapshot is the protocolVersion to require; "" means DefaultSnapshot.
+	Snapshot string
+	// Registration is a parsed registration document, or nil.
+	Registration *Value
+	// HookID selects the backend entry of Registration this link talks to.
+	HookID string
+	// Timeout is a deadline for responses when no subscription gives one.
+	Timeout time.Duration
+	// EditContext is the host context for judging standalone responses.
+	EditContext *Value
+	// Transport and Lifecycle describe the link when known.
+	Transport Transport
+	Lifecycle string
+	// Events remembers events across frames (and processes); nil means
+	// an in-memory store.
+	Events EventStore
+	// Partial says the frames are an excerpt (a standalone file): a
+	// response whose request is not in it, or a request whose response is
+	// not, is no finding.
+	Partial bool
+}
+
+// An Engine feeds frames, in order, through a rule set and one
+// Conversation. Frames from a live pipe, an HTTP body or a capture all go
+// through Feed and get the same answer. An Engine is not safe for
+// concurrent use; Auditor puts one behind a bounded queue.
+type Engine struct {
+	rules []Rule
+	conv  *Conversation
+	seq   uint64 // sequence number of the last frame fed
+	done  bool   // Finish has run
+}
+
+// NewEngine returns an engine running rules over one conversation.
+func NewEngine(cfg Config, rules []Rule) *Engine {
+	return &Engine{rules: rules, conv: newConversation(cfg)}
+}
+
+// Conversation returns the engine's conversation state.
+func (e *Engine) Conversation() *Conversation { return e.conv }
+
+// Rules returns the engine's rules.
+func (e *Engine) Rules() []Rule { return e.rules }
+
+// Feed decodes f (once), numbers it when f.Seq is zero, and returns what the
+// rules found. Feed recovers from a panicking rule: the panic becomes an
+// error finding naming the rule, never a crash of the tap.
+func (e *Engine) Feed(f *Frame) (out []Finding) {
+	if f.Seq == 0 {
+		f.Seq = e.seq + 1
+	}
+	e.seq = f.Seq
+	f.Decode()
+	e.conv.begin(f)
+	for _, r := range e.rules {
+		out = append(out, e.run(r, f)...)
+	}
+	e.conv.end(f)
+	return out
+}
+
+// Finish runs the end-of-stream duties of every rule that has them. It
+// returns nothing on a second call.
+func (e *Engine) Finish() (out []Finding) {
+	if e.done {
+		return nil
+	}
+	e.done = true
+	for _, r := range e.rules {
+		if fin, ok := r.(Finisher); ok {
+			out = append(out, e.finish(r, fin)...)
+		}
+	}
+	return out
+}
+
+func (e *Engine) run(r Rule, f *Frame) (out []Finding) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = append(out, internalFinding(r, f, p))
+		}
+	}()
+	return r.Check(e.conv, f)
+}
+
+func (e *Engine) finish(r Rule, fin Finisher) (out []Finding) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = append(out, internalFinding(r, nil, p))
+		}
+	}()
+	return fin.Finish(e.conv)
+}
+
+// internalFinding reports a rule that panicked. It is ahp-tap's bug, not the
+// traffic's, and says so; traffic is unaffected.
+func internalFinding(r Rule, f *Frame, p any) Finding {
+	info := r.Info()
+	fd := TapInternal.At(f, Error, "", "ahp-tap internal error in rule %s: %v (please report it; traffic was not affected)", info.ID, p)
+	return fd
+}
+
+// ahp-tap's own checks: facts about the audit itself, not the traffic.
+var (
+	// TapIncomplete reports audit copies dropped or truncated.
+	TapIncomplete = RuleInfo{ID: "TAP-1/incomplete", Check: "TAP-1", Level: Warn,
+		Summary: "ahp-tap could not audit every frame (audit queue full or audit copy truncated); forwarding was not affected"}
+	// TapInternal reports an internal error of a rule.
+	TapInternal = RuleInfo{ID: "TAP-2/internal", Check: "TAP-2", Level: Error,
+		Summary: "an ahp-tap rule failed internally; the frame was forwarded unchanged"}
+)
+
+// DropFinding is the TAP-1 finding for n frames not audited.
+func DropFinding(n uint64, what string) Finding {
+	return TapIncomplete.At(nil, Warn, "", "%d %s not audited: the audit queue was full and ahp-tap dropped its copy (forwarding was not affected)", n, what)
+}
+
+// TruncatedFinding is the TAP-1 finding for a frame whose audit copy was capped.
+func TruncatedFinding(f *Frame, limit int) Finding {
+	return TapIncomplete.At(f, Warn, "", "frame of %d bytes was forwarded whole but audited only as a %d-byte prefix (limit %d); it was not checked", f.Size, len(f.Raw), limit)
+}
+
+// String is a short description of an engine for logs.
+func (e *Engine) String() string {
+	return fmt.Sprintf("engine(%d rules, snapshot %s)", len(e.rules), e.conv.Snapshot)
+}

@@ -1,0 +1,254 @@
+package tap
+
+import (
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// Direction says which peer sent a frame.
+type Direction uint8
+
+// The two directions of an AHP link. The harness sends requests and
+// notifications; the backend sends responses (and, on stdio, anything else it
+// prints to stdout).
+const (
+	FromHarness Direction = iota + 1
+	FromBackend
+)
+
+// String returns "harness" or "backend": the sender.
+func (d Direction) String() string {
+	switch d {
+	case FromHarness:
+		return "harness"
+	case FromBackend:
+		return "backend"
+	}
+	return "unknown"
+}
+
+// ParseDirection parses "harness" or "backend".
+func ParseDirection(s string) (Direction, error) {
+	switch s {
+	case "harness":
+		return FromHarness, nil
+	case "backend":
+		return FromBackend, nil
+	}
+	return 0, fmt.Errorf("direction %q is neither harness nor backend", s)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Direction) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Direction) UnmarshalText(b []byte) error {
+	v, err := ParseDirection(string(b))
+	*d = v
+	return err
+}
+
+// Transport names the binding a frame travelled on.
+type Transport string
+
+// The bindings ahp-tap sees. File is a standalone message checked by
+// `ahp-tap check`: no transport rules apply to it.
+const (
+	Stdio Transport = "stdio"
+	HTTP  Transport = "http"
+	File  Transport = "file"
+)
+
+// Framing records how a line-framed (stdio) frame ended. The zero value
+// means "not line framed" (an HTTP body or a standalone file).
+type Framing struct {
+	// Line is set for frames cut from a newline-delimited stream.
+	Line bool `json:"line,omitempty"`
+	// CRLF is set when the line ended with "\r\n" (the "\r" is not in Raw).
+	CRLF bool `json:"crlf,omitempty"`
+	// Unterminated is set for a final line that had no "\n" before EOF.
+	Unterminated bool `json:"unterminated,omitempty"`
+}
+
+// HTTPMeta is what an HTTP frame's envelope said. Header never holds a
+// credential: Authorization values are redacted before a HTTPMeta is built.
+type HTTPMeta struct {
+	Method string              `json:"method,omitempty"`
+	URL    string              `json:"url,omitempty"`
+	Status int                 `json:"status,omitempty"`
+	Header map[string][]string `json:"header,omitempty"`
+	// Upstream is the backend URL the tap forwarded to (reverse mode).
+	Upstream string `json:"upstream,omitempty"`
+	// LatencyMs is the measured upstream latency, on response frames.
+	LatencyMs float64 `json:"latencyMs,omitempty"`
+	// AuthorizationCount is how many Authorization headers the request had.
+	AuthorizationCount int `json:"authorizationCount,omitempty"`
+}
+
+// A Frame is a record of what crossed the wire: the exact bytes of one
+// message (one stdio line without its line ending, or one HTTP body) and,
+// once decoded, a view of it. Raw is never mutated.
+type Frame struct {
+	Seq       uint64
+	Dir       Direction
+	Time      time.Time
+	Transport Transport
+	// Conn identifies the connection or process the frame travelled on.
+	Conn    string
+	Raw     []byte
+	Framing Framing
+	HTTP    *HTTPMeta
+	// Truncated is set when Raw is only a prefix of the frame: the audit
+	// copy was capped. A truncated frame is never decoded.
+	Truncated bool
+	// Size is the full size of the frame on the wire (len(Raw) unless Truncated).
+	Size int
+
+	decoded bool
+	// BadUTF8 is set when Raw is not valid UTF-8 (BASE-1).
+	BadUTF8 bool
+	// SyntaxErr is set when Raw is not one JSON value.
+	SyntaxErr error
+	// Tree is the decoded document, nil when it did not parse.
+	Tree *Value
+	// Dups lists duplicate object keys (BASE-1).
+	Dups []DuplicateKey
+	// Msg is the JSON-RPC message, nil when Tree is not a JSON object or
+	// cannot be classified as a request, notification or response.
+	Msg Message
+}
+
+// Decode decodes f once; later calls do nothing.
+func (f *Frame) Decode() {
+	if f.decoded {
+		return
+	}
+	f.decoded = true
+	if f.Size == 0 {
+		f.Size = len(f.Raw)
+	}
+	if f.Truncated {
+		return
+	}
+	if !utf8.Valid(f.Raw) {
+		f.BadUTF8 = true
+	}
+	f.Tree, f.Dups, f.SyntaxErr = ParseJSON(f.Raw)
+	if f.Tree != nil && f.Tree.Kind == Object {
+		f.Msg = classify(f.Tree)
+	}
+}
+
+// Decoded reports whether Decode has run.
+func (f *Frame) Decoded() bool { return f.decoded }
+
+// Message is a decoded JSON-RPC message: *Request, *Notification or *Response.
+type Message interface{ isMessage() }
+
+// A Request is a JSON-RPC request: it has an id and a method.
+type Request struct {
+	ID     *Value
+	Method string
+	Params *Value
+}
+
+// A Notification is a JSON-RPC message with a method and no id.
+type Notification struct {
+	Method string
+	Params *Value
+}
+
+// A Response is a JSON-RPC success or error response.
+type Response struct {
+	ID     *Value
+	Result *Value
+	Error  *Value
+}
+
+func (*Request) isMessage()      {}
+func (*Notification) isMessage() {}
+func (*Response) isMessage()     {}
+
+// classify sorts a JSON object into the message kinds. It is lenient on
+// purpose: the envelope rule reports what is wrong, and the other rules still
+// see the message for what it is most likely meant to be.
+func classify(o *Value) Message {
+	if m := o.Get("method"); m != nil {
+		name, _ := m.Text()
+		if id := o.Get("id"); id != nil {
+			return &Request{ID: id, Method: name, Params: o.Get("params")}
+		}
+		return &Notification{Method: name, Params: o.Get("params")}
+	}
+	if o.Has("result") || o.Has("error") || o.Has("id") {
+		return &Response{ID: o.Get("id"), Result: o.Get("result"), Error: o.Get("error")}
+	}
+	return nil
+}
+
+// Params returns the params of a request or notification, else nil.
+func (f *Frame) Params() *Value {
+	switch m := f.Msg.(type) {
+	case *Request:
+		return m.Params
+	case *Notification:
+		return m.Params
+	}
+	return nil
+}
+
+// Method returns the method of a request or notification, else "".
+func (f *Frame) Method() string {
+	switch m := f.Msg.(type) {
+	case *Request:
+		return m.Method
+	case *Notification:
+		return m.Method
+	}
+	return ""
+}
+
+// Event returns params.event of a request or notification, else nil.
+func (f *Frame) Event() *Value { return f.Params().Get("event") }
+
+// IDKey returns a key for a JSON-RPC id that never coerces: the string "1",
+// the number 1 and the number 1.0 have three different keys. It returns ""
+// for an absent id.
+func IDKey(id *Value) string {
+	if id == nil {
+		return ""
+	}
+	switch id.Kind {
+	case String:
+		return "s:" + id.Str
+	case Number:
+		return "n:" + id.Str
+	case Null:
+		return "null"
+	}
+	return "x:" + string(id.Canonical())
+}
+
+// IDText renders a JSON-RPC id for people: the JSON literal as written
+// ("abc" with quotes, 1 without).
+func IDText(id *Value) string {
+	if id == nil {
+		return ""
+	}
+	if id.Kind == Number {
+		return id.Str
+	}
+	return string(id.Canonical())
+}
+
+// RPCID returns the frame's JSON-RPC id, or nil.
+func (f *Frame) RPCID() *Value {
+	switch m := f.Msg.(type) {
+	case *Request:
+		return m.ID
+	case *Response:
+		return m.ID
+	}
+	return nil
+}

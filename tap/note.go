@@ -1,0 +1,67 @@
+package tap
+
+import "time"
+
+// A Note is a transport fact that is not a frame but that rules need, in
+// order with the frames: a stream reached EOF, a backend process started or
+// exited, an upstream could not be reached. Captures record notes so that a
+// replay sees exactly what the live run saw.
+type Note struct {
+	Kind NoteKind  `json:"kind"`
+	Time time.Time `json:"time"`
+	Conn string    `json:"conn,omitempty"`
+	// Dir is the sender whose stream ended, for NoteEOF.
+	Dir Direction `json:"direction,omitempty"`
+	// ExitCode and Signal describe a NoteExit: the exit status, or the
+	// signal that killed the process (Signal set, ExitCode -1).
+	ExitCode int    `json:"exitCode,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	// Detail is free text for people (an operational failure's cause).
+	Detail string `json:"detail,omitempty"`
+}
+
+// NoteKind says what a Note reports.
+type NoteKind string
+
+// Kinds of Note.
+const (
+	// NoteStart: a backend process (or connection) started.
+	NoteStart NoteKind = "start"
+	// NoteEOF: the stream from Dir ended (harness closed the backend's
+	// stdin, or the backend closed its stdout).
+	NoteEOF NoteKind = "eof"
+	// NoteExit: the backend process exited.
+	NoteExit NoteKind = "exit"
+	// NoteUpstreamFailure: the backend could not be reached or failed at
+	// the transport level (refused, reset, timed out).
+	NoteUpstreamFailure NoteKind = "upstream_failure"
+	// NoteEnd: the whole link ended (the tap is shutting down).
+	NoteEnd NoteKind = "end"
+)
+
+// A NoteRule is a Rule that also takes transport notes.
+type NoteRule interface {
+	Note(c *Conversation, n Note) []Finding
+}
+
+// Note hands a transport fact to every rule that takes notes.
+func (e *Engine) Note(n Note) (out []Finding) {
+	if !n.Time.IsZero() {
+		e.conv.last = n.Time
+	}
+	for _, r := range e.rules {
+		if nr, ok := r.(NoteRule); ok {
+			out = append(out, e.note(r, nr, n)...)
+		}
+	}
+	return out
+}
+
+func (e *Engine) note(r Rule, nr NoteRule, n Note) (out []Finding) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = append(out, internalFinding(r, nil, p))
+		}
+	}()
+	return nr.Note(e.conv, n)
+}

@@ -1,0 +1,584 @@
+package tap
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Kind is the JSON type of a Value.
+type Kind uint8
+
+// The JSON types.
+const (
+	Null Kind = iota + 1
+	Bool
+	Number
+	String
+	Array
+	Object
+)
+
+var kindNames = [...]string{"", "null", "boolean", "number", "string", "array", "object"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// A Value is one node of a decoded JSON document. It keeps what an auditor
+// needs and a generic decoder loses: object members in wire order (with
+// duplicates reported, not merged), number literals exactly as written (so
+// 1 and 1.0 stay different facts), and the byte span of the node in the frame.
+//
+// A nil *Value means "absent"; a Value of Kind Null is an explicit null.
+type Value struct {
+	Kind Kind
+	// Str is the decoded text of a String, or the exact literal of a Number.
+	Str string
+	// Bool is the value of a Bool.
+	Bool bool
+	// Arr holds the elements of an Array.
+	Arr []*Value
+	// Obj holds the members of an Object in wire order.
+	Obj []Member
+	// Start and End delimit the node's bytes in the document it came from.
+	Start, End int
+}
+
+// A Member is one key/value pair of an Object.
+type Member struct {
+	Key string
+	Val *Value
+}
+
+// Get returns the member named key, or nil when v is not an object or has no
+// such member. With duplicate keys (a BASE-1 violation) the last one wins, as
+// in most JSON decoders a peer would use.
+func (v *Value) Get(key string) *Value {
+	if v == nil || v.Kind != Object {
+		return nil
+	}
+	for i := len(v.Obj) - 1; i >= 0; i-- {
+		if v.Obj[i].Key == key {
+			return v.Obj[i].Val
+		}
+	}
+	return nil
+}
+
+// Path follows keys through nested objects; it returns nil when any step is absent.
+func (v *Value) Path(keys ...string) *Value {
+	for _, k := range keys {
+		v = v.Get(k)
+	}
+	return v
+}
+
+// Has reports whether v is an object with a member named key (null included).
+func (v *Value) Has(key string) bool { return v.Get(key) != nil }
+
+// Is reports whether v is present and of kind k.
+func (v *Value) Is(k Kind) bool { return v != nil && v.Kind == k }
+
+// IsNull reports whether v is an explicit JSON null.
+func (v *Value) IsNull() bool { return v != nil && v.Kind == Null }
+
+// Text returns the string value of v, and false when v is not a string.
+func (v *Value) Text() (string, bool) {
+	if v == nil || v.Kind != String {
+		return "", false
+	}
+	return v.Str, true
+}
+
+// Int returns v as an int64 when it is a JSON number with an integer value
+// (JSON Schema 2020-12 counts 1.0 as an integer).
+func (v *Value) Int() (int64, bool) {
+	if v == nil || v.Kind != Number {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(v.Str, 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(v.Str, 64)
+	if err != nil || f != float64(int64(f)) {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// Float returns v as a float64 when it is a number.
+func (v *Value) Float() (float64, bool) {
+	if v == nil || v.Kind != Number {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(v.Str, 64)
+	return f, err == nil
+}
+
+// Keys returns the member names of an object in wire order.
+func (v *Value) Keys() []string {
+	if v == nil || v.Kind != Object {
+		return nil
+	}
+	ks := make([]string, len(v.Obj))
+	for i, m := range v.Obj {
+		ks[i] = m.Key
+	}
+	return ks
+}
+
+// Describe names v's JSON type for messages: "absent", "null", "a string"…
+func (v *Value) Describe() string {
+	switch {
+	case v == nil:
+		return "absent"
+	case v.Kind == Null:
+		return "null"
+	case v.Kind == Array || v.Kind == Object:
+		return "an " + v.Kind.String()
+	default:
+		return "a " + v.Kind.String()
+	}
+}
+
+// Canonical returns a canonical serialization of v: object members sorted by
+// key (last duplicate wins), no insignificant space, strings re-escaped,
+// numbers kept as written. Two values with the same Canonical form carry the
+// same content.
+func (v *Value) Canonical() []byte {
+	var b bytes.Buffer
+	v.writeCanonical(&b)
+	return b.Bytes()
+}
+
+// Digest is the hex SHA-256 of v's canonical form; "" for an absent value.
+func (v *Value) Digest() string {
+	if v == nil {
+		return ""
+	}
+	s := sha256.Sum256(v.Canonical())
+	return hex.EncodeToString(s[:])
+}
+
+func (v *Value) writeCanonical(b *bytes.Buffer) {
+	if v == nil {
+		return
+	}
+	switch v.Kind {
+	case Null:
+		b.WriteString("null")
+	case Bool:
+		b.WriteString(strconv.FormatBool(v.Bool))
+	case Number:
+		b.WriteString(v.Str)
+	case String:
+		b.WriteString(strconv.Quote(v.Str))
+	case Array:
+		b.WriteByte('[')
+		for i, e := range v.Arr {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			e.writeCanonical(b)
+		}
+		b.WriteByte(']')
+	case Object:
+		seen := make(map[string]*Value, len(v.Obj))
+		keys := make([]string, 0, len(v.Obj))
+		for _, m := range v.Obj {
+			if _, dup := seen[m.Key]; !dup {
+				keys = append(keys, m.Key)
+			}
+			seen[m.Key] = m.Val
+		}
+		slices.Sort(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Quote(k))
+			b.WriteByte(':')
+			seen[k].writeCanonical(b)
+		}
+		b.WriteByte('}')
+	}
+}
+
+// Any converts v to the generic form encoding/json would produce with
+// UseNumber (map[string]any, []any, json.Number). It is for handing a value to a JSON Schema validator.
+func (v *Value) Any() any {
+	if v == nil {
+		return nil
+	}
+	switch v.Kind {
+	case Null:
+		return nil
+	case Bool:
+		return v.Bool
+	case Number:
+		return json.Number(v.Str)
+	case String:
+		return v.Str
+	case Array:
+		out := make([]any, len(v.Arr))
+		for i, e := range v.Arr {
+			out[i] = e.Any()
+		}
+		return out
+	default:
+		out := make(map[string]any, len(v.Obj))
+		for _, m := range v.Obj {
+			out[m.Key] = m.Val.Any()
+		}
+		return out
+	}
+}
+
+// A SyntaxError is a JSON syntax error at a byte offset.
+type SyntaxError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string { return fmt.Sprintf("offset %d: %s", e.Offset, e.Msg) }
+
+// A DuplicateKey records an object member whose name was already used in the
+// same object (BASE-1: duplicate object keys are invalid).
+type DuplicateKey struct {
+	Pointer string
+	Key     string
+}
+
+// ParseJSON decodes one JSON value from data, which must hold nothing else
+// but white space. It reports duplicate keys rather than failing on them.
+// It does not check UTF-8 validity; callers do that on the raw bytes first.
+func ParseJSON(data []byte) (*Value, []DuplicateKey, error) {
+	p := parser{data: data}
+	p.space()
+	v, err := p.value("", 0)
+	if err != nil {
+		return nil, p.dups, err
+	}
+	p.space()
+	if p.pos != len(p.data) {
+		return nil, p.dups, p.fail("unexpected data after the JSON value")
+	}
+	return v, p.dups, nil
+}
+
+// maxDepth bounds nesting so that hostile input cannot exhaust the stack.
+const maxDepth = 10000
+
+type parser struct {
+	data []byte
+	pos  int
+	dups []DuplicateKey
+}
+
+func (p *parser) fail(msg string) error { return &SyntaxError{Offset: p.pos, Msg: msg} }
+
+func (p *parser) space() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) value(ptr string, depth int) (*Value, error) {
+	if depth > maxDepth {
+		return nil, p.fail("nesting too deep")
+	}
+	if p.pos >= len(p.data) {
+		return nil, p.fail("unexpected end of JSON input")
+	}
+	start := p.pos
+	switch c := p.data[p.pos]; {
+	case c == '{':
+		return p.object(ptr, depth)
+	case c == '[':
+		return p.array(ptr, depth)
+	case c == '"':
+		s, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		return &Value{Kind: String, Str: s, Start: start, End: p.pos}, nil
+	case c == 't':
+		return p.literal("true", &Value{Kind: Bool, Bool: true})
+	case c == 'f':
+		return p.literal("false", &Value{Kind: Bool})
+	case c == 'n':
+		return p.literal("null", &Value{Kind: Null})
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	default:
+		return nil, p.fail(fmt.Sprintf("invalid character %q looking for a value", c))
+	}
+}
+
+func (p *parser) literal(word string, v *Value) (*Value, error) {
+	if !bytes.HasPrefix(p.data[p.pos:], []byte(word)) {
+		return nil, p.fail("invalid literal")
+	}
+	v.Start = p.pos
+	p.pos += len(word)
+	v.End = p.pos
+	return v, nil
+}
+
+func (p *parser) number() (*Value, error) {
+	start := p.pos
+	if p.data[p.pos] == '-' {
+		p.pos++
+	}
+	digits := func() int {
+		n := 0
+		for p.pos < len(p.data) && p.data[p.pos] >= '0' && p.data[p.pos] <= '9' {
+			p.pos++
+			n++
+		}
+		return n
+	}
+	if p.pos < len(p.data) && p.data[p.pos] == '0' {
+		p.pos++
+	} else if digits() == 0 {
+		return nil, p.fail("invalid number")
+	}
+	if p.pos < len(p.data) && p.data[p.pos] == '.' {
+		p.pos++
+		if digits() == 0 {
+			return nil, p.fail("invalid number: no digits after the decimal point")
+		}
+	}
+	if p.pos < len(p.data) && (p.data[p.pos] == 'e' || p.data[p.pos] == 'E') {
+		p.pos++
+		if p.pos < len(p.data) && (p.data[p.pos] == '+' || p.data[p.pos] == '-') {
+			p.pos++
+		}
+		if digits() == 0 {
+			return nil, p.fail("invalid number: no digits in the exponent")
+		}
+	}
+	return &Value{Kind: Number, Str: string(p.data[start:p.pos]), Start: start, End: p.pos}, nil
+}
+
+func (p *parser) str() (string, error) {
+	p.pos++ // opening quote
+	start := p.pos
+	// Fast path: no escapes.
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		if c == '"' {
+			s := string(p.data[start:p.pos])
+			p.pos++
+			return s, nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return "", p.fail("control character in string")
+		}
+		p.pos++
+	}
+	var b strings.Builder
+	b.Write(p.data[start:p.pos])
+	for p.pos < len(p.data) {
+		c := p.data[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return b.String(), nil
+		case c < 0x20:
+			return "", p.fail("control character in string")
+		case c != '\\':
+			b.WriteByte(c)
+			p.pos++
+			continue
+		}
+		p.pos++
+		if p.pos >= len(p.data) {
+			break
+		}
+		e := p.data[p.pos]
+		p.pos++
+		switch e {
+		case '"', '\\', '/':
+			b.WriteByte(e)
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			r, ok := p.hex4()
+			if !ok {
+				return "", p.fail("invalid \\u escape")
+			}
+			if utf16.IsSurrogate(r) {
+				if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
+					save := p.pos
+					p.pos += 2
+					r2, ok := p.hex4()
+					if ok {
+						if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+							b.WriteRune(d)
+							continue
+						}
+					}
+					p.pos = save
+				}
+				r = utf8.RuneError
+			}
+			b.WriteRune(r)
+		default:
+			return "", p.fail(fmt.Sprintf("invalid escape \\%c", e))
+		}
+	}
+	return "", p.fail("unterminated string")
+}
+
+func (p *parser) hex4() (rune, bool) {
+	if p.pos+4 > len(p.data) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(p.data[p.pos:p.pos+4]), 16, 32)
+	if err != nil {
+		return 0, false
+	}
+	p.pos += 4
+	return rune(n), true
+}
+
+func (p *parser) object(ptr string, depth int) (*Value, error) {
+	v := &Value{Kind: Object, Start: p.pos}
+	p.pos++
+	p.space()
+	if p.pos < len(p.data) && p.data[p.pos] == '}' {
+		p.pos++
+		v.End = p.pos
+		return v, nil
+	}
+	for {
+		p.space()
+		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+			return nil, p.fail("expected a string object key")
+		}
+		key, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		p.space()
+		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
+			return nil, p.fail("expected ':' after an object key")
+		}
+		p.pos++
+		p.space()
+		child := ptr + "/" + EscapePointer(key)
+		val, err := p.value(child, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range v.Obj {
+			if m.Key == key {
+				p.dups = append(p.dups, DuplicateKey{Pointer: child, Key: key})
+				break
+			}
+		}
+		v.Obj = append(v.Obj, Member{Key: key, Val: val})
+		p.space()
+		if p.pos >= len(p.data) {
+			return nil, p.fail("unexpected end of JSON input in an object")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case '}':
+			p.pos++
+			v.End = p.pos
+			return v, nil
+		default:
+			return nil, p.fail("expected ',' or '}' in an object")
+		}
+	}
+}
+
+func (p *parser) array(ptr string, depth int) (*Value, error) {
+	v := &Value{Kind: Array, Start: p.pos}
+	p.pos++
+	p.space()
+	if p.pos < len(p.data) && p.data[p.pos] == ']' {
+		p.pos++
+		v.End = p.pos
+		return v, nil
+	}
+	for {
+		p.space()
+		val, err := p.value(ptr+"/"+strconv.Itoa(len(v.Arr)), depth+1)
+		if err != nil {
+			return nil, err
+		}
+		v.Arr = append(v.Arr, val)
+		p.space()
+		if p.pos >= len(p.data) {
+			return nil, p.fail("unexpected end of JSON input in an array")
+		}
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+		case ']':
+			p.pos++
+			v.End = p.pos
+			return v, nil
+		default:
+			return nil, p.fail("expected ',' or ']' in an array")
+		}
+	}
+}
+
+// EscapePointer escapes one JSON Pointer reference token (RFC 6901).
+func EscapePointer(tok string) string {
+	if !strings.ContainsAny(tok, "~/") {
+		return tok
+	}
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(tok)
+}
+
+// Ptr joins JSON Pointer tokens onto base: Ptr("/params", "event", 0).
+func Ptr(base string, toks ...any) string {
+	var b strings.Builder
+	b.WriteString(base)
+	for _, t := range toks {
+		b.WriteByte('/')
+		switch t := t.(type) {
+		case string:
+			b.WriteString(EscapePointer(t))
+		case int:
+			b.WriteString(strconv.Itoa(t))
+		default:
+			fmt.Fprint(&b, t)
+		}
+	}
+	return b.String()
+}
