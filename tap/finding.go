@@ -147,3 +147,15 @@ type SinkFunc func(Finding)
 
 // Write calls fn(f).
 func (fn SinkFunc) Write(f Finding) { fn(f) }
+
+// MultiSink writes each finding to every sink in order.
+type MultiSink []Sink
+
+// Write implements Sink.
+func (m MultiSink) Write(f Finding) {
+	for _, s := range m {
+		if s != nil {
+			s.Write(f)
+		}
+	}
+}

@@ -51,6 +51,9 @@ func (m *Main) exitCode(err error) int {
 		return 0
 	}
 	var ee *exitError
+	if errors.As(err, &ee) && ee.code == 0 {
+		return 0
+	}
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
 			fmt.Fprintf(m.Stderr, "ahp-tap: %s\n", ee.msg)
