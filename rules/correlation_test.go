@@ -87,7 +87,9 @@ func TestIDEqualsEvent(t *testing.T) {
 }
 
 func TestAnsweredOnce(t *testing.T) {
-	req := func() *tap.Frame { return harnessFrame(interceptJSON("e1", testEvent("e1", "tool.before", ""), denyCaps)) }
+	req := func() *tap.Frame {
+		return harnessFrame(interceptJSON("e1", testEvent("e1", "tool.before", ""), denyCaps))
+	}
 	res := func(id string) *tap.Frame { return backendFrame(resultJSON(id, `[]`)) }
 	tests := []struct {
 		name    string

@@ -122,7 +122,9 @@ func TestDispatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	intercept := func(typ string) *tap.Frame { return harnessFrame(interceptJSON("e1", testEvent("e1", typ, ""), denyCaps)) }
+	intercept := func(typ string) *tap.Frame {
+		return harnessFrame(interceptJSON("e1", testEvent("e1", typ, ""), denyCaps))
+	}
 	observe := func(typ string) *tap.Frame { return harnessFrame(observeJSON(testEvent("e1", typ, ""))) }
 	tests := []struct {
 		name  string

@@ -11,7 +11,9 @@ func TestNotificationAnswered(t *testing.T) {
 	req := func(id string) *tap.Frame {
 		return harnessFrame(interceptJSON(id, testEvent(id, "tool.before", ""), denyCaps))
 	}
-	nullRes := func() *tap.Frame { return backendFrame(`{"jsonrpc":"2.0","id":null,"result":{"protocolVersion":"draft","effects":[]}}`) }
+	nullRes := func() *tap.Frame {
+		return backendFrame(`{"jsonrpc":"2.0","id":null,"result":{"protocolVersion":"draft","effects":[]}}`)
+	}
 	tests := []struct {
 		name      string
 		lifecycle string
