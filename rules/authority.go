@@ -76,7 +76,7 @@ func authorityProblems(x *tap.Exchange, result *tap.Value) []problem {
 		ps = append(ps, problem{check: "BASE-9", ptr: ptr, msg: fmt.Sprintf(format, args...)})
 	}
 	caps := x.Capabilities
-	advertised := stringSet(caps.Get("effects"))
+	advertised := textSet(caps.Get("effects"))
 	evType, _ := x.Event.Get("type").Text()
 	allowed, boundaryKnown := effectsAtBoundary[evType]
 	for i, e := range result.Get("effects").Elems() {
@@ -89,15 +89,15 @@ func authorityProblems(x *tap.Exchange, result *tap.Value) []problem {
 			// An extension effect must be advertised exactly; a name that
 			// is not reverse-DNS is no extension but an undefined type (EFF-1).
 			if reverseDNSName.MatchString(t) && !advertised[t] {
-				add(ptr+"/type", "extension effect %s was not advertised in the request's capabilities.effects %s", quote(t), show(caps.Get("effects")))
+				add(ptr+"/type", "extension effect %s was not advertised in the request's capabilities.effects %s", quoted(t), show(caps.Get("effects")))
 			}
 			continue
 		}
 		if !advertised[t] {
-			add(ptr+"/type", "effect %s was not advertised in the request's capabilities.effects %s; a backend may return only advertised effects", quote(t), show(caps.Get("effects")))
+			add(ptr+"/type", "effect %s was not advertised in the request's capabilities.effects %s; a backend may return only advertised effects", quoted(t), show(caps.Get("effects")))
 		}
 		if boundaryKnown && !slices.Contains(allowed, t) {
-			add(ptr+"/type", "effect %s is not allowed at %s (allowed there: %v)", quote(t), evType, allowed)
+			add(ptr+"/type", "effect %s is not allowed at %s (allowed there: %v)", quoted(t), evType, allowed)
 		}
 		switch t {
 		case "flow":
@@ -105,8 +105,8 @@ func authorityProblems(x *tap.Exchange, result *tap.Value) []problem {
 			if !ok || (op != "stop" && op != "continue") {
 				continue // EFF-1 reports missing or undefined operations
 			}
-			if !stringSet(caps.Path("flow", "operations"))[op] {
-				add(ptr+"/operation", "flow operation %s was not advertised in capabilities.flow.operations %s", quote(op), show(caps.Path("flow", "operations")))
+			if !textSet(caps.Path("flow", "operations"))[op] {
+				add(ptr+"/operation", "flow operation %s was not advertised in capabilities.flow.operations %s", quoted(op), show(caps.Path("flow", "operations")))
 			}
 			if op != "continue" {
 				continue
@@ -122,16 +122,16 @@ func authorityProblems(x *tap.Exchange, result *tap.Value) []problem {
 			if !ok || (at != "now" && at != "next_turn") {
 				continue // EFF-1
 			}
-			if !stringSet(caps.Path("inject", "context", "deliverAt"))[at] {
-				add(ptr+"/deliverAt", "inject deliverAt %s was not advertised in capabilities.inject.context.deliverAt %s", quote(at), show(caps.Path("inject", "context", "deliverAt")))
+			if !textSet(caps.Path("inject", "context", "deliverAt"))[at] {
+				add(ptr+"/deliverAt", "inject deliverAt %s was not advertised in capabilities.inject.context.deliverAt %s", quoted(at), show(caps.Path("inject", "context", "deliverAt")))
 			}
 		}
 	}
 	return ps
 }
 
-// stringSet returns the string elements of an array value as a set.
-func stringSet(v *tap.Value) map[string]bool {
+// textSet returns the string elements of an array value as a set.
+func textSet(v *tap.Value) map[string]bool {
 	s := make(map[string]bool)
 	for _, e := range v.Elems() {
 		if t, ok := e.Text(); ok {

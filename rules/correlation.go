@@ -101,7 +101,7 @@ func (r idEqualsEventRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Findin
 	if id, ok := m.ID.Text(); ok && id == evID {
 		return nil
 	}
-	return []tap.Finding{r.info.At(f, 0, "/id", "hooks/intercept id is %s but params.event.id is %s; the JSON-RPC id must be the same string", show(m.ID), quote(evID))}
+	return []tap.Finding{r.info.At(f, 0, "/id", "hooks/intercept id is %s but params.event.id is %s; the JSON-RPC id must be the same string", show(m.ID), quoted(evID))}
 }
 
 // answeredOnceRule checks CORR-2 (AHP-RPC-001): every request is answered
@@ -124,6 +124,7 @@ func (r answeredOnceRule) state(c *tap.Conversation) *answeredOnceState {
 }
 
 func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
+	trackNotifications(c, f) // shared with BASE-7, whichever runs first
 	m, ok := f.Msg.(*tap.Response)
 	if !ok || c.Partial || m.ID == nil {
 		return nil // BASE-1 reports a response without id

@@ -38,17 +38,17 @@ func (r dispatchRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 			return nil
 		}
 		if c.SubscriptionFor(t, "observe") != nil {
-			return []tap.Finding{r.info.At(f, 0, "/method", "%s was sent to backend %s by hooks/intercept, but the backend subscribes to it only in observe mode", t, quote(hookID))}
+			return []tap.Finding{r.info.At(f, 0, "/method", "%s was sent to backend %s by hooks/intercept, but the backend subscribes to it only in observe mode", t, quoted(hookID))}
 		}
-		return []tap.Finding{r.info.At(f, 0, "/params/event/type", "%s was sent to backend %s by hooks/intercept, but none of its intercept subscriptions names that event", t, quote(hookID))}
+		return []tap.Finding{r.info.At(f, 0, "/params/event/type", "%s was sent to backend %s by hooks/intercept, but none of its intercept subscriptions names that event", t, quoted(hookID))}
 	case methodObserve:
 		if _, isNote := f.Msg.(*tap.Notification); !isNote || c.SubscriptionFor(t, "observe") != nil {
 			return nil
 		}
 		if c.SubscriptionFor(t, "intercept") != nil {
-			return []tap.Finding{r.info.At(f, tap.Info, "/method", "%s was observed by backend %s, which subscribes to it only in intercept mode: allowed only as the best-effort observation after a short-circuited chain (§4.5)", t, quote(hookID))}
+			return []tap.Finding{r.info.At(f, tap.Info, "/method", "%s was observed by backend %s, which subscribes to it only in intercept mode: allowed only as the best-effort observation after a short-circuited chain (§4.5)", t, quoted(hookID))}
 		}
-		return []tap.Finding{r.info.At(f, 0, "/params/event/type", "%s was sent to backend %s by hooks/observe, but none of its subscriptions names that event", t, quote(hookID))}
+		return []tap.Finding{r.info.At(f, 0, "/params/event/type", "%s was sent to backend %s by hooks/observe, but none of its subscriptions names that event", t, quoted(hookID))}
 	}
 	return nil
 }
@@ -99,9 +99,9 @@ func (v *regValidator) document(reg *tap.Value) {
 	// AHP-REG-001: the registration declares the snapshot.
 	switch pv := reg.Get("protocolVersion"); {
 	case pv == nil:
-		v.add("/protocolVersion", "the registration has no protocolVersion; it must declare %s", quote(v.snapshot))
-	case !isString(pv, v.snapshot):
-		v.add("/protocolVersion", "registration protocolVersion is %s, expected %s", show(pv), quote(v.snapshot))
+		v.add("/protocolVersion", "the registration has no protocolVersion; it must declare %s", quoted(v.snapshot))
+	case !stringIn(pv, v.snapshot):
+		v.add("/protocolVersion", "registration protocolVersion is %s, expected %s", show(pv), quoted(v.snapshot))
 	}
 	hooks := reg.Get("hooks")
 	switch {
@@ -120,7 +120,7 @@ func (v *regValidator) document(reg *tap.Value) {
 		v.backend(h, ptr)
 		if id, ok := h.Get("id").Text(); ok {
 			if j, dup := ids[id]; dup {
-				v.add(ptr+"/id", "backend id %s is already used by /hooks/%d; backend ids are unique", quote(id), j)
+				v.add(ptr+"/id", "backend id %s is already used by /hooks/%d; backend ids are unique", quoted(id), j)
 			} else {
 				ids[id] = i
 			}
@@ -187,7 +187,7 @@ func (v *regValidator) transport(t *tap.Value, ptr string) string {
 				}
 			}
 		}
-		if l := t.Get("lifecycle"); !isString(l, "persistent", "per_event") {
+		if l := t.Get("lifecycle"); !stringIn(l, "persistent", "per_event") {
 			v.add(ptr+"/lifecycle", "a stdio transport needs lifecycle persistent or per_event, found %s", show(l))
 		}
 		if c := t.Get("cwd"); c != nil && !c.Is(tap.String) {
@@ -226,22 +226,22 @@ func (v *regValidator) authentication(a *tap.Value, ptr string) {
 			v.add(ptr, "bearer authentication has both tokenEnv and tokenRef; it needs exactly one")
 		case env != nil && (!env.Is(tap.String) || !tokenEnvPattern.MatchString(env.Str)):
 			v.add(ptr+"/tokenEnv", "tokenEnv must name an environment variable (letters, digits, _), found %s", show(env))
-		case ref != nil && !nonEmptyString(ref):
+		case ref != nil && !nonEmptyText(ref):
 			v.add(ptr+"/tokenRef", "tokenRef must be a non-empty string, found %s", show(ref))
 		}
 	case "oauth":
 		for _, k := range []string{"resource", "clientId"} {
-			if !nonEmptyString(a.Get(k)) {
+			if !nonEmptyText(a.Get(k)) {
 				v.add(ptr+"/"+k, "oauth authentication needs a non-empty %s string, found %s", k, show(a.Get(k)))
 			}
 		}
 		if s, ok := a.Get("issuer").Text(); !ok || !absoluteHTTP(s, "https://") {
 			v.add(ptr+"/issuer", "oauth issuer must be an absolute https:// URL, found %s", show(a.Get("issuer")))
 		}
-		if fl := a.Get("flow"); !isString(fl, "authorization_code_pkce", "client_credentials") {
+		if fl := a.Get("flow"); !stringIn(fl, "authorization_code_pkce", "client_credentials") {
 			v.add(ptr+"/flow", "oauth flow must be authorization_code_pkce or client_credentials, found %s", show(fl))
 		}
-		if s := a.Get("clientSecretRef"); s != nil && !nonEmptyString(s) {
+		if s := a.Get("clientSecretRef"); s != nil && !nonEmptyText(s) {
 			v.add(ptr+"/clientSecretRef", "clientSecretRef must be a non-empty string, found %s", show(s))
 		}
 		if s := a.Get("scopes"); s != nil {
@@ -269,7 +269,7 @@ func (v *regValidator) subscription(s *tap.Value, ptr string) {
 				v.add(ptr+"/timeoutMs", "timeoutMs must be a positive integer, found %s", show(t))
 			}
 		}
-		if p := s.Get("failurePolicy"); !isString(p, "fail-open", "fail-closed") {
+		if p := s.Get("failurePolicy"); !stringIn(p, "fail-open", "fail-closed") {
 			v.add(ptr+"/failurePolicy", "an intercept subscription needs failurePolicy fail-open or fail-closed (there is no default), found %s", show(p))
 		}
 	case "observe":
@@ -300,14 +300,14 @@ func (v *regValidator) subscription(s *tap.Value, ptr string) {
 		}
 	}
 	scope := s.Get("scope")
-	if scope != nil && !isString(scope, "managed", "project", "user") {
+	if scope != nil && !stringIn(scope, "managed", "project", "user") {
 		v.add(ptr+"/scope", "scope must be managed, project or user, found %s", show(scope))
 	}
 	d := s.Get("disableable")
 	if d != nil && !d.Is(tap.Bool) {
 		v.add(ptr+"/disableable", "disableable must be a boolean, found %s", d.Describe())
 	}
-	if isString(scope, "managed") && (d == nil || !d.Is(tap.Bool) || d.Bool) {
+	if stringIn(scope, "managed") && (d == nil || !d.Is(tap.Bool) || d.Bool) {
 		v.add(ptr+"/disableable", "a managed subscription needs disableable: false")
 	}
 }
@@ -332,7 +332,7 @@ func (v *regValidator) events(ev *tap.Value, ptr, mode string) {
 			continue
 		}
 		if seen[name] {
-			v.add(p, "event %s is listed twice; events are unique", quote(name))
+			v.add(p, "event %s is listed twice; events are unique", quoted(name))
 		}
 		seen[name] = true
 		if subscriptionPattern.MatchString(name) {
@@ -341,7 +341,7 @@ func (v *regValidator) events(ev *tap.Value, ptr, mode string) {
 		interceptable, known := wireEvents[name]
 		switch {
 		case !known:
-			v.add(p, "%s is neither an AHP event type nor a wildcard (\"*\" or \"family.*\")", quote(name))
+			v.add(p, "%s is neither an AHP event type nor a wildcard (\"*\" or \"family.*\")", quoted(name))
 		case mode == "intercept" && !interceptable:
 			v.add(p, "%s is observe-only; an intercept subscription may name only interceptable events", name)
 		}
@@ -361,8 +361,8 @@ func (v *regValidator) content(c *tap.Value, ptr string) {
 		v.add(ptr+"/default", "content needs a default selection (body, metadata or omit)")
 	}
 	for _, m := range c.Obj {
-		if !isString(m.Val, selectionValues...) {
-			v.add(tap.Ptr(ptr, m.Key), "content selection for %s must be body, metadata or omit, found %s", quote(m.Key), show(m.Val))
+		if !stringIn(m.Val, selectionValues...) {
+			v.add(tap.Ptr(ptr, m.Key), "content selection for %s must be body, metadata or omit, found %s", quoted(m.Key), show(m.Val))
 		}
 	}
 }
@@ -398,14 +398,14 @@ func (v *regValidator) uniqueStrings(a *tap.Value, ptr, what string) {
 		case !ok || s == "":
 			v.add(tap.Ptr(ptr, i), "%s entries must be non-empty strings, found %s", what, show(e))
 		case seen[s]:
-			v.add(tap.Ptr(ptr, i), "%s lists %s twice; entries are unique", what, quote(s))
+			v.add(tap.Ptr(ptr, i), "%s lists %s twice; entries are unique", what, quoted(s))
 		}
 		seen[s] = true
 	}
 }
 
-// isString reports whether v is a string equal to one of allowed.
-func isString(v *tap.Value, allowed ...string) bool {
+// stringIn reports whether v is a string equal to one of allowed.
+func stringIn(v *tap.Value, allowed ...string) bool {
 	s, ok := v.Text()
 	if !ok {
 		return false
@@ -418,7 +418,7 @@ func isString(v *tap.Value, allowed ...string) bool {
 	return false
 }
 
-func nonEmptyString(v *tap.Value) bool {
+func nonEmptyText(v *tap.Value) bool {
 	s, ok := v.Text()
 	return ok && s != ""
 }

@@ -67,12 +67,12 @@ func unsupportedReasons(c *tap.Conversation, req *tap.Frame) []unsupported {
 		out = append(out, u)
 	}
 	if v, ok := req.Params().Get("protocolVersion").Text(); ok && v != c.Snapshot {
-		out = append(out, unsupported{"/params/protocolVersion", "protocolVersion " + quote(v) + " is not the snapshot " + quote(c.Snapshot), codeUnsupportedVersion})
+		out = append(out, unsupported{"/params/protocolVersion", "protocolVersion " + quoted(v) + " is not the snapshot " + quoted(c.Snapshot), codeUnsupportedVersion})
 	}
 	if req.Method() == methodIntercept {
 		if t, ok := req.Event().Get("type").Text(); ok {
 			if interceptable, known := wireEvents[t]; known && !interceptable {
-				out = append(out, unsupported{"/params/event/type", "event type " + quote(t) + " is observe-only and cannot be intercepted", codeUnsupportedEvent})
+				out = append(out, unsupported{"/params/event/type", "event type " + quoted(t) + " is observe-only and cannot be intercepted", codeUnsupportedEvent})
 			}
 		}
 	}

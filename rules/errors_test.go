@@ -80,3 +80,12 @@ func TestDefinedErrors(t *testing.T) {
 		})
 	}
 }
+
+// CORR-2 leaves an answer to a notification to BASE-7 even when it runs
+// without it.
+func TestNotificationAnsweredAlone(t *testing.T) {
+	fs := runRules(tap.Config{}, correlationRules(),
+		harnessFrame(observeJSON(testEvent("e1", "tool.after", ""))),
+		backendFrame(`{"jsonrpc":"2.0","id":null,"result":{}}`))
+	wantFindings(t, fs, "CORR-2", 0)
+}

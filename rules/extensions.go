@@ -36,10 +36,10 @@ func (r extensionRule) Info() tap.RuleInfo { return r.info }
 func (r extensionRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	var out []tap.Finding
 	keys := func(v *tap.Value, ptr string) {
-		for _, m := range members(v.Get("extensions")) {
+		for _, m := range objMembers(v.Get("extensions")) {
 			if !reverseDNSName.MatchString(m.Key) {
 				out = append(out, r.info.At(f, 0, tap.Ptr(ptr, "extensions", m.Key),
-					"extension key %s is not a reverse-DNS name (such as com.example.policy)", quote(m.Key)))
+					"extension key %s is not a reverse-DNS name (such as com.example.policy)", quoted(m.Key)))
 			}
 		}
 	}
@@ -47,7 +47,7 @@ func (r extensionRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 		for i, e := range caps.Get("effects").Elems() {
 			if s, ok := e.Text(); ok && !coreEffects[s] && !reverseDNSName.MatchString(s) {
 				out = append(out, r.info.At(f, 0, tap.Ptr(ptr, "effects", i),
-					"capabilities.effects entry %s is neither a core effect type nor a reverse-DNS extension effect name", quote(s)))
+					"capabilities.effects entry %s is neither a core effect type nor a reverse-DNS extension effect name", quoted(s)))
 			}
 		}
 	}
@@ -59,7 +59,9 @@ func (r extensionRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	switch m := f.Msg.(type) {
 	case *tap.Request, *tap.Notification:
 		p := f.Params()
-		keys(p, "/params")
+		if f.Method() == methodIntercept {
+			keys(p, "/params") // only intercept params define extensions
+		}
 		ev := p.Get("event")
 		keys(ev, "/params/event")
 		effectNames(p.Get("capabilities"), "/params/capabilities")
@@ -69,7 +71,11 @@ func (r extensionRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 		if m.Error != nil {
 			return nil
 		}
-		keys(res, "/result")
+		// Only intercept results define extensions; in an excerpt, a
+		// result with effects is one.
+		if x := c.Exchange(); (x != nil && x.Method == methodIntercept) || (x == nil && res.Has("effects")) {
+			keys(res, "/result")
+		}
 		manifest(res.Get("manifest"), "/result/manifest")
 		for i, e := range res.Get("effects").Elems() {
 			if t, _ := e.Get("type").Text(); t != "deny" {
@@ -88,9 +94,9 @@ func (r extensionRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	return out
 }
 
-// members returns the members of an object value, or nil for anything else
+// objMembers returns the members of an object value, or nil for anything else
 // (absent included).
-func members(v *tap.Value) []tap.Member {
+func objMembers(v *tap.Value) []tap.Member {
 	if !v.Is(tap.Object) {
 		return nil
 	}

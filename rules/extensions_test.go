@@ -20,6 +20,8 @@ func TestExtensions(t *testing.T) {
 		{"event extension unnamespaced", harnessFrame(observeJSON(testEvent("e1", "tool.before", ext("trace")))), 1},
 		{"event extension leading digit", harnessFrame(observeJSON(testEvent("e1", "tool.before", ext("1com.example")))), 1},
 		{"params extension", harnessFrame(`{"jsonrpc":"2.0","id":"e1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":` + testEvent("e1", "tool.before", "") + `,"capabilities":{"effects":["deny"]},"extensions":{"policy":1,"com.example.ok":2}}}`), 1},
+		{"observe params define no extensions", harnessFrame(`{"jsonrpc":"2.0","method":"hooks/observe","params":{"protocolVersion":"draft","event":` + testEvent("e1", "tool.before", "") + `,"extensions":{"policy":1}}}`), 0},
+		{"capabilities results define no extensions", backendFrame(`{"jsonrpc":"2.0","id":"d","result":{"protocolVersion":"draft","manifest":{},"extensions":{"x_y":true}}}`), 0},
 		{"result extension", backendFrame(`{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"draft","effects":[],"extensions":{"x_y":true}}}`), 1},
 		{"deny extension and code ok", deny(`,"code":"com.example.policy.protected_path","extensions":{"com.example.policy":{}}`), 0},
 		{"deny code not reverse-DNS", deny(`,"code":"PROTECTED"`), 1},

@@ -43,7 +43,7 @@ func (r retryRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	evType, _ := ev.Get("type").Text()
 	first := fmt.Sprintf("#%d", prior.Seq)
 	if evType != prior.Type {
-		return []tap.Finding{r.info.At(f, 0, "/params/event/type", "event (source, id) was first seen at %s as a %s event and is now a %s event: two different events must not share one (source, id)", first, quote(prior.Type), quote(evType))}
+		return []tap.Finding{r.info.At(f, 0, "/params/event/type", "event (source, id) was first seen at %s as a %s event and is now a %s event: two different events must not share one (source, id)", first, quoted(prior.Type), quoted(evType))}
 	}
 	if prior.Method != method {
 		return nil // a different delivery of the same event, not a retry
@@ -58,10 +58,10 @@ func (r retryRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	// Identity fields first: these never differ between deliveries of one event.
 	var diff []string
 	if s, _ := ev.Path("session", "id").Text(); s != prior.SessionID {
-		diff = append(diff, "session.id "+quote(s)+" (was "+quote(prior.SessionID)+")")
+		diff = append(diff, "session.id "+quoted(s)+" (was "+quoted(prior.SessionID)+")")
 	}
 	if s, _ := ev.Path("call", "id").Text(); s != prior.CallID {
-		diff = append(diff, "call.id "+quote(s)+" (was "+quote(prior.CallID)+")")
+		diff = append(diff, "call.id "+quoted(s)+" (was "+quoted(prior.CallID)+")")
 	}
 	switch {
 	case len(diff) > 0:

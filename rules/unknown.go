@@ -1,6 +1,10 @@
 package rules
 
-import "github.com/ahp-tap/ahp-tap/tap"
+import (
+	"strconv"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
 
 // wireEvents is the draft event catalogue (§3.3): the 32 event types, each
 // marked true when it may travel in hooks/intercept (the 19 interceptable
@@ -77,23 +81,20 @@ func unknownSemantics(f *tap.Frame) (unsupported, bool) {
 		return unsupported{}, false // BASE-1 reports a missing method
 	}
 	if !knownMethod(m) {
-		return unsupported{"/method", "method " + quote(m) + " is not an AHP method (hooks/intercept, hooks/observe, hooks/capabilities)", codeMethodNotFound}, true
+		return unsupported{"/method", "method " + quoted(m) + " is not an AHP method (hooks/intercept, hooks/observe, hooks/capabilities)", codeMethodNotFound}, true
 	}
 	t, ok := f.Event().Get("type").Text()
 	if !ok || m == methodCapabilities {
 		return unsupported{}, false // EVT-1 reports a missing or non-string type
 	}
 	if _, known := wireEvents[t]; !known {
-		return unsupported{"/params/event/type", "event type " + quote(t) + " is not in the AHP event catalogue", codeUnsupportedEvent}, true
+		return unsupported{"/params/event/type", "event type " + quoted(t) + " is not in the AHP event catalogue", codeUnsupportedEvent}, true
 	}
 	return unsupported{}, false
 }
 
-// quote renders a string for a message.
-func quote(s string) string {
-	v := tap.Value{Kind: tap.String, Str: s}
-	return string(v.Canonical())
-}
+// quoted renders a string for a message, as a JSON string literal.
+func quoted(s string) string { return strconv.Quote(s) }
 
 // unknownRule checks BASE-3 (AHP-CORE-003): unknown event types and unknown
 // methods are unsupported semantics. Unknown object fields are never

@@ -39,10 +39,10 @@ func (r versionRule) check(c *tap.Conversation, f *tap.Frame, obj *tap.Value, ba
 	v := obj.Get("protocolVersion")
 	ptr := base + "/protocolVersion"
 	if v == nil {
-		return []tap.Finding{r.info.At(f, 0, ptr, "the %s has no protocolVersion; it must be %s%s", kind, quote(c.Snapshot), consequence)}
+		return []tap.Finding{r.info.At(f, 0, ptr, "the %s has no protocolVersion; it must be %s%s", kind, quoted(c.Snapshot), consequence)}
 	}
 	if s, ok := v.Text(); !ok || s != c.Snapshot {
-		return []tap.Finding{r.info.At(f, 0, ptr, "the %s's protocolVersion is %s, expected exactly %s (the snapshot being audited)%s", kind, show(v), quote(c.Snapshot), consequence)}
+		return []tap.Finding{r.info.At(f, 0, ptr, "the %s's protocolVersion is %s, expected exactly %s (the snapshot being audited)%s", kind, show(v), quoted(c.Snapshot), consequence)}
 	}
 	return nil
 }
