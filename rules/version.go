@@ -21,12 +21,14 @@ func (r versionRule) Info() tap.RuleInfo { return r.info }
 func (r versionRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	switch m := f.Msg.(type) {
 	case *tap.Request:
-		return r.check(c, f, m.Params, "/params", "request", "; a backend must refuse it with error -32001")
+		// The harness's fault, an error; the backend's -32001 refusal of it
+		// is the conforming answer.
+		return r.check(c, f, m.Params, "/params", "harness's request", " (the harness's fault; a backend answering error -32001 is conforming)")
 	case *tap.Notification:
-		return r.check(c, f, m.Params, "/params", "notification", "; its receiver must not act on it")
+		return r.check(c, f, m.Params, "/params", "harness's notification", " (the harness's fault; its receiver must not act on it and sends no response)")
 	case *tap.Response:
 		if m.Error == nil {
-			return r.check(c, f, m.Result, "/result", "successful result", "")
+			return r.check(c, f, m.Result, "/result", "backend's successful result", "")
 		}
 	}
 	return nil
