@@ -1,7 +1,11 @@
 package rules
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -199,5 +203,49 @@ func TestOutcome(t *testing.T) {
 				t.Errorf("Outcome = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// myChecks are the checks of the conversation-level rules.
+var myChecks = []string{"BASE-2", "BASE-3", "BASE-4", "BASE-5", "BASE-6", "BASE-7", "BASE-8", "BASE-9", "CORR-1", "CORR-2", "CORR-3"}
+
+// TestConformingConversation replays conforming fixture exchanges as one
+// live conversation (not an excerpt) through the default rules: none of the
+// conversation-level checks may report a warning or an error.
+func TestConformingConversation(t *testing.T) {
+	pairs := [][2]string{
+		{"http/intercept-request.valid.json", "http/deny-response.valid.json"},
+		{"stdio/intercept-request.valid.jsonl", "stdio/no-effect-response.valid.jsonl"},
+	}
+	reg, _, err := tap.ParseJSON([]byte(`{"protocolVersion":"draft","hooks":[{"id":"com.example.p","transport":{"type":"http","url":"https://p.example/h"},
+		"subscriptions":[{"events":["tool.*"],"mode":"intercept","timeoutMs":500,"failurePolicy":"fail-open","content":{"default":"omit"}},
+		{"events":["*"],"mode":"observe","content":{"default":"omit"}}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frames []*tap.Frame
+	ms := 0
+	add := func(path string, dir tap.Direction) {
+		data, err := os.ReadFile(filepath.Join(sharedAHP, "fixtures/draft", path))
+		if err != nil {
+			t.Skipf("no shared corpus: %v", err)
+		}
+		f := &tap.Frame{Dir: dir, Transport: tap.File, Raw: bytes.TrimSpace(data)}
+		frames = append(frames, atMs(f, ms))
+		ms += 10
+	}
+	for _, p := range pairs {
+		add(p[0], tap.FromHarness)
+		add(p[1], tap.FromBackend)
+	}
+	for _, p := range []string{"http/observe-tool-before.valid.json", "http/observe-session-start.valid.json", "http/profile-harness-present.valid.json", "http/capabilities-request.valid.json"} {
+		add(p, tap.FromHarness)
+	}
+	frames = append(frames, atMs(backendFrame(`{"jsonrpc":"2.0","id":"discovery","result":{"protocolVersion":"draft","manifest":{}}}`), ms))
+	fs := runRules(tap.Config{Registration: reg, HookID: "com.example.p"}, Default(Options{}), frames...)
+	for _, f := range fs {
+		if slices.Contains(myChecks, f.Check) && f.Level >= tap.Warn {
+			t.Errorf("conforming conversation: %v", f)
+		}
 	}
 }
