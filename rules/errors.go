@@ -16,8 +16,8 @@ import (
 // only when it matches no request and either
 //   - the link is a per_event stdio backend whose process received a
 //     notification (every line it writes answers that notification),
-//   - its id is null and the last harness message on its connection was a
-//     notification, or
+//   - its id is null (or absent) and the last harness message on its
+//     connection was a notification, or
 //   - its id is the event.id of a notification (a backend echoing the event).
 type errorRule struct{ info tap.RuleInfo }
 
@@ -144,7 +144,7 @@ func trackNotifications(c *tap.Conversation, f *tap.Frame) {
 func notificationAnswered(c *tap.Conversation, f *tap.Frame) bool {
 	trackNotifications(c, f)
 	m, ok := f.Msg.(*tap.Response)
-	if !ok || c.Correlation() != tap.Unsolicited || m.ID == nil {
+	if !ok || c.Correlation() != tap.Unsolicited {
 		return false
 	}
 	w := notifState(c)
@@ -152,8 +152,8 @@ func notificationAnswered(c *tap.Conversation, f *tap.Frame) bool {
 	switch {
 	case cw != nil && c.Lifecycle == "per_event" && cw.lastWasNotification && !cw.sawRequest:
 		return true // AHP-STDIO-001: this process got one notification and owes nothing
-	case cw != nil && m.ID.IsNull() && cw.lastWasNotification:
-		return true
+	case cw != nil && (m.ID == nil || m.ID.IsNull()) && cw.lastWasNotification:
+		return true // an id-less answer right after a notification
 	}
 	id, ok := m.ID.Text()
 	return ok && w.eventIDs[id]

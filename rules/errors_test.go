@@ -23,6 +23,7 @@ func TestNotificationAnswered(t *testing.T) {
 	}{
 		{"null id after a notification", "persistent", []*tap.Frame{note(), nullRes()}, 1, 0},
 		{"error with null id after a notification", "", []*tap.Frame{note(), backendFrame(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"m"}}`)}, 1, 0},
+		{"no id after a notification", "persistent", []*tap.Frame{note(), backendFrame(`{"jsonrpc":"2.0","result":{}}`)}, 1, 0},
 		{"event id echoed", "persistent", []*tap.Frame{note(), req("e2"), backendFrame(resultJSON("e1", `[]`)), backendFrame(resultJSON("e2", `[]`))}, 1, 0},
 		{"per_event: any line after a notification", "per_event", []*tap.Frame{onConn(note(), "p1"), onConn(backendFrame(resultJSON("x", `[]`)), "p1")}, 1, 0},
 		{"per_event: other process's request", "per_event", []*tap.Frame{onConn(note(), "p1"), onConn(req("e2"), "p2"), onConn(backendFrame(resultJSON("e2", `[]`)), "p2")}, 0, 0},
