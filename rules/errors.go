@@ -92,6 +92,7 @@ type notifWatch struct {
 
 type connWatch struct {
 	lastWasNotification bool
+	lastWasMalformed    bool // not a request or notification (BASE-1's)
 	sawRequest          bool
 }
 
@@ -120,6 +121,7 @@ func trackNotifications(c *tap.Conversation, f *tap.Frame) {
 		cw = &connWatch{}
 		w.conns[f.Conn] = cw
 	}
+	cw.lastWasNotification, cw.lastWasMalformed = false, false
 	switch f.Msg.(type) {
 	case *tap.Notification:
 		cw.lastWasNotification = true
@@ -132,11 +134,24 @@ func trackNotifications(c *tap.Conversation, f *tap.Frame) {
 			}
 		}
 	case *tap.Request:
-		cw.lastWasNotification = false
 		cw.sawRequest = true
 	default:
-		cw.lastWasNotification = false // something unparseable: a null id may answer it
+		cw.lastWasMalformed = true // a null-id error may answer it
 	}
+}
+
+// malformedAnswered reports whether response f is a JSON-RPC error with a
+// null id right after a harness message that was no request or
+// notification: the standard answer to an unparseable request (-32700,
+// -32600), not an unknown id.
+func malformedAnswered(c *tap.Conversation, f *tap.Frame) bool {
+	trackNotifications(c, f)
+	m, ok := f.Msg.(*tap.Response)
+	if !ok || m.Error == nil || !m.ID.IsNull() {
+		return false
+	}
+	cw := notifState(c).conns[f.Conn]
+	return cw != nil && cw.lastWasMalformed
 }
 
 // notificationAnswered reports whether response f, which matches no

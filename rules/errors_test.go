@@ -29,6 +29,8 @@ func TestNotificationAnswered(t *testing.T) {
 		{"per_event: other process's request", "per_event", []*tap.Frame{onConn(note(), "p1"), onConn(req("e2"), "p2"), onConn(backendFrame(resultJSON("e2", `[]`)), "p2")}, 0, 0},
 		{"null id after a request is not about a notification", "persistent", []*tap.Frame{note(), req("e2"), nullRes(), backendFrame(resultJSON("e2", `[]`))}, 0, 1},
 		{"unknown id after a notification is CORR-2's", "persistent", []*tap.Frame{note(), backendFrame(resultJSON("zz", `[]`))}, 0, 1},
+		{"null-id error answers a malformed request", "persistent", []*tap.Frame{harnessFrame(`{"jsonrpc":"2.0","id":`), backendFrame(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}`)}, 0, 0},
+		{"null-id success after a malformed request", "persistent", []*tap.Frame{harnessFrame(`{"jsonrpc":"2.0","id":`), backendFrame(`{"jsonrpc":"2.0","id":null,"result":{}}`)}, 0, 1},
 		{"notification alone", "persistent", []*tap.Frame{note()}, 0, 0},
 	}
 	for _, tt := range tests {
