@@ -135,7 +135,7 @@ func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding
 		return []tap.Finding{r.info.At(f, 0, "/id", "response id %s answers a request that was already answered (#%d); every request is answered exactly once", tap.IDText(m.ID), prev.Response.Seq)}
 	case tap.Unsolicited:
 		if notificationAnswered(c, f) || malformedAnswered(c, f) {
-			return nil // BASE-7 reports an answer to a notification
+			return nil // BASE-7 reports answers to notifications; a null-id error answers an unparseable message
 		}
 		return []tap.Finding{r.info.At(f, 0, "/id", "response id %s matches no request that was sent; a response must carry the id of a pending request", tap.IDText(m.ID))}
 	}

@@ -249,3 +249,22 @@ func TestConformingConversation(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkConversationRules feeds intercept exchanges (request, deny
+// response) through the conversation-level rule families.
+func BenchmarkConversationRules(b *testing.B) {
+	var rs []tap.Rule
+	for _, fam := range [][]tap.Rule{versionRules(), unknownRules(), extensionRules(), dispatchRules(), retryRules(), errorRules(), harnessRules(), authorityRules(), correlationRules()} {
+		rs = append(rs, fam...)
+	}
+	e := tap.NewEngine(tap.Config{Timeout: time.Second}, rs)
+	caps := `{"effects":["deny","message"]}`
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprintf("evt_%d", i)
+		req := atMs(harnessFrame(interceptJSON(id, testEvent(id, "tool.before", `,"extensions":{"org.w3c.trace_context":{}}`), caps)), i)
+		res := atMs(backendFrame(resultJSON(id, `[{"type":"deny","reason":"r","code":"com.example.p"}]`)), i+1)
+		e.Feed(req)
+		e.Feed(res)
+	}
+}
