@@ -112,26 +112,47 @@ type answeredOnceRule struct{ info tap.RuleInfo }
 func (r answeredOnceRule) Info() tap.RuleInfo { return r.info }
 
 // answeredOnceState remembers the exchanges already reported unanswered
-// when their backend's stream ended, so Finish does not report them twice.
+// when their backend's stream ended, so Finish does not report them twice,
+// and how many requests and answers each id has had: a retry re-sends a
+// request with the same id (AHP-CORE-004), and each copy may be answered.
 type answeredOnceState struct {
 	reported map[*tap.Exchange]bool
+	sent     map[string]int // requests per IDKey
+	answers  map[string]int // responses per IDKey
 }
 
 func (r answeredOnceRule) state(c *tap.Conversation) *answeredOnceState {
 	return c.RuleState(r.info.ID, func() any {
-		return &answeredOnceState{reported: make(map[*tap.Exchange]bool)}
+		return &answeredOnceState{
+			reported: make(map[*tap.Exchange]bool),
+			sent:     make(map[string]int),
+			answers:  make(map[string]int),
+		}
 	}).(*answeredOnceState)
 }
 
 func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	trackNotifications(c, f) // shared with BASE-7, whichever runs first
+	if c.Partial {
+		return nil
+	}
+	st := r.state(c)
+	if req, ok := f.Msg.(*tap.Request); ok {
+		st.sent[tap.IDKey(req.ID)]++
+		return nil
+	}
 	m, ok := f.Msg.(*tap.Response)
-	if !ok || c.Partial || m.ID == nil {
+	if !ok || m.ID == nil {
 		return nil // BASE-1 reports a response without id
 	}
+	key := tap.IDKey(m.ID)
+	st.answers[key]++
 	switch c.Correlation() {
 	case tap.Duplicate:
-		prev := c.Answered(tap.IDKey(m.ID))
+		if st.answers[key] <= st.sent[key] {
+			return nil // the answer to the other copy of a retried request
+		}
+		prev := c.Answered(key)
 		return []tap.Finding{r.info.At(f, 0, "/id", "response id %s answers a request that was already answered (#%d); every request is answered exactly once", tap.IDText(m.ID), prev.Response.Seq)}
 	case tap.Unsolicited:
 		if notificationAnswered(c, f) || malformedAnswered(c, f) {
