@@ -89,12 +89,12 @@ func authorityProblems(x *tap.Exchange, result *tap.Value) []problem {
 			// An extension effect must be advertised exactly; a name that
 			// is not reverse-DNS is no extension but an undefined type (EFF-1).
 			if reverseDNSName.MatchString(t) && !advertised[t] {
-				add(ptr+"/type", "extension effect %s was not advertised in the request's capabilities.effects %s", quoted(t), show(caps.Get("effects")))
+				add(ptr+"/type", "extension effect %s was not advertised in the request's capabilities.effects (%s)", quoted(t), advertisedText(caps.Get("effects")))
 			}
 			continue
 		}
 		if !advertised[t] {
-			add(ptr+"/type", "effect %s was not advertised in the request's capabilities.effects %s; a backend may return only advertised effects", quoted(t), show(caps.Get("effects")))
+			add(ptr+"/type", "effect %s was not advertised in the request's capabilities.effects (%s); a backend may return only advertised effects", quoted(t), advertisedText(caps.Get("effects")))
 		}
 		if boundaryKnown && !slices.Contains(allowed, t) {
 			add(ptr+"/type", "effect %s is not allowed at %s (allowed there: %v)", quoted(t), evType, allowed)
@@ -106,7 +106,7 @@ func authorityProblems(x *tap.Exchange, result *tap.Value) []problem {
 				continue // EFF-1 reports missing or undefined operations
 			}
 			if !textSet(caps.Path("flow", "operations"))[op] {
-				add(ptr+"/operation", "flow operation %s was not advertised in capabilities.flow.operations %s", quoted(op), show(caps.Path("flow", "operations")))
+				add(ptr+"/operation", "flow operation %s was not advertised in capabilities.flow.operations (%s)", quoted(op), advertisedText(caps.Path("flow", "operations")))
 			}
 			if op != "continue" {
 				continue
@@ -123,7 +123,7 @@ func authorityProblems(x *tap.Exchange, result *tap.Value) []problem {
 				continue // EFF-1
 			}
 			if !textSet(caps.Path("inject", "context", "deliverAt"))[at] {
-				add(ptr+"/deliverAt", "inject deliverAt %s was not advertised in capabilities.inject.context.deliverAt %s", quoted(at), show(caps.Path("inject", "context", "deliverAt")))
+				add(ptr+"/deliverAt", "inject deliverAt %s was not advertised in capabilities.inject.context.deliverAt (%s)", quoted(at), advertisedText(caps.Path("inject", "context", "deliverAt")))
 			}
 		}
 	}
@@ -139,4 +139,12 @@ func textSet(v *tap.Value) map[string]bool {
 		}
 	}
 	return s
+}
+
+// advertisedText renders an advertised list for a message.
+func advertisedText(v *tap.Value) string {
+	if v == nil {
+		return "the request advertised none"
+	}
+	return "advertised: " + show(v)
 }
