@@ -230,6 +230,9 @@ func (r lateRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	if _, ok := f.Msg.(*tap.Response); !ok || x == nil || c.Correlation() != tap.Matched || x.Deadline <= 0 {
 		return nil
 	}
+	if x.Method != methodIntercept {
+		return nil // AHP-FAIL-002 bounds interception; discovery has no deadline
+	}
 	if f.Time.IsZero() || x.Request.Time.IsZero() {
 		return nil
 	}

@@ -169,6 +169,13 @@ func TestLate(t *testing.T) {
 	}
 }
 
+func TestLateOnlyForInterception(t *testing.T) {
+	fs := runRules(tap.Config{Timeout: 100 * time.Millisecond}, correlationRules(),
+		atMs(harnessFrame(`{"jsonrpc":"2.0","id":"d","method":"hooks/capabilities","params":{"protocolVersion":"draft"}}`), 0),
+		atMs(backendFrame(`{"jsonrpc":"2.0","id":"d","result":{"protocolVersion":"draft","manifest":{}}}`), 5000))
+	wantFindings(t, fs, "CORR-3", 0)
+}
+
 func TestLateUsesSubscriptionTimeout(t *testing.T) {
 	reg, _, err := tap.ParseJSON([]byte(`{"protocolVersion":"draft","hooks":[{"id":"com.example.p","transport":{"type":"http","url":"https://p.example/h"},
 		"subscriptions":[{"events":["tool.*"],"mode":"intercept","timeoutMs":100,"failurePolicy":"fail-open","content":{"default":"omit"}}]}]}`))
