@@ -64,8 +64,12 @@ func (r extensionRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 		}
 		ev := p.Get("event")
 		keys(ev, "/params/event")
-		effectNames(p.Get("capabilities"), "/params/capabilities")
-		manifest(ev.Get("manifest"), "/params/event/manifest") // session.start
+		if f.Method() == methodIntercept {
+			effectNames(p.Get("capabilities"), "/params/capabilities")
+		}
+		if t, _ := ev.Get("type").Text(); t == "session.start" {
+			manifest(ev.Get("manifest"), "/params/event/manifest")
+		}
 	case *tap.Response:
 		res := m.Result
 		if m.Error != nil {
