@@ -41,9 +41,14 @@ func (r retryRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	method := f.Method()
 	ev := f.Event()
 	evType, _ := ev.Get("type").Text()
+	// Name the first sighting by frame number and time: with a shared
+	// EventStore it may have been seen by another tap process.
 	first := fmt.Sprintf("#%d", prior.Seq)
+	if !prior.First.IsZero() {
+		first += ", " + prior.First.UTC().Format("15:04:05.000Z")
+	}
 	if evType != prior.Type {
-		return []tap.Finding{r.info.At(f, 0, "/params/event/type", "event (source, id) was first seen at %s as a %s event and is now a %s event: two different events must not share one (source, id)", first, quoted(prior.Type), quoted(evType))}
+		return []tap.Finding{r.info.At(f, 0, "/params/event/type", "event (source, id) was first seen (%s) as a %s event and is now a %s event: two different events must not share one (source, id)", first, quoted(prior.Type), quoted(evType))}
 	}
 	if prior.Method != method {
 		return nil // a different delivery of the same event, not a retry
@@ -65,24 +70,24 @@ func (r retryRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	}
 	switch {
 	case len(diff) > 0:
-		out = append(out, r.info.At(f, 0, "/params/event", "re-sent event (first at %s) changed its %s; a retry keeps the session and call ids", first, strings.Join(diff, " and ")))
+		out = append(out, r.info.At(f, 0, "/params/event", "re-sent event (first seen %s) changed its %s; a retry keeps the session and call ids", first, strings.Join(diff, " and ")))
 	case !shared && ev.Digest() != prior.Digest:
-		out = append(out, r.info.At(f, 0, "/params/event", "re-sent event (first at %s) has different content; a retry carries the identical event, and a different event needs its own id", first))
+		out = append(out, r.info.At(f, 0, "/params/event", "re-sent event (first seen %s) has different content; a retry carries the identical event, and a different event needs its own id", first))
 	}
 	if method != methodIntercept {
 		return out // observer transports may re-send the same payload (§7)
 	}
 	if id := tap.IDKey(f.RPCID()); prior.RPCID != "" && id != prior.RPCID {
-		out = append(out, r.info.At(f, 0, "/id", "retry of the event first sent at %s uses JSON-RPC id %s; a retry reuses the original id", first, tap.IDText(f.RPCID())))
+		out = append(out, r.info.At(f, 0, "/id", "retry of the event first sent (%s) uses JSON-RPC id %s; a retry reuses the original id", first, tap.IDText(f.RPCID())))
 	}
 	if shared {
 		return out
 	}
 	switch prior.Outcome {
 	case tap.OutcomeDeny:
-		out = append(out, r.info.At(f, 0, "", "event re-sent after the backend denied it explicitly (at %s); a harness must not retry after a deny", first))
+		out = append(out, r.info.At(f, 0, "", "event re-sent after the backend denied it explicitly (delivery %s); a harness must not retry after a deny", first))
 	case tap.OutcomeNoEffect:
-		out = append(out, r.info.At(f, 0, "", "event re-sent after a successful response with no effects (to the delivery at %s); a harness must not retry after an empty-effect response", first))
+		out = append(out, r.info.At(f, 0, "", "event re-sent after a successful response with no effects (to delivery %s); a harness must not retry after an empty-effect response", first))
 	}
 	if prior.DeadlineMs > 0 && !prior.First.IsZero() && !f.Time.IsZero() {
 		deadline := time.Duration(prior.DeadlineMs) * time.Millisecond
