@@ -85,7 +85,7 @@ func authorityProblems(x *tap.Exchange, result *tap.Value) []problem {
 			continue // EFF-1
 		}
 		ptr := tap.Ptr("/result/effects", i)
-		if !coreEffects[t] {
+		if !coreEffectNames[t] {
 			// An extension effect must be advertised exactly; a name that
 			// is not reverse-DNS is no extension but an undefined type (EFF-1).
 			if reverseDNSName.MatchString(t) && !advertised[t] {

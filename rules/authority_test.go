@@ -37,19 +37,19 @@ func TestAuthority(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fs := runRules(tap.Config{}, authorityRules(),
-				harnessFrame(interceptJSON("e1", testEvent("e1", tt.evType, ""), tt.caps)),
-				backendFrame(resultJSON("e1", tt.effects)))
+				harnessFrame(convIntercept("e1", convEvent("e1", tt.evType, ""), tt.caps)),
+				backendFrame(convResult("e1", tt.effects)))
 			wantFindings(t, fs, "BASE-9", tt.want)
 		})
 	}
 }
 
 func TestAuthorityNeedsTheRequest(t *testing.T) {
-	res := backendFrame(resultJSON("e1", `[{"type":"allow"}]`))
+	res := backendFrame(convResult("e1", `[{"type":"allow"}]`))
 	wantFindings(t, runRules(tap.Config{Partial: true}, authorityRules(), res), "BASE-9", 0)
 	// An error response claims nothing.
 	fs := runRules(tap.Config{}, authorityRules(),
-		harnessFrame(interceptJSON("e1", testEvent("e1", "tool.before", ""), denyCaps)),
-		backendFrame(errorJSON("e1", -32004)))
+		harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps)),
+		backendFrame(convError("e1", -32004)))
 	wantFindings(t, fs, "BASE-9", 0)
 }

@@ -69,7 +69,7 @@ func judgeOutcome(c *tap.Conversation, x *tap.Exchange, m *tap.Response) string 
 	deny := false
 	for _, e := range effects.Elems() {
 		t, ok := e.Get("type").Text()
-		if !ok || (!coreEffects[t] && !reverseDNSName.MatchString(t)) {
+		if !ok || (!coreEffectNames[t] && !reverseDNSName.MatchString(t)) {
 			return tap.OutcomeInvalid // AHP-CORE-003: unknown effect types reject the whole response
 		}
 		deny = deny || t == "deny"

@@ -29,29 +29,29 @@ func onConn(f *tap.Frame, conn string) *tap.Frame {
 	return f
 }
 
-// testEvent is a valid tool.before-like event of type typ with id id; more
+// convEvent is a valid tool.before-like event of type typ with id id; more
 // holds extra members (",\"k\":v" text) appended to the event object.
-func testEvent(id, typ, more string) string {
+func convEvent(id, typ, more string) string {
 	return fmt.Sprintf(`{"id":%q,"source":"https://harness.example/runtime/42","type":%q,"time":"2026-08-24T08:51:14Z","harness":{"name":"h","version":"1"},"session":{"id":"s1"},"call":{"id":"c1"}%s}`, id, typ, more)
 }
 
-// interceptJSON is a hooks/intercept request whose JSON-RPC id is id.
-func interceptJSON(id, event, caps string) string {
+// convIntercept is a hooks/intercept request whose JSON-RPC id is id.
+func convIntercept(id, event, caps string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"hooks/intercept","params":{"protocolVersion":"draft","event":%s,"capabilities":%s}}`, id, event, caps)
 }
 
-// observeJSON is a hooks/observe notification.
-func observeJSON(event string) string {
+// convObserve is a hooks/observe notification.
+func convObserve(event string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","method":"hooks/observe","params":{"protocolVersion":"draft","event":%s}}`, event)
 }
 
-// resultJSON is a success response with the given effects.
-func resultJSON(id, effects string) string {
+// convResult is a success response with the given effects.
+func convResult(id, effects string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"protocolVersion":"draft","effects":%s}}`, id, effects)
 }
 
-// errorJSON is an error response.
-func errorJSON(id string, code int) string {
+// convError is an error response.
+func convError(id string, code int) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"error":{"code":%d,"message":"m"}}`, id, code)
 }
 
@@ -70,17 +70,17 @@ func exchangesOf(cfg tap.Config, rs []tap.Rule, frames ...*tap.Frame) ([]*tap.Ex
 }
 
 func TestIDEqualsEvent(t *testing.T) {
-	ev := testEvent("evt_1", "tool.before", "")
+	ev := convEvent("evt_1", "tool.before", "")
 	tests := []struct {
 		name string
 		js   string
 		want int
 	}{
-		{"equal", interceptJSON("evt_1", ev, denyCaps), 0},
-		{"different", interceptJSON("evt_2", ev, denyCaps), 1},
+		{"equal", convIntercept("evt_1", ev, denyCaps), 0},
+		{"different", convIntercept("evt_2", ev, denyCaps), 1},
 		{"integer id", `{"jsonrpc":"2.0","id":1,"method":"hooks/intercept","params":{"protocolVersion":"draft","event":` + ev + `,"capabilities":{"effects":["deny"]}}}`, 1},
 		{"capabilities id is free", `{"jsonrpc":"2.0","id":"discovery","method":"hooks/capabilities","params":{"protocolVersion":"draft"}}`, 0},
-		{"no event id is EVT-1's", interceptJSON("x", `{"type":"tool.before"}`, denyCaps), 0},
+		{"no event id is EVT-1's", convIntercept("x", `{"type":"tool.before"}`, denyCaps), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,9 +92,9 @@ func TestIDEqualsEvent(t *testing.T) {
 
 func TestAnsweredOnce(t *testing.T) {
 	req := func() *tap.Frame {
-		return harnessFrame(interceptJSON("e1", testEvent("e1", "tool.before", ""), denyCaps))
+		return harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps))
 	}
-	res := func(id string) *tap.Frame { return backendFrame(resultJSON(id, `[]`)) }
+	res := func(id string) *tap.Frame { return backendFrame(convResult(id, `[]`)) }
 	tests := []struct {
 		name    string
 		partial bool
@@ -122,8 +122,8 @@ func TestAnsweredOnce(t *testing.T) {
 
 func TestAnsweredOnceNotes(t *testing.T) {
 	e := tap.NewEngine(tap.Config{}, correlationRules())
-	e.Feed(onConn(harnessFrame(interceptJSON("e1", testEvent("e1", "tool.before", ""), denyCaps)), "p1"))
-	e.Feed(onConn(harnessFrame(interceptJSON("e2", testEvent("e2", "tool.before", ""), denyCaps)), "p2"))
+	e.Feed(onConn(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps)), "p1"))
+	e.Feed(onConn(harnessFrame(convIntercept("e2", convEvent("e2", "tool.before", ""), denyCaps)), "p2"))
 	// The harness closing stdin ends nothing: the backend may still answer.
 	if fs := e.Note(tap.Note{Kind: tap.NoteEOF, Dir: tap.FromHarness, Conn: "p1"}); len(fs) != 0 {
 		t.Errorf("harness EOF: findings %s, want none", dump(fs))
@@ -144,7 +144,7 @@ func TestAnsweredOnceNotes(t *testing.T) {
 
 func TestLate(t *testing.T) {
 	req := func() *tap.Frame {
-		return atMs(harnessFrame(interceptJSON("e1", testEvent("e1", "tool.before", ""), denyCaps)), 0)
+		return atMs(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps)), 0)
 	}
 	tests := []struct {
 		name    string
@@ -160,7 +160,7 @@ func TestLate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			xs, fs := exchangesOf(tap.Config{Timeout: tt.timeout}, correlationRules(), req(), atMs(backendFrame(resultJSON("e1", `[]`)), tt.resAt))
+			xs, fs := exchangesOf(tap.Config{Timeout: tt.timeout}, correlationRules(), req(), atMs(backendFrame(convResult("e1", `[]`)), tt.resAt))
 			wantFindings(t, fs, "CORR-3", tt.want)
 			if got := xs[0].Outcome; got != tt.outcome {
 				t.Errorf("Outcome = %q, want %q", got, tt.outcome)
@@ -184,8 +184,8 @@ func TestLateUsesSubscriptionTimeout(t *testing.T) {
 	}
 	cfg := tap.Config{Registration: reg, HookID: "com.example.p", Timeout: time.Hour}
 	fs := runRules(cfg, correlationRules(),
-		atMs(harnessFrame(interceptJSON("e1", testEvent("e1", "tool.before", ""), denyCaps)), 0),
-		atMs(backendFrame(resultJSON("e1", `[]`)), 150))
+		atMs(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps)), 0),
+		atMs(backendFrame(convResult("e1", `[]`)), 150))
 	wantFindings(t, fs, "CORR-3", 1)
 }
 
@@ -196,19 +196,19 @@ func TestOutcome(t *testing.T) {
 		res  string
 		want string
 	}{
-		{"no effect", resultJSON("e1", `[]`), tap.OutcomeNoEffect},
-		{"deny", resultJSON("e1", `[{"type":"message","text":"x"},{"type":"deny","reason":"r"}]`), tap.OutcomeDeny},
-		{"effects", resultJSON("e1", `[{"type":"flow","operation":"stop","reason":"r"}]`), tap.OutcomeEffects},
-		{"error", errorJSON("e1", -32004), tap.OutcomeErrorAnswer},
-		{"unknown effect takes down a deny", resultJSON("e1", `[{"type":"deny","reason":"r"},{"type":"grant"}]`), tap.OutcomeInvalid},
-		{"unadvertised effect", resultJSON("e1", `[{"type":"allow"}]`), tap.OutcomeInvalid},
+		{"no effect", convResult("e1", `[]`), tap.OutcomeNoEffect},
+		{"deny", convResult("e1", `[{"type":"message","text":"x"},{"type":"deny","reason":"r"}]`), tap.OutcomeDeny},
+		{"effects", convResult("e1", `[{"type":"flow","operation":"stop","reason":"r"}]`), tap.OutcomeEffects},
+		{"error", convError("e1", -32004), tap.OutcomeErrorAnswer},
+		{"unknown effect takes down a deny", convResult("e1", `[{"type":"deny","reason":"r"},{"type":"grant"}]`), tap.OutcomeInvalid},
+		{"unadvertised effect", convResult("e1", `[{"type":"allow"}]`), tap.OutcomeInvalid},
 		{"wrong version", `{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"0.1","effects":[]}}`, tap.OutcomeInvalid},
 		{"no effects list", `{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"draft"}}`, tap.OutcomeInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			xs, _ := exchangesOf(tap.Config{}, correlationRules(),
-				harnessFrame(interceptJSON("e1", testEvent("e1", "tool.before", ""), caps)), backendFrame(tt.res))
+				harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), caps)), backendFrame(tt.res))
 			if got := xs[0].Outcome; got != tt.want {
 				t.Errorf("Outcome = %q, want %q", got, tt.want)
 			}
@@ -272,8 +272,8 @@ func BenchmarkConversationRules(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		id := fmt.Sprintf("evt_%d", i)
-		req := atMs(harnessFrame(interceptJSON(id, testEvent(id, "tool.before", `,"extensions":{"org.w3c.trace_context":{}}`), caps)), i)
-		res := atMs(backendFrame(resultJSON(id, `[{"type":"deny","reason":"r","code":"com.example.p"}]`)), i+1)
+		req := atMs(harnessFrame(convIntercept(id, convEvent(id, "tool.before", `,"extensions":{"org.w3c.trace_context":{}}`), caps)), i)
+		res := atMs(backendFrame(convResult(id, `[{"type":"deny","reason":"r","code":"com.example.p"}]`)), i+1)
 		e.Feed(req)
 		e.Feed(res)
 	}

@@ -123,9 +123,9 @@ func TestDispatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	intercept := func(typ string) *tap.Frame {
-		return harnessFrame(interceptJSON("e1", testEvent("e1", typ, ""), denyCaps))
+		return harnessFrame(convIntercept("e1", convEvent("e1", typ, ""), denyCaps))
 	}
-	observe := func(typ string) *tap.Frame { return harnessFrame(observeJSON(testEvent("e1", typ, ""))) }
+	observe := func(typ string) *tap.Frame { return harnessFrame(convObserve(convEvent("e1", typ, ""))) }
 	tests := []struct {
 		name  string
 		f     *tap.Frame

@@ -10,9 +10,9 @@ import (
 // extension effect names and backend ids (§6.4, §5).
 var reverseDNSName = regexp.MustCompile(`^(?:[A-Za-z][A-Za-z0-9_-]*\.)+[A-Za-z][A-Za-z0-9_-]*$`)
 
-// coreEffects are the eight core effect types (§4.1); any other name in
+// coreEffectNames are the eight core effect types (§4.1); any other name in
 // capabilities.effects is an extension effect and must be reverse-DNS.
-var coreEffects = map[string]bool{
+var coreEffectNames = map[string]bool{
 	"deny": true, "allow": true, "ask": true, "modify": true,
 	"message": true, "return": true, "flow": true, "inject": true,
 }
@@ -45,7 +45,7 @@ func (r extensionRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	}
 	effectNames := func(caps *tap.Value, ptr string) {
 		for i, e := range caps.Get("effects").Elems() {
-			if s, ok := e.Text(); ok && !coreEffects[s] && !reverseDNSName.MatchString(s) {
+			if s, ok := e.Text(); ok && !coreEffectNames[s] && !reverseDNSName.MatchString(s) {
 				out = append(out, r.info.At(f, 0, tap.Ptr(ptr, "effects", i),
 					"capabilities.effects entry %s is neither a core effect type nor a reverse-DNS extension effect name", quoted(s)))
 			}

@@ -12,13 +12,13 @@ func TestUnknownNotification(t *testing.T) {
 		f    *tap.Frame
 		want int
 	}{
-		{"known event", harnessFrame(observeJSON(testEvent("e1", "turn.end", ""))), 0},
-		{"unknown fields are never findings", harnessFrame(observeJSON(testEvent("e1", "tool.before", `,"x-new":{"a":1},"futureField":[1]`))), 0},
-		{"unknown event", harnessFrame(observeJSON(testEvent("e1", "unknown.event", ""))), 1},
-		{"removed tool.error", harnessFrame(observeJSON(testEvent("e1", "tool.error", ""))), 1},
-		{"removed prompt.submitted", harnessFrame(observeJSON(testEvent("e1", "prompt.submitted", ""))), 1},
+		{"known event", harnessFrame(convObserve(convEvent("e1", "turn.end", ""))), 0},
+		{"unknown fields are never findings", harnessFrame(convObserve(convEvent("e1", "tool.before", `,"x-new":{"a":1},"futureField":[1]`))), 0},
+		{"unknown event", harnessFrame(convObserve(convEvent("e1", "unknown.event", ""))), 1},
+		{"removed tool.error", harnessFrame(convObserve(convEvent("e1", "tool.error", ""))), 1},
+		{"removed prompt.submitted", harnessFrame(convObserve(convEvent("e1", "prompt.submitted", ""))), 1},
 		{"unknown method", harnessFrame(`{"jsonrpc":"2.0","method":"hooks/notify","params":{"protocolVersion":"draft"}}`), 1},
-		{"type missing is EVT-1's", harnessFrame(observeJSON(`{"id":"e1"}`)), 0},
+		{"type missing is EVT-1's", harnessFrame(convObserve(`{"id":"e1"}`)), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -35,7 +35,7 @@ func TestUnknownNotification(t *testing.T) {
 
 func TestUnknownRequest(t *testing.T) {
 	unknownEvent := func() *tap.Frame {
-		return harnessFrame(interceptJSON("e1", testEvent("e1", "tool.error", ""), denyCaps))
+		return harnessFrame(convIntercept("e1", convEvent("e1", "tool.error", ""), denyCaps))
 	}
 	unknownMethod := func() *tap.Frame {
 		return harnessFrame(`{"jsonrpc":"2.0","id":"e1","method":"hooks/grant","params":{"protocolVersion":"draft"}}`)
@@ -46,13 +46,13 @@ func TestUnknownRequest(t *testing.T) {
 		frames  []*tap.Frame
 		want    tap.Level // 0: no finding
 	}{
-		{"known event answered", false, []*tap.Frame{harnessFrame(interceptJSON("e1", testEvent("e1", "tool.before", ""), denyCaps)), backendFrame(resultJSON("e1", `[]`))}, 0},
-		{"unknown event refused with -32002", false, []*tap.Frame{unknownEvent(), backendFrame(errorJSON("e1", -32002))}, tap.Warn},
-		{"unknown event refused with another code", false, []*tap.Frame{unknownEvent(), backendFrame(errorJSON("e1", -32004))}, tap.Warn},
-		{"unknown event accepted", false, []*tap.Frame{unknownEvent(), backendFrame(resultJSON("e1", `[]`))}, tap.Error},
+		{"known event answered", false, []*tap.Frame{harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps)), backendFrame(convResult("e1", `[]`))}, 0},
+		{"unknown event refused with -32002", false, []*tap.Frame{unknownEvent(), backendFrame(convError("e1", -32002))}, tap.Warn},
+		{"unknown event refused with another code", false, []*tap.Frame{unknownEvent(), backendFrame(convError("e1", -32004))}, tap.Warn},
+		{"unknown event accepted", false, []*tap.Frame{unknownEvent(), backendFrame(convResult("e1", `[]`))}, tap.Error},
 		{"unknown event unanswered", false, []*tap.Frame{unknownEvent()}, tap.Error},
 		{"unknown event in an excerpt", true, []*tap.Frame{unknownEvent()}, tap.Error},
-		{"unknown method refused with -32601", false, []*tap.Frame{unknownMethod(), backendFrame(errorJSON("e1", -32601))}, tap.Warn},
+		{"unknown method refused with -32601", false, []*tap.Frame{unknownMethod(), backendFrame(convError("e1", -32601))}, tap.Warn},
 		{"unknown method accepted", false, []*tap.Frame{unknownMethod(), backendFrame(`{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"draft"}}`)}, tap.Error},
 	}
 	for _, tt := range tests {

@@ -7,17 +7,17 @@ import (
 )
 
 func TestVersion(t *testing.T) {
-	ev := testEvent("e1", "tool.before", "")
+	ev := convEvent("e1", "tool.before", "")
 	tests := []struct {
 		name string
 		f    *tap.Frame
 		want int
 	}{
-		{"request ok", harnessFrame(interceptJSON("e1", ev, denyCaps)), 0},
-		{"notification ok", harnessFrame(observeJSON(ev)), 0},
+		{"request ok", harnessFrame(convIntercept("e1", ev, denyCaps)), 0},
+		{"notification ok", harnessFrame(convObserve(ev)), 0},
 		{"capabilities ok", harnessFrame(`{"jsonrpc":"2.0","id":"d","method":"hooks/capabilities","params":{"protocolVersion":"draft"}}`), 0},
-		{"result ok", backendFrame(resultJSON("e1", `[]`)), 0},
-		{"error response needs none", backendFrame(errorJSON("e1", -32001)), 0},
+		{"result ok", backendFrame(convResult("e1", `[]`)), 0},
+		{"error response needs none", backendFrame(convError("e1", -32001)), 0},
 		{"request missing", harnessFrame(`{"jsonrpc":"2.0","id":"d","method":"hooks/capabilities","params":{}}`), 1},
 		{"request other snapshot", harnessFrame(`{"jsonrpc":"2.0","id":"d","method":"hooks/capabilities","params":{"protocolVersion":"0.1"}}`), 1},
 		{"notification missing", harnessFrame(`{"jsonrpc":"2.0","method":"hooks/observe","params":{"event":` + ev + `}}`), 1},
@@ -45,7 +45,7 @@ func TestVersionSnapshot(t *testing.T) {
 // request is reported (the harness's fault), the answer is not.
 func TestVersionRefusedCorrectly(t *testing.T) {
 	req := harnessFrame(`{"jsonrpc":"2.0","id":"d","method":"hooks/capabilities","params":{"protocolVersion":"0.1"}}`)
-	res := backendFrame(errorJSON("d", -32001))
+	res := backendFrame(convError("d", -32001))
 	fs := runRules(tap.Config{}, append(versionRules(), errorRules()...), req, res)
 	wantFindings(t, fs, "BASE-2", 1)
 	wantFindings(t, fs, "BASE-7", 0)
