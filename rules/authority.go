@@ -43,9 +43,9 @@ var continueAllowed = map[string]bool{"turn.finish.before": true, "tool.after": 
 // remainingContinuations > 0; inject deliverAt was advertised in
 // capabilities.inject.context.deliverAt.
 //
-// Not here: modify targets and operations (EDIT-6), effect types that are
-// not defined at all and effect shapes (EFF-1), the request's own
-// advertisement (CAP-1).
+// Not here: modify targets and operations (EDIT-6), effect types outside
+// the eight core ones, extension effects included, and effect shapes
+// (EFF-1), the request's own advertisement (CAP-1).
 type authorityRule struct{ info tap.RuleInfo }
 
 func authorityRules() []tap.Rule {
@@ -86,12 +86,7 @@ func authorityProblems(x *tap.Exchange, result *tap.Value) []problem {
 		}
 		ptr := tap.Ptr("/result/effects", i)
 		if !coreEffectNames[t] {
-			// An extension effect must be advertised exactly; a name that
-			// is not reverse-DNS is no extension but an undefined type (EFF-1).
-			if reverseDNSName.MatchString(t) && !advertised[t] {
-				add(ptr+"/type", "extension effect %s was not advertised in the request's capabilities.effects (%s)", quoted(t), advertisedText(caps.Get("effects")))
-			}
-			continue
+			continue // EFF-1 judges every type outside the eight core ones
 		}
 		if !advertised[t] {
 			add(ptr+"/type", "effect %s was not advertised in the request's capabilities.effects (%s); a backend may return only advertised effects", quoted(t), advertisedText(caps.Get("effects")))

@@ -30,7 +30,7 @@ func TestAuthority(t *testing.T) {
 		{"inject deliverAt advertised", "turn.start", `{"effects":["inject"],"inject":{"context":{"append":true,"deliverAt":["now","next_turn"]}}}`, `[{"type":"inject","target":"context","operation":"append","deliverAt":"next_turn","value":[]}]`, 0},
 		{"inject deliverAt not advertised", "turn.start", `{"effects":["inject"],"inject":{"context":{"append":true,"deliverAt":["now"]}}}`, `[{"type":"inject","target":"context","operation":"append","deliverAt":"next_turn","value":[]}]`, 1},
 		{"extension effect advertised", "tool.before", `{"effects":["deny","com.example.quarantine"]}`, `[{"type":"com.example.quarantine"}]`, 0},
-		{"extension effect not advertised", "tool.before", `{"effects":["deny"]}`, `[{"type":"com.example.quarantine"}]`, 1},
+		{"extension effects are EFF-1's", "tool.before", `{"effects":["deny"]}`, `[{"type":"com.example.quarantine"}]`, 0},
 		{"undefined effect type is EFF-1's", "tool.before", `{"effects":["deny"]}`, `[{"type":"grant"}]`, 0},
 		{"modify targets are EDIT-6's", "tool.before", `{"effects":["modify"],"modify":{"input":{"merge":true}}}`, `[{"type":"modify","target":"input","operation":"replace","value":{}}]`, 0},
 	}

@@ -67,10 +67,13 @@ func judgeOutcome(c *tap.Conversation, x *tap.Exchange, m *tap.Response) string 
 		return tap.OutcomeInvalid
 	}
 	deny := false
+	advertised := textSet(x.Capabilities.Get("effects"))
 	for _, e := range effects.Elems() {
 		t, ok := e.Get("type").Text()
-		if !ok || (!coreEffectNames[t] && !reverseDNSName.MatchString(t)) {
-			return tap.OutcomeInvalid // AHP-CORE-003: unknown effect types reject the whole response
+		if !ok || (!coreEffectNames[t] && !(reverseDNSName.MatchString(t) && advertised[t])) {
+			// AHP-CORE-003, AHP-CAP-001: an unknown or unadvertised effect
+			// type rejects the whole response.
+			return tap.OutcomeInvalid
 		}
 		deny = deny || t == "deny"
 	}

@@ -201,6 +201,7 @@ func TestOutcome(t *testing.T) {
 		{"effects", convResult("e1", `[{"type":"flow","operation":"stop","reason":"r"}]`), tap.OutcomeEffects},
 		{"error", convError("e1", -32004), tap.OutcomeErrorAnswer},
 		{"unknown effect takes down a deny", convResult("e1", `[{"type":"deny","reason":"r"},{"type":"grant"}]`), tap.OutcomeInvalid},
+		{"unadvertised extension effect", convResult("e1", `[{"type":"com.example.q"}]`), tap.OutcomeInvalid},
 		{"unadvertised effect", convResult("e1", `[{"type":"allow"}]`), tap.OutcomeInvalid},
 		{"wrong version", `{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"0.1","effects":[]}}`, tap.OutcomeInvalid},
 		{"no effects list", `{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"draft"}}`, tap.OutcomeInvalid},
