@@ -23,12 +23,12 @@ func (r versionRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	case *tap.Request:
 		// The harness's fault, an error; the backend's -32001 refusal of it
 		// is the conforming answer.
-		return r.check(c, f, m.Params, "/params", "harness's request", " (the harness's fault; a backend answering error -32001 is conforming)")
+		return r.check(c, f, m.Params, "/params", "request", "; the harness is at fault, and a backend refusing it with error -32001 is conforming")
 	case *tap.Notification:
-		return r.check(c, f, m.Params, "/params", "harness's notification", " (the harness's fault; its receiver must not act on it and sends no response)")
+		return r.check(c, f, m.Params, "/params", "notification", "; the harness is at fault, and the receiver must not act on it (and sends no response)")
 	case *tap.Response:
 		if m.Error == nil {
-			return r.check(c, f, m.Result, "/result", "backend's successful result", "")
+			return r.check(c, f, m.Result, "/result", "successful result", "")
 		}
 	}
 	return nil
@@ -41,10 +41,10 @@ func (r versionRule) check(c *tap.Conversation, f *tap.Frame, obj *tap.Value, ba
 	v := obj.Get("protocolVersion")
 	ptr := base + "/protocolVersion"
 	if v == nil {
-		return []tap.Finding{r.info.At(f, 0, ptr, "the %s has no protocolVersion; it must be %s%s", kind, quoted(c.Snapshot), consequence)}
+		return []tap.Finding{r.info.At(f, 0, ptr, "the %s carries no protocolVersion; it must be %s%s", kind, quoted(c.Snapshot), consequence)}
 	}
 	if s, ok := v.Text(); !ok || s != c.Snapshot {
-		return []tap.Finding{r.info.At(f, 0, ptr, "the %s's protocolVersion is %s, expected exactly %s (the snapshot being audited)%s", kind, show(v), quoted(c.Snapshot), consequence)}
+		return []tap.Finding{r.info.At(f, 0, ptr, "the %s carries protocolVersion %s, expected exactly %s (the snapshot being audited)%s", kind, show(v), quoted(c.Snapshot), consequence)}
 	}
 	return nil
 }
