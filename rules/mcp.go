@@ -11,7 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	xmessage "golang.org/x/text/message"
 
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -46,7 +46,7 @@ var compiledMCP = sync.OnceValue(func() *mcpSchemas {
 })
 
 // englishPrinter renders schema error messages.
-var englishPrinter = message.NewPrinter(language.English)
+var englishPrinter = xmessage.NewPrinter(language.English)
 
 // mcpFault is one place where an MCP payload breaks the pinned contract.
 type mcpFault struct {
