@@ -69,24 +69,31 @@ func mcpRequestFaults(params *tap.Value) []mcpFault {
 	if m, _ := params.Get("mode").Text(); m == "url" {
 		sch = s.url
 	}
-	return schemaFaults(sch, params)
+	return schemaFaults(sch, params, fieldShapes)
 }
 
 // mcpResultFaults validates a parsed ElicitResult.
 func mcpResultFaults(result *tap.Value) []mcpFault {
-	return schemaFaults(compiledMCP().result, result)
+	return schemaFaults(compiledMCP().result, result, answerShapes)
 }
 
 // mcpAnswerFaults validates the content object of an ElicitResult: each
 // answer a string, number, boolean or list of strings.
 func mcpAnswerFaults(content *tap.Value) []mcpFault {
-	return schemaFaults(compiledMCP().answers, content)
+	return schemaFaults(compiledMCP().answers, content, answerShapes)
 }
 
+// What a failed anyOf means in each schema: the only anyOf keywords are
+// the form field variants and the answer value types.
+const (
+	fieldShapes  = "is not one of the flat field shapes MCP allows (string, number, integer, boolean, or a single or multiple choice of strings)"
+	answerShapes = "is not an MCP answer value (a string, number, boolean or list of strings)"
+)
+
 // schemaFaults runs sch on v and flattens the error tree into faults, one
-// per failing place. An anyOf that fails is reported once, as "fits none
-// of the allowed shapes", not once per branch.
-func schemaFaults(sch *jsonschema.Schema, v *tap.Value) []mcpFault {
+// per failing place. An anyOf that fails is reported once, as anyOfMsg,
+// not once per branch.
+func schemaFaults(sch *jsonschema.Schema, v *tap.Value, anyOfMsg string) []mcpFault {
 	err := sch.Validate(v.Any())
 	if err == nil {
 		return nil
@@ -100,7 +107,7 @@ func schemaFaults(sch *jsonschema.Schema, v *tap.Value) []mcpFault {
 	walk = func(e *jsonschema.ValidationError) {
 		switch e.ErrorKind.(type) {
 		case *kind.AnyOf, *kind.OneOf:
-			out = append(out, mcpFault{at: pointerOf(e.InstanceLocation), msg: "fits none of the shapes MCP allows here (a flat string, number, integer, boolean or enum field)"})
+			out = append(out, mcpFault{at: pointerOf(e.InstanceLocation), msg: anyOfMsg})
 			return
 		}
 		if len(e.Causes) == 0 {
