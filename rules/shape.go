@@ -467,3 +467,111 @@ func walkFrame(c *tap.Conversation, f *tap.Frame) []problem {
 	}
 	return nil
 }
+
+// ---- formats --------------------------------------------------------------
+
+// isAbsoluteURI reports whether s is an RFC 3986 URI with a scheme: scheme
+// ":" followed by URI characters only, every "%" starting a valid escape.
+func isAbsoluteURI(s string) bool {
+	if s == "" || !isAlpha(s[0]) {
+		return false
+	}
+	i := 1
+	for i < len(s) && (isAlpha(s[i]) || isDigit(s[i]) || s[i] == '+' || s[i] == '-' || s[i] == '.') {
+		i++
+	}
+	if i == len(s) || s[i] != ':' {
+		return false
+	}
+	for i++; i < len(s); i++ {
+		b := s[i]
+		switch {
+		case b == '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return false
+			}
+			i += 2
+		case isAlpha(b) || isDigit(b) || strings.IndexByte("-._~:/?#[]@!$&'()*+,;=", b) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// isRFC3339 reports whether s is an RFC 3339 date-time:
+// YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM), with valid ranges (a leap second
+// allowed). Compact forms and white space are not RFC 3339.
+func isRFC3339(s string) bool {
+	if len(s) < 20 {
+		return false
+	}
+	num := func(from, n int) (int, bool) {
+		v := 0
+		for i := from; i < from+n; i++ {
+			if !isDigit(s[i]) {
+				return 0, false
+			}
+			v = v*10 + int(s[i]-'0')
+		}
+		return v, true
+	}
+	year, ok1 := num(0, 4)
+	month, ok2 := num(5, 2)
+	day, ok3 := num(8, 2)
+	hour, ok4 := num(11, 2)
+	min, ok5 := num(14, 2)
+	sec, ok6 := num(17, 2)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || s[4] != '-' || s[7] != '-' || s[13] != ':' || s[16] != ':' {
+		return false
+	}
+	if t := s[10]; t != 'T' && t != 't' {
+		return false
+	}
+	if month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || min > 59 || sec > 60 {
+		return false
+	}
+	i := 19
+	if s[i] == '.' {
+		i++
+		start := i
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	if i >= len(s) {
+		return false
+	}
+	switch s[i] {
+	case 'Z', 'z':
+		return i+1 == len(s)
+	case '+', '-':
+		if len(s)-i != 6 || s[i+3] != ':' {
+			return false
+		}
+		oh, ok1 := num(i+1, 2)
+		om, ok2 := num(i+4, 2)
+		return ok1 && ok2 && oh <= 23 && om <= 59
+	}
+	return false
+}
+
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+func isAlpha(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+func isHex(b byte) bool   { return isDigit(b) || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' }
