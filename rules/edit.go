@@ -117,7 +117,8 @@ func responseContext(c *tap.Conversation) (EditContext, bool) {
 // content rules (EFF-1, EDIT-1, EDIT-2) and BASE-9; an EDIT-4 shape problem
 // that the shared shape walk already reported at the same place is not
 // repeated. EDIT-7 is one problem on the response, naming the effects an
-// invalid one takes down.
+// invalid edit takes down; when the effect list itself is invalid, EFF-1
+// already says so and names them.
 func responseProblems(res EditResult, effects *tap.Value, shaped []problem) []problem {
 	if res.Accepted {
 		return nil
@@ -128,7 +129,11 @@ func responseProblems(res EditResult, effects *tap.Value, shaped []problem) []pr
 	}
 	var out []problem
 	invalid := make(map[int]bool)
+	listFaults := false // the effect list as such is invalid: EFF-1 names what it takes down
 	for _, r := range res.Reasons {
+		if r.Stage == "effects" {
+			listFaults = true
+		}
 		if i := effectIndex(r.Pointer); i >= 0 {
 			invalid[i] = true
 		}
@@ -153,7 +158,7 @@ func responseProblems(res EditResult, effects *tap.Value, shaped []problem) []pr
 			taken = append(taken, fmt.Sprintf("%d (%s)", i, typ))
 		}
 	}
-	if len(bad) > 0 && len(taken) > 0 {
+	if len(bad) > 0 && len(taken) > 0 && !listFaults {
 		// AHP-EDIT-001, §4.6: the whole response is validated before any
 		// change is published; one invalid effect rejects all of them.
 		out = append(out, problem{check: "EDIT-7", ptr: EffectsPointer, msg: fmt.Sprintf(
