@@ -50,6 +50,9 @@ func TestEditRulesOnResponses(t *testing.T) {
 			// EDIT-4 is ours only while the shared shape walk does not
 			// already report the value's shape at that place.
 			map[string]int{"EDIT-7": 1, "EDIT-4": -1}},
+		// An effect the effect list itself rejects (EFF-1 names the
+		// effects it takes down): no second summary under EDIT-7.
+		{"deny then closed-object violation", `[{"type":"deny","reason":"no"},{"type":"modify","target":"output","operation":"merge","value":[],"path":"/0"}]`, nil},
 		{"object merged into list", `[{"type":"modify","target":"output","operation":"merge","value":{"a":1}}]`, map[string]int{"EDIT-5": 1}},
 		{"reference substitution", `[{"type":"modify","target":"output","operation":"replace","value":[{"id":"m1","role":"tool","parts":[` +
 			`{"id":"a1","kind":"attachment","mediaType":"image/png","selection":"body","body":{"ref":"elsewhere"}}]}]}]`, map[string]int{"EDIT-3": 1}},

@@ -68,6 +68,20 @@ func TestEvaluateDenyThenInvalidModifyRejectsBoth(t *testing.T) {
 	}
 }
 
+func TestEvaluateInvalidEffectList(t *testing.T) {
+	r := EvaluateEdits(toolAfterCtx(t), jv(t, `[{"type":"deny","reason":"no"},{"type":"grant"}]`))
+	if r.Accepted || len(r.Reasons) == 0 || r.Reasons[0].Stage != "effects" {
+		t.Errorf("EvaluateEdits(deny, unknown effect) = %+v, want rejected by the effect list stage", r)
+	}
+	r = EvaluateEdits(toolAfterCtx(t), jv(t, `{"type":"deny"}`))
+	if r.Accepted {
+		t.Errorf("EvaluateEdits(effects object) accepted, want rejected")
+	}
+	if r := EvaluateEdits(toolAfterCtx(t), jv(t, `[]`)); !r.Accepted || r.Effective != nil {
+		t.Errorf("EvaluateEdits([]) = %+v, want accepted with nothing edited", r)
+	}
+}
+
 func TestEvaluateChainRejectionInTheMiddle(t *testing.T) {
 	ctx := toolAfterCtx(t)
 	m2 := msgJSON("m2", "tool", textPartJSON("p2", "two"))
