@@ -66,11 +66,11 @@ func analyseEdits(c *tap.Conversation, f *tap.Frame) []problem {
 	switch m := f.Msg.(type) {
 	case *tap.Request:
 		if m.Method == "hooks/intercept" || m.Method == "hooks/observe" {
-			return elicitationProblems(m.Params.Get("event"), "/params/event")
+			return elicitationProblems(forms(c), m.Params.Get("event"), "/params/event")
 		}
 	case *tap.Notification:
 		if m.Method == "hooks/observe" || m.Method == "hooks/intercept" {
-			return elicitationProblems(m.Params.Get("event"), "/params/event")
+			return elicitationProblems(forms(c), m.Params.Get("event"), "/params/event")
 		}
 	case *tap.Response:
 		if !m.Result.Is(tap.Object) || m.Error != nil || !m.Result.Has("effects") {
@@ -102,7 +102,9 @@ func responseContext(c *tap.Conversation) (EditContext, bool) {
 		if c.Hook != nil && x.Subscription != nil {
 			sel = x.Subscription.Get("content")
 		}
-		return EventEditContext(x.Event, x.Capabilities, sel), true
+		ctx := EventEditContext(x.Event, x.Capabilities, sel)
+		ctx.Form = forms(c).formFor(x.Event)
+		return ctx, true
 	}
 	if c.EditContext != nil {
 		if ctx, err := ParseEditContext(c.EditContext); err == nil {
@@ -172,7 +174,7 @@ func responseProblems(res EditResult, effects *tap.Value, shaped []problem) []pr
 // elicitation request or result text part must hold complete MCP JSON
 // that fits the pinned MCP 2025-11-25 contract and agrees with the
 // envelope. Metadata, omit and gap views are never parsed.
-func elicitationProblems(ev *tap.Value, ptr string) []problem {
+func elicitationProblems(fm *formMemory, ev *tap.Value, ptr string) []problem {
 	t, _ := ev.Get("type").Text()
 	if t != "user.elicitation.request" && t != "user.elicitation.result" {
 		return nil
@@ -209,6 +211,9 @@ func elicitationProblems(ev *tap.Value, ptr string) []problem {
 	for _, f := range faults {
 		add(textPtr, "the elicitation %s text is not valid MCP 2025-11-25 %s: %s", member, what, f)
 	}
+	if member == "request" && len(faults) == 0 {
+		fm.remember(ev, doc.Get("requestedSchema"))
+	}
 	if member == "request" {
 		// MCP omits mode for a form request.
 		parsed := "form"
@@ -227,6 +232,55 @@ func elicitationProblems(ev *tap.Value, ptr string) []problem {
 	parsedAction, _ := doc.Get("action").Text()
 	if doc.Has("content") && (action != "accept" || parsedAction != "accept" || mode != "form") {
 		add(textPtr, "the MCP result carries content, which belongs only to an accepted form result; this one has mode %q and action %q", mode, action)
+	} else if form := fm.formFor(ev); doc.Get("content").Is(tap.Object) && len(faults) == 0 {
+		for _, f := range formAnswerFaults(form, doc.Get("content")) {
+			add(textPtr, "the MCP result's content does not fit the form the request asked for: %s", f)
+		}
 	}
 	return out
+}
+
+// formMemory remembers the requested form schema of each elicitation
+// request seen, by event, so that the result event that names it as its
+// parent can be checked against it. It keeps the latest maxForms.
+type formMemory struct {
+	order []string
+	forms map[string]*tap.Value
+}
+
+const maxForms = 1024
+
+// forms is the conversation's form memory.
+func forms(c *tap.Conversation) *formMemory {
+	return c.RuleState("edit/forms", func() any { return &formMemory{forms: make(map[string]*tap.Value)} }).(*formMemory)
+}
+
+func formKey(source, id string) string { return source + "\x00" + id }
+
+func (fm *formMemory) remember(ev, schema *tap.Value) {
+	id, _ := ev.Get("id").Text()
+	src, _ := ev.Get("source").Text()
+	if schema == nil || id == "" {
+		return
+	}
+	k := formKey(src, id)
+	if _, ok := fm.forms[k]; !ok {
+		fm.order = append(fm.order, k)
+	}
+	fm.forms[k] = schema
+	if len(fm.order) > maxForms {
+		delete(fm.forms, fm.order[0])
+		fm.order = fm.order[1:]
+	}
+}
+
+// formFor is the requested form of the request an event's parentEventId
+// names (same source), or nil.
+func (fm *formMemory) formFor(ev *tap.Value) *tap.Value {
+	parent, _ := ev.Get("parentEventId").Text()
+	src, _ := ev.Get("source").Text()
+	if fm == nil || parent == "" {
+		return nil
+	}
+	return fm.forms[formKey(src, parent)]
 }

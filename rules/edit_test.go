@@ -218,3 +218,37 @@ func TestElicitationPayloads(t *testing.T) {
 		})
 	}
 }
+
+// A result event is checked against the form its parent request asked for,
+// and so is an edit of its content.
+func TestElicitationResultFitsRequestedForm(t *testing.T) {
+	form := `{"message":"Pick","requestedSchema":{"type":"object","properties":{"answer":{"type":"string","enum":["yes","no"]},"n":{"type":"integer"},"tags":{"type":"array","items":{"anyOf":[{"const":"a","title":"A"}]}}},"required":["answer"]}}`
+	request := `{"id":"req1","source":"urn:t","time":"2026-01-01T00:00:00Z","type":"user.elicitation.request","elicitation":{"server":"s","mode":"form","request":` + mcpPart("body", form) + `}}`
+	result := func(content string) string {
+		return `{"id":"e1","source":"urn:t","time":"2026-01-01T00:00:01Z","type":"user.elicitation.result","parentEventId":"req1",` +
+			`"elicitation":{"server":"s","mode":"form","action":"accept","result":` + mcpPart("body", `{"action":"accept","content":`+content+`}`) + `}}`
+	}
+	for _, tt := range []struct {
+		content string
+		want    int
+	}{
+		{`{"answer":"yes","n":2,"tags":["a"],"extra":"free"}`, 0},
+		{`{"n":2}`, 1},
+		{`{"answer":"maybe"}`, 1},
+		{`{"answer":"no","n":1.5}`, 1},
+		{`{"answer":"no","tags":["b"]}`, 1},
+	} {
+		fs := runRules(tap.Config{Partial: true}, editRules(), harnessFrame(observeJSON(request)), harnessFrame(observeJSON(result(tt.content))))
+		wantFindings(t, fs, "EDIT-8", tt.want)
+	}
+	caps := `{"effects":["modify","message"],"modify":{"content":{"merge":true,"replace":true}}}`
+	for _, tt := range []struct {
+		value string
+		want  int
+	}{{`{"answer":"no"}`, 0}, {`{"answer":"maybe"}`, 1}, {`{"n":3}`, 0}} {
+		fs := runRules(tap.Config{}, editRules(), harnessFrame(observeJSON(request)),
+			harnessFrame(interceptJSON(result(`{"answer":"yes"}`), caps)),
+			backendFrame(resultJSON(`[{"type":"modify","target":"content","operation":"merge","value":`+tt.value+`}]`)))
+		wantFindings(t, fs, "EDIT-4", tt.want)
+	}
+}

@@ -46,6 +46,9 @@ type EditContext struct {
 	// Mode and Action are the elicitation envelope's mode and action ("" when
 	// unknown or not an elicitation boundary).
 	Mode, Action string
+	// Form is the requested form schema of the elicitation this result
+	// answers, when known: edited content must still fit it.
+	Form *tap.Value
 	// Blocked says why a target the boundary defines cannot be edited in
 	// this event (for example an elicitation result that was not
 	// body-selected).
@@ -235,8 +238,9 @@ func elicitationContent(part *tap.Value) (*tap.Value, *EditReason) {
 
 // ParseEditContext reads the host context of `check --edit-context`:
 // {event, current{target: value}, mode, action} and, optionally, the
-// capabilities the request advertised and the subscription's content
-// selection ("content"). Without capabilities, EDIT-6 is skipped.
+// capabilities the request advertised, the subscription's content
+// selection ("content") and the requested form of an elicitation
+// ("requestedSchema"). Without capabilities, EDIT-6 is skipped.
 func ParseEditContext(v *tap.Value) (EditContext, error) {
 	var ctx EditContext
 	if !v.Is(tap.Object) {
@@ -267,6 +271,9 @@ func ParseEditContext(v *tap.Value) (EditContext, error) {
 	}
 	if s := v.Get("content"); s.Is(tap.Object) {
 		ctx.Selection = s
+	}
+	if f := v.Get("requestedSchema"); f.Is(tap.Object) {
+		ctx.Form = f
 	}
 	return ctx, nil
 }
@@ -487,6 +494,20 @@ func (ev *evaluation) modify(ptr string, e *tap.Value) {
 	}
 	if len(ev.reasons) > mark {
 		return
+	}
+	if kind == kindAnswer && ctx.Form != nil {
+		// The host validates the effective answer against the form the
+		// request asked for before serializing the MCP result.
+		next := val
+		if op == "merge" {
+			next = mergeObject(cur, val)
+		}
+		for _, f := range formAnswerFaults(ctx.Form, next) {
+			ev.reject("EDIT-4", tap.Ptr(ptr, "value"), "edit", "the edited elicitation content does not fit the requested form: %s", f)
+		}
+		if len(ev.reasons) > mark {
+			return
+		}
 	}
 	ev.stage(target, op, kind, cur, known, val)
 }

@@ -148,3 +148,92 @@ func parseMCP(text string) (*tap.Value, []mcpFault) {
 	}
 	return v, out
 }
+
+// formAnswerFaults checks the answers of an accepted form result against
+// the form the request asked for (MCP 2025-11-25: content holds values
+// matching the requested schema): every required field answered, and each
+// answer of its field's type, within its choices. Answers to fields the
+// form does not list are left alone, as JSON Schema leaves them.
+func formAnswerFaults(form, content *tap.Value) []string {
+	if form == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range form.Get("required").Elems() {
+		if name, ok := r.Text(); ok && !content.Has(name) {
+			out = append(out, fmt.Sprintf("required field %q is not answered", name))
+		}
+	}
+	props := form.Get("properties")
+	for _, m := range content.Obj {
+		field := props.Get(m.Key)
+		if field == nil {
+			continue
+		}
+		if why := answerFault(field, m.Val); why != "" {
+			out = append(out, fmt.Sprintf("answer %q %s", m.Key, why))
+		}
+	}
+	return out
+}
+
+// answerFault says why v does not answer a form field ("" when it does).
+func answerFault(field, v *tap.Value) string {
+	typ, _ := field.Get("type").Text()
+	switch typ {
+	case "string":
+		s, ok := v.Text()
+		if !ok {
+			return "must be a string, found " + v.Describe()
+		}
+		if choices := fieldChoices(field); choices != nil && !slices.Contains(choices, s) {
+			return fmt.Sprintf("must be one of %q, found %q", choices, s)
+		}
+	case "number":
+		if !v.Is(tap.Number) {
+			return "must be a number, found " + v.Describe()
+		}
+	case "integer":
+		if _, ok := v.Int(); !ok {
+			return "must be an integer, found " + show(v)
+		}
+	case "boolean":
+		if !v.Is(tap.Bool) {
+			return "must be a boolean, found " + v.Describe()
+		}
+	case "array":
+		if !v.Is(tap.Array) {
+			return "must be a list of choices, found " + v.Describe()
+		}
+		choices := fieldChoices(field.Get("items"))
+		for _, e := range v.Arr {
+			s, ok := e.Text()
+			if !ok {
+				return "must list strings, found " + e.Describe()
+			}
+			if choices != nil && !slices.Contains(choices, s) {
+				return fmt.Sprintf("lists %q, which is not one of %q", s, choices)
+			}
+		}
+	}
+	return ""
+}
+
+// fieldChoices lists the allowed values of a choice field (enum, oneOf or
+// anyOf of {const, title}); nil when the field is free.
+func fieldChoices(field *tap.Value) []string {
+	var out []string
+	for _, e := range field.Get("enum").Elems() {
+		if s, ok := e.Text(); ok {
+			out = append(out, s)
+		}
+	}
+	for _, key := range []string{"oneOf", "anyOf"} {
+		for _, o := range field.Get(key).Elems() {
+			if s, ok := o.Get("const").Text(); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
