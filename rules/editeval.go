@@ -188,7 +188,15 @@ var knownEvents = []string{
 // event, its advertised capabilities (nil: unknown) and the matched
 // subscription's content selection (nil: no registration known).
 func EventEditContext(ev, caps, selection *tap.Value) EditContext {
-	ctx := EditContext{Capabilities: caps, Selection: selection}
+	ctx := EditContext{}
+	// Malformed capabilities or selection are other checks' findings
+	// (CAP-1, BASE-5); here they count as unknown.
+	if caps.Is(tap.Object) {
+		ctx.Capabilities = caps
+	}
+	if selection.Is(tap.Object) {
+		ctx.Selection = selection
+	}
 	t, _ := ev.Get("type").Text()
 	if !slices.Contains(knownEvents, t) {
 		return ctx // unsupported semantics (BASE-3); judge targets alone
