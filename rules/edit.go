@@ -64,13 +64,10 @@ func analyseEdits(c *tap.Conversation, f *tap.Frame) []problem {
 		return nil
 	}
 	switch m := f.Msg.(type) {
-	case *tap.Request:
-		if m.Method == "hooks/intercept" || m.Method == "hooks/observe" {
-			return elicitationProblems(forms(c), m.Params.Get("event"), "/params/event")
-		}
-	case *tap.Notification:
-		if m.Method == "hooks/observe" || m.Method == "hooks/intercept" {
-			return elicitationProblems(forms(c), m.Params.Get("event"), "/params/event")
+	case *tap.Request, *tap.Notification:
+		// EDIT-8 judges events wherever they travel, intercepted or observed.
+		if meth := f.Method(); meth == "hooks/intercept" || meth == "hooks/observe" {
+			return elicitationProblems(forms(c), f.Event(), "/params/event")
 		}
 	case *tap.Response:
 		if !m.Result.Is(tap.Object) || m.Error != nil || !m.Result.Has("effects") {
