@@ -98,7 +98,7 @@ func checkCapabilities(c *checker, v *tap.Value, check, typ string, intercept bo
 	case !effects.Is(tap.Array):
 		c.report(check, "\"effects\" must be an array of effect names, found %s", effects.Describe())
 	default:
-		uniqueStrings(check, 0, str(check))(c, effects)
+		capShapesFor(check).effectNames(c, effects)
 		for i, e := range effects.Elems() {
 			if e.Kind != tap.String || !inSet(e.Str, coreEffects...) || !atBoundary {
 				continue // extension names: BASE-4
@@ -134,12 +134,10 @@ func checkCapabilities(c *checker, v *tap.Value, check, typ string, intercept bo
 		c.pop()
 	}
 	if in := v.Get("inject"); in != nil {
-		c.at("inject", in, injectCaps(check))
+		c.at("inject", in, capShapesFor(check).inject)
 	}
 	if el := v.Get("elicitation"); el != nil {
-		c.at("elicitation", el, (&obj{check: check, what: "the elicitation capability", fields: []field{
-			opt("form", objectAny(check)), opt("url", objectAny(check)),
-		}}).shape())
+		c.at("elicitation", el, capShapesFor(check).elicitation)
 	}
 }
 
@@ -193,7 +191,7 @@ func checkFlowCaps(c *checker, f *tap.Value, check, typ string, b boundary, atBo
 	if ops == nil {
 		c.report(check, "\"flow\" must carry \"operations\"")
 	} else {
-		uniqueStrings(check, 1, enum(check, flowOps...))(c, ops)
+		capShapesFor(check).flowOps(c, ops)
 		if atBoundary {
 			for i, o := range ops.Elems() {
 				if o.Kind == tap.String && inSet(o.Str, flowOps...) && !inSet(o.Str, b.flowOps...) {
@@ -211,7 +209,7 @@ func checkFlowCaps(c *checker, f *tap.Value, check, typ string, b boundary, atBo
 	c.pop()
 	for _, k := range []string{"remainingContinuations", "continuationCount", "maxContinuations"} {
 		if x := f.Get(k); x != nil {
-			c.at(k, x, integer(check, 0))
+			c.at(k, x, capShapesFor(check).count)
 		}
 	}
 	hasContinue := false
@@ -226,6 +224,32 @@ func checkFlowCaps(c *checker, f *tap.Value, check, typ string, b boundary, atBo
 		}
 	}
 }
+
+// capShapes are the capability and manifest shapes of one check, built
+// once so that a walk allocates nothing.
+type capShapes struct {
+	effectNames, flowOps, modes, eventType, count, inject, elicitation shape
+}
+
+var capShapesByCheck = func() map[string]*capShapes {
+	m := make(map[string]*capShapes)
+	for _, check := range []string{"CAP-1", "CAP-2", evt} {
+		m[check] = &capShapes{
+			effectNames: uniqueStrings(check, 0, str(check)),
+			flowOps:     uniqueStrings(check, 1, enum(check, flowOps...)),
+			modes:       uniqueStrings(check, 1, enum(check, "observe", "intercept")),
+			eventType:   enum(check, eventTypes...),
+			count:       integer(check, 0),
+			inject:      injectCaps(check),
+			elicitation: (&obj{check: check, what: "the elicitation capability", fields: []field{
+				opt("form", objectAny(check)), opt("url", objectAny(check)),
+			}}).shape(),
+		}
+	}
+	return m
+}()
+
+func capShapesFor(check string) *capShapes { return capShapesByCheck[check] }
 
 func injectCaps(check string) shape {
 	return (&obj{check: check, what: "the inject capability", fields: []field{
@@ -334,7 +358,7 @@ func checkManifestEntry(c *checker, v *tap.Value, check string) {
 	if ev == nil {
 		c.report(check, "a manifest entry must carry \"event\"")
 	} else {
-		enum(check, eventTypes...)(c, ev)
+		capShapesFor(check).eventType(c, ev)
 	}
 	c.pop()
 	modes := v.Get("modes")
@@ -342,7 +366,7 @@ func checkManifestEntry(c *checker, v *tap.Value, check string) {
 	if modes == nil {
 		c.report(check, "a manifest entry must carry \"modes\"")
 	} else {
-		uniqueStrings(check, 1, enum(check, "observe", "intercept"))(c, modes)
+		capShapesFor(check).modes(c, modes)
 	}
 	c.pop()
 	intercept := false

@@ -122,8 +122,20 @@ var envelopeFields = []field{
 	opt("synthesized", boolean(evt)),
 }
 
-// envelope checks an event whose type is unknown: the common fields only.
-var envelope = obj{check: evt, what: "an event", fields: envelopeFields}
+// envelope checks an event whose type is unknown: the common fields, but
+// not items, whose shape depends on the type.
+var envelope = obj{check: evt, what: "an event", fields: without(envelopeFields, "items")}
+
+// without returns fs less the field named name.
+func without(fs []field, name string) []field {
+	var out []field
+	for _, f := range fs {
+		if f.name != name {
+			out = append(out, f)
+		}
+	}
+	return out
+}
 
 // event builds the spec of an event type: the envelope fields with those
 // the type redefines replaced, then the type's own fields.

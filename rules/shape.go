@@ -431,17 +431,21 @@ func walkFrame(c *tap.Conversation, f *tap.Frame) []problem {
 		return nil
 	}
 	switch m := f.Msg.(type) {
-	case *tap.Request:
-		switch m.Method {
-		case "hooks/intercept":
-			ps := eventProblems(m.Params.Get("event"), "/params/event", true)
-			return append(ps, interceptCapabilityProblems(m.Params, "/params")...)
-		case "hooks/capabilities":
-			return capabilitiesRequestProblems(m.Params, "/params")
+	case *tap.Request, *tap.Notification:
+		// A request or notification of the wrong kind (an observe with an
+		// id) is BASE-1/BASE-7's; its event is still checked here.
+		params := f.Params()
+		if !params.Is(tap.Object) {
+			return nil // BASE-1
 		}
-	case *tap.Notification:
-		if m.Method == "hooks/observe" {
-			return eventProblems(m.Params.Get("event"), "/params/event", false)
+		switch f.Method() {
+		case "hooks/intercept":
+			ps := eventProblems(params.Get("event"), "/params/event", true)
+			return append(ps, interceptCapabilityProblems(params, "/params")...)
+		case "hooks/observe":
+			return eventProblems(params.Get("event"), "/params/event", false)
+		case "hooks/capabilities":
+			return capabilitiesRequestProblems(params, "/params")
 		}
 	case *tap.Response:
 		if !m.Result.Is(tap.Object) || m.Error != nil {
