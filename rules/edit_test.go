@@ -157,6 +157,17 @@ func TestEditLiveMatchesEditContext(t *testing.T) {
 		if a, b := key(liveResp), key(standalone); !slices.Equal(a, b) {
 			t.Errorf("case %d: live findings %q, --edit-context findings %q", i, a, b)
 		}
+		// A stdio capture file holding both lines takes the live path too.
+		stream := CheckDocument("pair.jsonl", []byte(interceptJSON(toolAfterEvent, toolAfterCaps)+"\n"+resultJSON(eff)+"\n"), tap.Config{}, Options{})
+		var streamResp []tap.Finding
+		for _, f := range stream {
+			if f.Seq == 2 {
+				streamResp = append(streamResp, f)
+			}
+		}
+		if a, b := key(liveResp), key(streamResp); !slices.Equal(a, b) {
+			t.Errorf("case %d: live findings %q, stream file findings %q", i, a, b)
+		}
 		if i > 0 && len(key(liveResp)) == 0 {
 			t.Errorf("case %d: no EDIT finding on a response that should be rejected", i)
 		}
