@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -407,21 +408,24 @@ func (r shapeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	return out
 }
 
-// frameCache holds the shape problems of the frame last walked.
+// frameCache holds the shape problems of the frame last walked. The frame
+// is known by its sequence number and address; the address is kept as a
+// number so that the cache never keeps a frame alive (Rule contract).
 type frameCache struct {
-	seq    uint64
-	walked bool
-	probs  []problem
+	seq   uint64
+	addr  uintptr
+	probs []problem
 }
 
 // frameProblems walks f once (per conversation and frame) with every shape
 // rule's validators and returns all problems, of every check.
 func frameProblems(c *tap.Conversation, f *tap.Frame) []problem {
 	fc := c.RuleState("shape/frame", func() any { return &frameCache{} }).(*frameCache)
-	if fc.walked && fc.seq == f.Seq {
+	addr := uintptr(unsafe.Pointer(f))
+	if fc.addr == addr && fc.seq == f.Seq {
 		return fc.probs
 	}
-	fc.seq, fc.walked, fc.probs = f.Seq, true, walkFrame(c, f)
+	fc.seq, fc.addr, fc.probs = f.Seq, addr, walkFrame(c, f)
 	return fc.probs
 }
 
