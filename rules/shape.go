@@ -442,12 +442,22 @@ func walkFrame(c *tap.Conversation, f *tap.Frame) []problem {
 		if !params.Is(tap.Object) {
 			return nil // BASE-1
 		}
+		_, isRequest := m.(*tap.Request)
 		switch f.Method() {
 		case "hooks/intercept":
 			ps := eventProblems(params.Get("event"), "/params/event", true)
+			if !isRequest {
+				// AHP-RPC-002: a decision is asked with a request.
+				ps = append(ps, problem{check: evt, ptr: "", msg: "hooks/intercept must be a request with an \"id\" (it asks for a decision); this one is a notification"})
+			}
 			return append(ps, interceptCapabilityProblems(params, "/params")...)
 		case "hooks/observe":
-			return eventProblems(params.Get("event"), "/params/event", false)
+			ps := eventProblems(params.Get("event"), "/params/event", false)
+			if isRequest {
+				// AHP-RPC-002: observation is a notification, never answered.
+				ps = append(ps, problem{check: evt, ptr: "/id", msg: "hooks/observe must be a notification without \"id\"; observation is never answered"})
+			}
+			return ps
 		case "hooks/capabilities":
 			return capabilitiesRequestProblems(params, "/params")
 		}
