@@ -21,7 +21,7 @@ import (
 //     whether it is closed (unknown members are problems) and may add
 //     cross-field rules;
 //   - a shape is any function func(*checker, *tap.Value) that checks one
-//     value; str, nonEmpty, enum, integer, boolean, object, list… build them;
+//     value; str, nonEmpty, enum, integer, boolean, objectAny, list… build them;
 //   - every problem carries the catalogue check of the shape that found it,
 //     so the content model reports EDIT-1/EDIT-2 wherever it is used.
 
@@ -31,10 +31,10 @@ type shape func(c *checker, v *tap.Value)
 // A field is one member of an object shape.
 type field struct {
 	name string
-	req  bool  // the member must be present
-	ban  bool  // the member must be absent
-	val  shape // how the member's value must look (nil: any JSON)
-	why  string
+	req  bool   // the member must be present
+	ban  bool   // the member must be absent
+	val  shape  // how the member's value must look (nil: any JSON)
+	why  string // why a banned member must be absent, for the message
 }
 
 // req, opt and ban build fields.
@@ -367,15 +367,6 @@ func uniqueStrings(check string, min int, item shape) shape {
 					break
 				}
 			}
-		}
-	}
-}
-
-// both runs every shape on the value.
-func both(ss ...shape) shape {
-	return func(c *checker, v *tap.Value) {
-		for _, s := range ss {
-			s(c, v)
 		}
 	}
 }
