@@ -554,18 +554,30 @@ func isRFC3339(s string) bool {
 	if i >= len(s) {
 		return false
 	}
+	offset := 0 // minutes east of UTC
 	switch s[i] {
 	case 'Z', 'z':
-		return i+1 == len(s)
+		if i+1 != len(s) {
+			return false
+		}
 	case '+', '-':
 		if len(s)-i != 6 || s[i+3] != ':' {
 			return false
 		}
 		oh, ok1 := num(i+1, 2)
 		om, ok2 := num(i+4, 2)
-		return ok1 && ok2 && oh <= 23 && om <= 59
+		if !ok1 || !ok2 || oh > 23 || om > 59 {
+			return false
+		}
+		offset = oh*60 + om
+		if s[i] == '-' {
+			offset = -offset
+		}
+	default:
+		return false
 	}
-	return false
+	// A leap second exists only at 23:59:60 UTC.
+	return sec < 60 || ((hour*60+min-offset)%1440+1440)%1440 == 23*60+59
 }
 
 func daysIn(month, year int) int {
