@@ -236,27 +236,6 @@ func TestEventPointer(t *testing.T) {
 	}
 }
 
-// TestEventMethodKind: AHP-RPC-002, observation is a notification and a
-// decision a request.
-func TestEventMethodKind(t *testing.T) {
-	ev := eventJS("tool.before", minimalPayloads["tool.before"])
-	tests := []struct {
-		name  string
-		frame string
-		want  int
-	}{
-		{"observe notification", observeJS(ev), 0},
-		{"observe with id", strings.Replace(observeJS(ev), `"method"`, `"id":"e1","method"`, 1), 1},
-		{"intercept request", interceptJS(ev, `{"effects":["deny"]}`), 0},
-		{"intercept without id", strings.Replace(interceptJS(ev, `{"effects":["deny"]}`), `"id":"e1",`, ``, 1), 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			wantFindings(t, shapeFindings(harnessFrame(tt.frame)), "EVT-1", tt.want)
-		})
-	}
-}
-
 func TestFormats(t *testing.T) {
 	times := map[string]bool{
 		"2026-09-15T12:00:00Z":           true,

@@ -428,27 +428,17 @@ func walkFrame(c *tap.Conversation, f *tap.Frame) []problem {
 	switch m := f.Msg.(type) {
 	case *tap.Request, *tap.Notification:
 		// A request or notification of the wrong kind (an observe with an
-		// id) is BASE-1/BASE-7's; its event is still checked here.
+		// id) is BASE-1's; its event is still checked here.
 		params := f.Params()
 		if !params.Is(tap.Object) {
 			return nil // BASE-1
 		}
-		_, isRequest := m.(*tap.Request)
 		switch f.Method() {
 		case "hooks/intercept":
 			ps := eventProblems(params.Get("event"), "/params/event", true)
-			if !isRequest {
-				// AHP-RPC-002: a decision is asked with a request.
-				ps = append(ps, problem{check: evt, ptr: "", msg: "hooks/intercept must be a request with an \"id\" (it asks for a decision); this one is a notification"})
-			}
 			return append(ps, interceptCapabilityProblems(params, "/params")...)
 		case "hooks/observe":
-			ps := eventProblems(params.Get("event"), "/params/event", false)
-			if isRequest {
-				// AHP-RPC-002: observation is a notification, never answered.
-				ps = append(ps, problem{check: evt, ptr: "/id", msg: "hooks/observe must be a notification without \"id\"; observation is never answered"})
-			}
-			return ps
+			return eventProblems(params.Get("event"), "/params/event", false)
 		case "hooks/capabilities":
 			return capabilitiesRequestProblems(params, "/params")
 		}
