@@ -455,7 +455,7 @@ const (
 	O = false // observe-only
 )
 
-var eventSpecs = map[string]*eventSpec{
+var eventSpecs = named(map[string]*eventSpec{
 	"session.start": event(I, func(c *checker, v *tap.Value) {
 		if t := text(v, "trigger"); (t == "clear" || t == "fork") && !has(v, "resumedFrom") {
 			c.reportAt(evt, "resumedFrom", "a session.start with trigger %q must carry \"resumedFrom\"", t)
@@ -640,6 +640,15 @@ var eventSpecs = map[string]*eventSpec{
 		}}).shape()),
 		req("parentEventId", nonEmpty(evt)),
 	),
+})
+
+// named sets each spec's description from its event type, for messages
+// such as `a tool.before event must carry "call"`.
+func named(specs map[string]*eventSpec) map[string]*eventSpec {
+	for typ, s := range specs {
+		s.what = "a " + typ + " event"
+	}
+	return specs
 }
 
 func turnFinishFields(end bool) []field {

@@ -119,7 +119,7 @@ func TestEventViolations(t *testing.T) {
 		{"time trailing space", observeJS(env(`"2026-09-15T12:00:00Z"`, `"2026-09-15T12:00:00Z "`)), "EVT-1", 1},
 		{"time no zone", observeJS(env(`"2026-09-15T12:00:00Z"`, `"2026-09-15T12:00:00"`)), "EVT-1", 1},
 		{"time bad day", observeJS(env(`"2026-09-15T12:00:00Z"`, `"2026-02-30T12:00:00Z"`)), "EVT-1", 1},
-		{"time offset and fraction ok", observeJS(env(`"2026-09-15T12:00:00Z"`, `"2024-02-29T23:59:60.5+05:30"`)), "EVT-1", 0},
+		{"time offset and fraction ok", observeJS(env(`"2026-09-15T12:00:00Z"`, `"2024-02-29T23:59:59.5+05:30"`)), "EVT-1", 0},
 		{"parentEventId empty", observeJS(env(`"harness"`, `"parentEventId":"","harness"`)), "EVT-1", 1},
 		{"extensions not object", observeJS(env(`"harness"`, `"extensions":[],"harness"`)), "EVT-1", 1},
 		{"synthesized string", observeJS(env(`"harness"`, `"synthesized":"true","harness"`)), "EVT-1", 1},
@@ -233,5 +233,58 @@ func TestEventPointer(t *testing.T) {
 	fs := shapeFindings(harnessFrame(observeJS(eventJS("tool.before", strings.Replace(minimalPayloads["tool.before"], `"origin":"native"`, `"origin":"native","output":1`, 1)))))
 	if len(fs) != 1 || fs[0].Pointer != "/params/event/tool/output" || fs[0].Rule != "EVT-1/event" || fs[0].EventID != "e1" {
 		t.Fatalf("findings = %s, want one EVT-1 at /params/event/tool/output", dump(fs))
+	}
+}
+
+func TestFormats(t *testing.T) {
+	times := map[string]bool{
+		"2026-09-15T12:00:00Z":           true,
+		"1963-06-19t08:30:06.283185z":    true, // RFC 3339 §5.6: T and Z in any case
+		"2026-01-01T00:00:00+23:59":      true,
+		"1998-12-31T23:59:60Z":           true, // a leap second, at 23:59:60 UTC only
+		"1998-12-31T15:59:60.123-08:00":  true,
+		"1998-12-31T23:59:61Z":           false,
+		"1998-12-31T23:58:60Z":           false,
+		"1998-12-31T22:59:60Z":           false,
+		"2026-01-01T00:00:00+24:00":      false,
+		"2026-01-01T00:00:00.Z":          false,
+		"2026-01-01T00:00:00+0000":       false,
+		"20260915T120000Z":               false,
+		"2026-09-15":                     false,
+		"2026-09-15T12:00Z":              false,
+		"2026-13-01T00:00:00Z":           false,
+		"2023-02-29T00:00:00Z":           false,
+		"2000-02-29T00:00:00Z":           true,
+		"1900-02-29T00:00:00Z":           false,
+		" 2026-09-15T12:00:00Z":          false,
+		"2026-09-15T12:00:00Z\n":         false,
+		"2026-09-15T12:00:00.123456789Z": true,
+	}
+	for s, want := range times {
+		if got := isRFC3339(s); got != want {
+			t.Errorf("isRFC3339(%q) = %v, want %v", s, got, want)
+		}
+	}
+	uris := map[string]bool{
+		"urn:test:harness":                              true,
+		"https://harness.example/runtime/42":            true,
+		"urn:uuid:5b7de29e-a9e0-41a8-bf26-d94b05f0656d": true,
+		"mailto:":           true,
+		"a+b.c-d:x?y#z":     true,
+		"https://h/%41%7a":  true,
+		"example":           false,
+		"/relative/path":    false,
+		"1http://x":         false,
+		"https://bad host/": false,
+		"https://h/%zz":     false,
+		"https://h/%4":      false,
+		"https://h/\u00e9":  false,
+		"":                  false,
+		"://x":              false,
+	}
+	for s, want := range uris {
+		if got := isAbsoluteURI(s); got != want {
+			t.Errorf("isAbsoluteURI(%q) = %v, want %v", s, got, want)
+		}
 	}
 }

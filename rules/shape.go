@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -20,7 +21,7 @@ import (
 //     whether it is closed (unknown members are problems) and may add
 //     cross-field rules;
 //   - a shape is any function func(*checker, *tap.Value) that checks one
-//     value; str, nonEmpty, enum, integer, boolean, object, list… build them;
+//     value; str, nonEmpty, enum, integer, boolean, objectAny, list… build them;
 //   - every problem carries the catalogue check of the shape that found it,
 //     so the content model reports EDIT-1/EDIT-2 wherever it is used.
 
@@ -30,10 +31,10 @@ type shape func(c *checker, v *tap.Value)
 // A field is one member of an object shape.
 type field struct {
 	name string
-	req  bool  // the member must be present
-	ban  bool  // the member must be absent
-	val  shape // how the member's value must look (nil: any JSON)
-	why  string
+	req  bool   // the member must be present
+	ban  bool   // the member must be absent
+	val  shape  // how the member's value must look (nil: any JSON)
+	why  string // why a banned member must be absent, for the message
 }
 
 // req, opt and ban build fields.
@@ -370,15 +371,6 @@ func uniqueStrings(check string, min int, item shape) shape {
 	}
 }
 
-// both runs every shape on the value.
-func both(ss ...shape) shape {
-	return func(c *checker, v *tap.Value) {
-		for _, s := range ss {
-			s(c, v)
-		}
-	}
-}
-
 // has reports whether object v has member k.
 func has(v *tap.Value, k string) bool { return v.Get(k) != nil }
 
@@ -407,21 +399,24 @@ func (r shapeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	return out
 }
 
-// frameCache holds the shape problems of the frame last walked.
+// frameCache holds the shape problems of the frame last walked. The frame
+// is known by its sequence number and address; the address is kept as a
+// number so that the cache never keeps a frame alive (Rule contract).
 type frameCache struct {
-	seq    uint64
-	walked bool
-	probs  []problem
+	seq   uint64
+	addr  uintptr
+	probs []problem
 }
 
 // frameProblems walks f once (per conversation and frame) with every shape
 // rule's validators and returns all problems, of every check.
 func frameProblems(c *tap.Conversation, f *tap.Frame) []problem {
 	fc := c.RuleState("shape/frame", func() any { return &frameCache{} }).(*frameCache)
-	if fc.walked && fc.seq == f.Seq {
+	addr := uintptr(unsafe.Pointer(f))
+	if fc.addr == addr && fc.seq == f.Seq {
 		return fc.probs
 	}
-	fc.seq, fc.walked, fc.probs = f.Seq, true, walkFrame(c, f)
+	fc.seq, fc.addr, fc.probs = f.Seq, addr, walkFrame(c, f)
 	return fc.probs
 }
 
@@ -433,7 +428,7 @@ func walkFrame(c *tap.Conversation, f *tap.Frame) []problem {
 	switch m := f.Msg.(type) {
 	case *tap.Request, *tap.Notification:
 		// A request or notification of the wrong kind (an observe with an
-		// id) is BASE-1/BASE-7's; its event is still checked here.
+		// id) is BASE-1's; its event is still checked here.
 		params := f.Params()
 		if !params.Is(tap.Object) {
 			return nil // BASE-1
@@ -549,18 +544,30 @@ func isRFC3339(s string) bool {
 	if i >= len(s) {
 		return false
 	}
+	offset := 0 // minutes east of UTC
 	switch s[i] {
 	case 'Z', 'z':
-		return i+1 == len(s)
+		if i+1 != len(s) {
+			return false
+		}
 	case '+', '-':
 		if len(s)-i != 6 || s[i+3] != ':' {
 			return false
 		}
 		oh, ok1 := num(i+1, 2)
 		om, ok2 := num(i+4, 2)
-		return ok1 && ok2 && oh <= 23 && om <= 59
+		if !ok1 || !ok2 || oh > 23 || om > 59 {
+			return false
+		}
+		offset = oh*60 + om
+		if s[i] == '-' {
+			offset = -offset
+		}
+	default:
+		return false
 	}
-	return false
+	// A leap second exists only at 23:59:60 UTC.
+	return sec < 60 || ((hour*60+min-offset)%1440+1440)%1440 == 23*60+59
 }
 
 func daysIn(month, year int) int {
