@@ -267,7 +267,7 @@ type DuplicateKey struct {
 func ParseJSON(data []byte) (*Value, []DuplicateKey, error) {
 	p := parser{data: data}
 	p.space()
-	v, err := p.value("", 0)
+	v, err := p.value(0)
 	if err != nil {
 		return nil, p.dups, err
 	}
@@ -285,7 +285,37 @@ type parser struct {
 	data []byte
 	pos  int
 	dups []DuplicateKey
+	// path holds the reference tokens of the value being parsed. Pointers
+	// are built from it only for a duplicate key, so that deep or wide
+	// documents cost no string building.
+	path []pathToken
 }
+
+// A pathToken is one step of parser.path: an object key or an array index.
+type pathToken struct {
+	key   string
+	index int // array index, when key is not set
+	isKey bool
+}
+
+// pointer renders p.path as a JSON Pointer.
+func (p *parser) pointer() string {
+	var b strings.Builder
+	for _, t := range p.path {
+		b.WriteByte('/')
+		if t.isKey {
+			b.WriteString(EscapePointer(t.key))
+		} else {
+			b.WriteString(strconv.Itoa(t.index))
+		}
+	}
+	return b.String()
+}
+
+// indexAt is the member count from which an object's keys are looked up in
+// a map rather than by a scan: a scan per member is quadratic, and a hostile
+// object with 100,000 members must not stall the audit.
+const indexAt = 16
 
 func (p *parser) fail(msg string) error { return &SyntaxError{Offset: p.pos, Msg: msg} }
 
@@ -300,7 +330,7 @@ func (p *parser) space() {
 	}
 }
 
-func (p *parser) value(ptr string, depth int) (*Value, error) {
+func (p *parser) value(depth int) (*Value, error) {
 	if depth > maxDepth {
 		return nil, p.fail("nesting too deep")
 	}
@@ -310,9 +340,9 @@ func (p *parser) value(ptr string, depth int) (*Value, error) {
 	start := p.pos
 	switch c := p.data[p.pos]; {
 	case c == '{':
-		return p.object(ptr, depth)
+		return p.object(depth)
 	case c == '[':
-		return p.array(ptr, depth)
+		return p.array(depth)
 	case c == '"':
 		s, err := p.str()
 		if err != nil {
@@ -471,7 +501,7 @@ func (p *parser) hex4() (rune, bool) {
 	return rune(n), true
 }
 
-func (p *parser) object(ptr string, depth int) (*Value, error) {
+func (p *parser) object(depth int) (*Value, error) {
 	v := &Value{Kind: Object, Start: p.pos}
 	p.pos++
 	p.space()
@@ -480,6 +510,7 @@ func (p *parser) object(ptr string, depth int) (*Value, error) {
 		v.End = p.pos
 		return v, nil
 	}
+	var index map[string]struct{} // the keys so far, once there are indexAt of them
 	for {
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
@@ -495,17 +526,34 @@ func (p *parser) object(ptr string, depth int) (*Value, error) {
 		}
 		p.pos++
 		p.space()
-		child := ptr + "/" + EscapePointer(key)
-		val, err := p.value(child, depth+1)
+		p.path = append(p.path, pathToken{key: key, isKey: true})
+		val, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range v.Obj {
-			if m.Key == key {
-				p.dups = append(p.dups, DuplicateKey{Pointer: child, Key: key})
-				break
+		dup := false
+		if index != nil {
+			_, dup = index[key]
+			index[key] = struct{}{}
+		} else {
+			for _, m := range v.Obj {
+				if m.Key == key {
+					dup = true
+					break
+				}
+			}
+			if len(v.Obj)+1 >= indexAt {
+				index = make(map[string]struct{}, 2*indexAt)
+				for _, m := range v.Obj {
+					index[m.Key] = struct{}{}
+				}
+				index[key] = struct{}{}
 			}
 		}
+		if dup {
+			p.dups = append(p.dups, DuplicateKey{Pointer: p.pointer(), Key: key})
+		}
+		p.path = p.path[:len(p.path)-1]
 		v.Obj = append(v.Obj, Member{Key: key, Val: val})
 		p.space()
 		if p.pos >= len(p.data) {
@@ -524,7 +572,7 @@ func (p *parser) object(ptr string, depth int) (*Value, error) {
 	}
 }
 
-func (p *parser) array(ptr string, depth int) (*Value, error) {
+func (p *parser) array(depth int) (*Value, error) {
 	v := &Value{Kind: Array, Start: p.pos}
 	p.pos++
 	p.space()
@@ -535,10 +583,12 @@ func (p *parser) array(ptr string, depth int) (*Value, error) {
 	}
 	for {
 		p.space()
-		val, err := p.value(ptr+"/"+strconv.Itoa(len(v.Arr)), depth+1)
+		p.path = append(p.path, pathToken{index: len(v.Arr)})
+		val, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
+		p.path = p.path[:len(p.path)-1]
 		v.Arr = append(v.Arr, val)
 		p.space()
 		if p.pos >= len(p.data) {
