@@ -237,3 +237,24 @@ func TestParseAgreesWithEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseJSON: our parser accepts exactly the documents encoding/json
+// accepts, and never panics.
+func FuzzParseJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2.0,"3",null,true]}`, `{"a":1,"a":2}`, `"\ud800\udc00"`, `[[[]]]`, "\xff", `-0e+1`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) > 9000 {
+			return // both have a nesting limit; they need not agree at it
+		}
+		v, _, err := ParseJSON(data)
+		if (err == nil) != json.Valid(data) {
+			t.Fatalf("ParseJSON(%q) err = %v, json.Valid = %v", data, err, json.Valid(data))
+		}
+		if err == nil {
+			_ = v.Canonical()
+			_ = v.Any()
+		}
+	})
+}
