@@ -2,7 +2,7 @@ package rules
 
 import (
 	"bytes"
-	"crypto/sha256"
+	cryptosha256 "crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,7 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	textmessage "golang.org/x/text/message"
 
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -151,7 +151,7 @@ func verifyManifest(root, sdir, snapshot string) error {
 		if err != nil {
 			return fmt.Errorf("manifest lists %s: %v", d.Path, err)
 		}
-		sum := sha256.Sum256(b)
+		sum := cryptosha256.Sum256(b)
 		if d.SHA256 != "" && hex.EncodeToString(sum[:]) != d.SHA256 {
 			return fmt.Errorf("%s does not match the sha256 its manifest lists", d.Path)
 		}
@@ -212,7 +212,7 @@ func (r specRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 // maxSpecProblems caps the schema failures reported for one message.
 const maxSpecProblems = 12
 
-var printer = message.NewPrinter(language.English)
+var specPrinter = textmessage.NewPrinter(language.English)
 
 // problems validates f and maps each schema failure to a check.
 func (s *Spec) problems(c *tap.Conversation, f *tap.Frame) []problem {
@@ -243,8 +243,8 @@ func (s *Spec) problems(c *tap.Conversation, f *tap.Frame) []problem {
 		case *kind.AdditionalProperties:
 			loc = append(loc, k.Properties[0])
 		}
-		ptr := pointer(loc)
-		text := l.ErrorKind.LocalizedString(printer)
+		ptr := specPointer(loc)
+		text := l.ErrorKind.LocalizedString(specPrinter)
 		if _, ok := l.ErrorKind.(*kind.Not); ok {
 			text = "it matches a shape the schema forbids at " + schemaRef(l.SchemaURL)
 		}
@@ -255,7 +255,7 @@ func (s *Spec) problems(c *tap.Conversation, f *tap.Frame) []problem {
 		seen[key] = true
 		where := "the message"
 		if len(l.InstanceLocation) > 0 {
-			where = pointer(l.InstanceLocation)
+			where = specPointer(l.InstanceLocation)
 		}
 		out = append(out, problem{check: specCheck(loc, f), ptr: ptr,
 			msg: fmt.Sprintf("%s does not satisfy the upstream %s schema (%s): %s", where, s.Snapshot, name, text)})
@@ -404,8 +404,8 @@ func schemaRef(u string) string {
 	return u
 }
 
-// pointer renders an instance location as a JSON Pointer.
-func pointer(loc []string) string {
+// specPointer renders an instance location as a JSON Pointer.
+func specPointer(loc []string) string {
 	var b strings.Builder
 	for _, s := range loc {
 		b.WriteByte('/')
