@@ -158,6 +158,9 @@ func (v *Value) Describe() string {
 // same content.
 func (v *Value) Canonical() []byte {
 	var b bytes.Buffer
+	if v != nil {
+		b.Grow(v.End - v.Start)
+	}
 	v.writeCanonical(&b)
 	return b.Bytes()
 }
@@ -183,7 +186,7 @@ func (v *Value) writeCanonical(b *bytes.Buffer) {
 	case Number:
 		b.WriteString(v.Str)
 	case String:
-		b.WriteString(strconv.Quote(v.Str))
+		writeJSONString(b, v.Str)
 	case Array:
 		b.WriteByte('[')
 		for i, e := range v.Arr {
@@ -208,12 +211,41 @@ func (v *Value) writeCanonical(b *bytes.Buffer) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString(strconv.Quote(k))
+			writeJSONString(b, k)
 			b.WriteByte(':')
 			seen[k].writeCanonical(b)
 		}
 		b.WriteByte('}')
 	}
+}
+
+// writeJSONString writes s as a JSON string, escaping only what JSON
+// requires (quote, backslash, control characters); other bytes, including
+// invalid UTF-8, are copied as they are. It is the hot path of event
+// digests (BASE-6 looks at every event), hence no strconv.Quote.
+func writeJSONString(b *bytes.Buffer, s string) {
+	const hexDigits = "0123456789abcdef"
+	b.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b.WriteString(s[start:i])
+		switch c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			b.WriteString(`\u00`)
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	b.WriteString(s[start:])
+	b.WriteByte('"')
 }
 
 // Any converts v to the generic form encoding/json would produce with

@@ -114,6 +114,14 @@ func TestCanonicalDigest(t *testing.T) {
 	}
 }
 
+func TestCanonicalStrings(t *testing.T) {
+	v, _ := mustParse(t, `{"k\"\\":"a\u0001\n\"é\u2028"}`)
+	want := "{\"k\\\"\\\\\":\"a\\u0001\\u000a\\\"é\u2028\"}"
+	if got := string(v.Canonical()); got != want {
+		t.Errorf("Canonical() = %s, want %s", got, want)
+	}
+}
+
 func TestParseStringsAndNumbers(t *testing.T) {
 	for lit, want := range map[string]string{
 		`"a\u2028b"`:         "a\u2028b",
@@ -253,8 +261,16 @@ func FuzzParseJSON(f *testing.F) {
 			t.Fatalf("ParseJSON(%q) err = %v, json.Valid = %v", data, err, json.Valid(data))
 		}
 		if err == nil {
-			_ = v.Canonical()
 			_ = v.Any()
+			c := v.Canonical()
+			// The canonical form is JSON, and canonical again.
+			w, _, err := ParseJSON(c)
+			if err != nil {
+				t.Fatalf("Canonical(%q) = %q, not JSON: %v", data, c, err)
+			}
+			if c2 := w.Canonical(); !bytes.Equal(c, c2) {
+				t.Fatalf("Canonical not stable: %q then %q", c, c2)
+			}
 		}
 	})
 }
