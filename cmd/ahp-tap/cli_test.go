@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,59 +9,34 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 )
 
 // update rewrites golden files: go test ./cmd/ahp-tap -run Golden -update
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
+// tapBinary is the ahp-tap binary built once for the CLI tests.
+var tapBinary string
+
 // sharedAHP is the upstream reference data beside the repository.
 const sharedAHP = "../../../shared/ahp"
 
-// The CLI tests run the real binary, built once per test run. The build
-// lives in a directory of its own under the system temp dir, named after
-// this package's directory, so that concurrent runs in other clones do not
-// collide; it is replaced atomically. (No TestMain here: the stdio tests
-// own the package's TestMain.)
-var (
-	buildOnce sync.Once
-	builtPath string
-	buildErr  error
-)
-
-// tapBinary returns the path of the built ahp-tap binary.
-func tapBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		wd, err := os.Getwd()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		sum := sha256.Sum256([]byte(wd))
-		dir := filepath.Join(os.TempDir(), "ahp-tap-cli-"+hex.EncodeToString(sum[:6]))
-		if buildErr = os.MkdirAll(dir, 0o700); buildErr != nil {
-			return
-		}
-		tmp, err := os.CreateTemp(dir, "build-*")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		tmp.Close()
-		if out, err := exec.Command("go", "build", "-o", tmp.Name(), ".").CombinedOutput(); err != nil {
-			os.Remove(tmp.Name())
-			buildErr = fmt.Errorf("building ahp-tap: %v\n%s", err, out)
-			return
-		}
-		builtPath = filepath.Join(dir, "ahp-tap")
-		buildErr = os.Rename(tmp.Name(), builtPath)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "ahp-tap-cli")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
-	return builtPath
+	tapBinary = filepath.Join(dir, "ahp-tap")
+	if out, err := exec.Command("go", "build", "-o", tapBinary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building ahp-tap: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // result is what one run of the binary did.
@@ -75,7 +48,7 @@ type result struct {
 // runTap runs the built binary with args and stdin, in the package dir.
 func runTap(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(tapBinary(t), args...)
+	cmd := exec.Command(tapBinary, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
