@@ -197,23 +197,24 @@ func (v *Value) writeCanonical(b *bytes.Buffer) {
 		}
 		b.WriteByte(']')
 	case Object:
-		seen := make(map[string]*Value, len(v.Obj))
-		keys := make([]string, 0, len(v.Obj))
-		for _, m := range v.Obj {
-			if _, dup := seen[m.Key]; !dup {
-				keys = append(keys, m.Key)
-			}
-			seen[m.Key] = m.Val
-		}
-		slices.Sort(keys)
+		// Members sorted by key; a stable sort keeps duplicates in wire
+		// order, and the last one wins.
+		var small [16]Member
+		ms := append(small[:0], v.Obj...)
+		slices.SortStableFunc(ms, func(x, y Member) int { return strings.Compare(x.Key, y.Key) })
 		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
+		first := true
+		for i, m := range ms {
+			if i+1 < len(ms) && ms[i+1].Key == m.Key {
+				continue
+			}
+			if !first {
 				b.WriteByte(',')
 			}
-			writeJSONString(b, k)
+			first = false
+			writeJSONString(b, m.Key)
 			b.WriteByte(':')
-			seen[k].writeCanonical(b)
+			m.Val.writeCanonical(b)
 		}
 		b.WriteByte('}')
 	}
