@@ -173,7 +173,17 @@ func specRules(s *Spec) []tap.Rule {
 	var out []tap.Rule
 	for _, check := range specChecks {
 		out = append(out, specRule{spec: s, info: info("SPEC/"+check, check,
-			"the message satisfies the upstream "+s.Snapshot+" JSON Schema (--spec); failures here belong to "+check)})
+			"(with --spec DIR) the message satisfies the upstream "+s.Snapshot+" JSON Schema; this rule reports the failures that belong to "+check)})
+	}
+	return out
+}
+
+// SpecRuleInfos describes the rules --spec adds (one per check that schema
+// failures map to), for listings.
+func SpecRuleInfos() []tap.RuleInfo {
+	var out []tap.RuleInfo
+	for _, r := range specRules(&Spec{Snapshot: "<snapshot>"}) {
+		out = append(out, r.Info())
 	}
 	return out
 }
