@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
@@ -62,11 +64,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		sources = append(sources, report.Source{Name: ef.registration, Findings: l.regFindings})
 	}
 	for _, name := range fs.Args() {
-		data, err := m.readInput(name)
-		if err != nil {
-			return usageError("replay: %v", err)
-		}
-		fds, err := rp.replay(data)
+		fds, err := m.replayFile(rp, name)
 		if err != nil {
 			return usageError("replay %s: %v", name, err)
 		}
@@ -101,31 +99,72 @@ type replayer struct {
 	dir   tap.Direction   // --direction, for plain NDJSON
 }
 
-// replay returns the findings of one capture or NDJSON stream.
-func (rp replayer) replay(data []byte) ([]tap.Finding, error) {
-	items, err := capture.Read(bytes.NewReader(data))
-	if errors.Is(err, capture.ErrNotCapture) {
-		return rp.replayStream(data), nil
+// replayFile replays the named file ("-": standard input).
+func (m *Main) replayFile(rp replayer, name string) ([]tap.Finding, error) {
+	if name == "-" {
+		return rp.replay(m.Stdin)
 	}
+	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	return rp.replayCapture(items)
+	defer f.Close()
+	return rp.replay(f)
+}
+
+// replay returns the findings of one capture or NDJSON stream. It reads
+// as it goes: memory holds one record (or line) at a time, not the file.
+func (rp replayer) replay(r io.Reader) ([]tap.Finding, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	// The first line that is not blank says what the file is.
+	var head []byte
+	for {
+		line, err := br.ReadBytes('\n')
+		head = append(head, line...)
+		if len(bytes.TrimSpace(line)) > 0 || err != nil {
+			if err != nil && err != io.EOF {
+				return nil, err
+			}
+			break
+		}
+	}
+	all := io.MultiReader(bytes.NewReader(head), br)
+	if !capture.IsHeader(head) {
+		return rp.replayStream(all)
+	}
+	return rp.replayCapture(capture.NewReader(all))
 }
 
 // replayStream checks a plain NDJSON stream as stdio traffic. A stream from
 // one side only (--direction) is an excerpt: a request without its
-// response is no finding.
-func (rp replayer) replayStream(data []byte) []tap.Finding {
+// response is no finding. Without --direction each line's sender is
+// guessed (rules.GuessDirection).
+func (rp replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 	cfg := rp.flags.cfg
 	cfg.Transport = tap.Stdio
 	cfg.Partial = rp.dir != 0
 	e := tap.NewEngine(cfg, rules.Default(rp.flags.opt))
 	var out []tap.Finding
-	for _, f := range rules.StreamFrames(data, rp.dir) {
+	s := tap.Splitter{Emit: func(line []byte, fr tap.Framing, size int, truncated bool) {
+		f := &tap.Frame{Dir: rp.dir, Transport: tap.Stdio, Raw: bytes.Clone(line), Framing: fr, Size: size, Truncated: truncated}
+		if f.Dir == 0 {
+			f.Dir = rules.GuessDirection(f)
+		}
 		out = append(out, e.Feed(f)...)
+	}}
+	buf := make([]byte, 1<<16)
+	for {
+		n, err := r.Read(buf)
+		s.Write(buf[:n])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	return append(out, e.Finish()...)
+	s.Close()
+	return append(out, e.Finish()...), nil
 }
 
 // replayCapture feeds a capture's frames and notes, in file order, through
@@ -135,7 +174,7 @@ func (rp replayer) replayStream(data []byte) []tap.Finding {
 // and per-event processes shared an event store (--state), so frames and
 // notes go to the engine of their conn, all sharing one event store. On
 // HTTP a segment is one proxy run with one engine.
-func (rp replayer) replayCapture(items []capture.Item) ([]tap.Finding, error) {
+func (rp replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 	var (
 		out     []tap.Finding
 		engines = map[string]*tap.Engine{} // stdio: by conn
@@ -166,7 +205,14 @@ func (rp replayer) replayCapture(items []capture.Item) ([]tap.Finding, error) {
 		}
 		return seg.engine
 	}
-	for _, it := range items {
+	for {
+		it, err := cr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 		switch {
 		case it.Header != nil:
 			cfg, regFindings, err := rp.config(it.Header)
