@@ -1,0 +1,88 @@
+package stdio
+
+import (
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// feed is the one goroutine between the forwarding loops and the auditor:
+// it cuts each direction's audit copy into lines (AHP-STDIO-001 framing)
+// and submits them as frames, with the transport notes in between, in the
+// order the chunks were read. It never touches the forwarded bytes.
+func (t *Tap) feed() {
+	defer close(t.fed)
+	a := t.aud
+	var now time.Time // read time of the chunk being split
+	split := map[tap.Direction]*tap.Splitter{}
+	for _, dir := range []tap.Direction{tap.FromHarness, tap.FromBackend} {
+		split[dir] = &tap.Splitter{Max: t.cfg.MaxAuditLine, Emit: func(line []byte, fr tap.Framing, size int, truncated bool) {
+			t.submit(&tap.Frame{Dir: dir, Time: now, Transport: tap.Stdio, Conn: t.cfg.Conn,
+				Raw: append([]byte(nil), line...), Framing: fr, Size: size, Truncated: truncated})
+		}}
+	}
+	for c := range t.chunks {
+		if a == nil {
+			continue
+		}
+		s := split[c.dir]
+		if c.lost && s != nil {
+			s.Lost()
+		}
+		if c.note != nil {
+			now = c.note.Time
+			if c.note.Kind == tap.NoteEOF && s != nil {
+				// AHP-STDIO-001: a final line without "\n" is a frame too,
+				// reported as unterminated.
+				s.Close()
+			}
+			a.Note(*c.note)
+			continue
+		}
+		now = c.t
+		s.Write(c.b)
+	}
+	if a != nil {
+		var skipped uint64
+		for dir, s := range split {
+			skipped += uint64(s.Skipped()) + t.lines[dir].Load()
+		}
+		a.Drop(skipped)
+	}
+}
+
+// submit hands f to the auditor unless the frames already waiting hold
+// more than AuditBytes: then f is dropped and counted, so that a slow
+// auditor never holds unbounded memory.
+func (t *Tap) submit(f *tap.Frame) {
+	a := t.aud
+	n := int64(len(f.Raw))
+	if t.queued.Load()+n > t.cfg.AuditBytes && t.queued.Load() > 0 {
+		a.Drop(1)
+		return
+	}
+	t.queued.Add(n)
+	if !a.Submit(f) {
+		t.queued.Add(-n)
+	}
+}
+
+// budgetRecorder releases a frame's bytes from the audit budget when the
+// auditor takes it off the queue, then passes it on.
+type budgetRecorder struct {
+	t     *Tap
+	inner tap.Recorder
+}
+
+func (r *budgetRecorder) Record(f *tap.Frame) {
+	r.t.queued.Add(-int64(len(f.Raw)))
+	if r.inner != nil {
+		r.inner.Record(f)
+	}
+}
+
+func (r *budgetRecorder) RecordNote(n tap.Note) {
+	if r.inner != nil {
+		r.inner.RecordNote(n)
+	}
+}

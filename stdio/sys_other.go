@@ -1,0 +1,18 @@
+//go:build unix && !linux
+
+package stdio
+
+import (
+	"os/signal"
+	"syscall"
+)
+
+// sysProcAttr runs the backend in its own process group so that signals
+// reach everything it started.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// defaultAction restores the default handling of sig as far as the Go
+// runtime allows.
+func defaultAction(sig syscall.Signal) { signal.Reset(sig) }
