@@ -16,8 +16,6 @@ func framingRules() []tap.Rule {
 	return []tap.Rule{
 		&lineRule{info("STDIO-1/framing", "STDIO-1",
 			"one JSON object per line ended by exactly one \\n; nothing on backend stdout that is not a response")},
-		&truncatedRule{info("TAP-1/truncated-line", "TAP-1",
-			"a line longer than the audit cap was forwarded whole but audited only as a prefix")},
 		&perEventRule{info("STDIO-2/per-event", "STDIO-2",
 			"per_event: one message then EOF, at most one response, none for a notification, exit 0 after a request")},
 		&persistentRule{info("STDIO-3/one-intercept", "STDIO-3",
@@ -104,19 +102,6 @@ func (r *lineRule) describeJunk(f *tap.Frame) string {
 		return fmt.Sprintf("the backend wrote non-protocol text to stdout (%q); stdout is only for JSON-RPC responses, diagnostics belong on stderr", excerpt)
 	}
 	return fmt.Sprintf("the harness sent a line that is not JSON (%q); each line must be one JSON-RPC message", excerpt)
-}
-
-// truncatedRule reports a line the audit saw only a prefix of (TAP-1):
-// it was forwarded whole and not checked.
-type truncatedRule struct{ info tap.RuleInfo }
-
-func (r *truncatedRule) Info() tap.RuleInfo { return r.info }
-
-func (r *truncatedRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
-	if !f.Framing.Line || !f.Truncated {
-		return nil
-	}
-	return []tap.Finding{r.info.At(f, tap.Warn, "", "a line of %d bytes was forwarded whole but audited only as its first %d bytes; it was not checked", f.Size, len(f.Raw))}
 }
 
 // perEventRule checks STDIO-2: under the per_event lifecycle the backend

@@ -73,13 +73,6 @@ func TestFramingCRLFIsAWarning(t *testing.T) {
 	wantFindings(t, fs, "STDIO-1", 0)
 }
 
-func TestTruncatedLineIsTAP1(t *testing.T) {
-	f := &tap.Frame{Dir: tap.FromBackend, Transport: tap.Stdio, Raw: []byte(`{"jsonrpc"`), Size: 1 << 30, Truncated: true, Framing: tap.Framing{Line: true}}
-	fs := runRules(stdioConfig(""), framingRules(), f)
-	wantFindings(t, fs, "TAP-1", 1)
-	wantFindings(t, fs, "STDIO-1", 0)
-}
-
 // stdioRun feeds harness and backend frames in the given order, then notes.
 type step struct {
 	dir  tap.Direction

@@ -14,10 +14,12 @@ func (t *Tap) feed() {
 	defer close(t.fed)
 	a := t.aud
 	var now time.Time // read time of the chunk being split
+	var seq uint64    // of the last frame cut
 	split := map[tap.Direction]*tap.Splitter{}
 	for _, dir := range []tap.Direction{tap.FromHarness, tap.FromBackend} {
 		split[dir] = &tap.Splitter{Max: t.cfg.MaxAuditLine, Emit: func(line []byte, fr tap.Framing, size int, truncated bool) {
-			t.submit(&tap.Frame{Dir: dir, Time: now, Transport: tap.Stdio, Conn: t.cfg.Conn,
+			seq++ // numbered here, so a frame dropped later leaves a gap
+			t.submit(&tap.Frame{Seq: seq, Dir: dir, Time: now, Transport: tap.Stdio, Conn: t.cfg.Conn,
 				Raw: append([]byte(nil), line...), Framing: fr, Size: size, Truncated: truncated})
 		}}
 	}
@@ -76,6 +78,11 @@ type budgetRecorder struct {
 
 func (r *budgetRecorder) Record(f *tap.Frame) {
 	r.t.queued.Add(-int64(len(f.Raw)))
+	if f.Truncated && r.t.cfg.Sink != nil {
+		// The transport reports its capped audit copy (TAP-1), in order
+		// with the frame's other findings; a replay does the same.
+		r.t.cfg.Sink.Write(tap.TruncatedFinding(f, len(f.Raw)))
+	}
 	if r.inner != nil {
 		r.inner.Record(f)
 	}
