@@ -58,7 +58,11 @@ func (r *lineRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	}
 	if f.Framing.Unterminated {
 		// AHP-STDIO-001: every message is terminated by one "\n".
-		out = append(out, r.info.At(f, 0, "", "the stream ended in the middle of a line: the last %d bytes had no terminating \\n", f.Size))
+		st.junk[f.Dir] = false
+		if f.SyntaxErr != nil {
+			return append(out, r.info.At(f, 0, "", "the stream ended in the middle of a line: the last %d bytes had no terminating \\n and are not a whole JSON message", f.Size))
+		}
+		return append(out, r.info.At(f, 0, "", "the stream ended in the middle of a line: the last %d bytes had no terminating \\n", f.Size))
 	}
 	switch {
 	case len(f.Raw) == 0:
