@@ -6,6 +6,9 @@ import (
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
+// truncatedPrefix is how much of a line longer than MaxAuditLine is kept.
+const truncatedPrefix = 4 << 10
+
 // feed is the one goroutine between the forwarding loops and the auditor:
 // it cuts each direction's audit copy into lines (AHP-STDIO-001 framing)
 // and submits them as frames, with the transport notes in between, in the
@@ -19,6 +22,11 @@ func (t *Tap) feed() {
 	for _, dir := range []tap.Direction{tap.FromHarness, tap.FromBackend} {
 		split[dir] = &tap.Splitter{Max: t.cfg.MaxAuditLine, Emit: func(line []byte, fr tap.Framing, size int, truncated bool) {
 			seq++ // numbered here, so a frame dropped later leaves a gap
+			if truncated {
+				// A truncated line is never decoded: keep only enough of
+				// it for people to recognise it in the log and capture.
+				line = line[:min(len(line), truncatedPrefix)]
+			}
 			t.submit(&tap.Frame{Seq: seq, Dir: dir, Time: now, Transport: tap.Stdio, Conn: t.cfg.Conn,
 				Raw: append([]byte(nil), line...), Framing: fr, Size: size, Truncated: truncated})
 		}}
@@ -42,7 +50,8 @@ func (t *Tap) feed() {
 			continue
 		}
 		now = c.t
-		s.Write(c.b)
+		s.Write(c.b) // the splitter copies what it keeps
+		chunkPool.Put(c.buf)
 	}
 	if a != nil {
 		var skipped uint64

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/ahp-tap/ahp-tap/tap"
 )
 
 // The test binary doubles as the backends the tests wrap: with
@@ -88,6 +90,17 @@ var helpers = map[string]func(args []string) int{
 	"sleeper": func([]string) int {
 		fmt.Printf("%d\n", os.Getpid())
 		select {}
+	},
+	// store opens the state directory args[0] and stores, for the event
+	// (args[1], args[2]), a record with digest args[3] and outcome args[4].
+	"store": func(args []string) int {
+		s, err := OpenDirStore(args[0], os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		s.Store(tap.EventKey{Source: args[1], ID: args[2]}, tap.EventRecord{Digest: args[3], Outcome: args[4]})
+		return 0
 	},
 	// closein closes its stdin at once, prints "closed", then waits for
 	// SIGTERM-free death by EOF of nothing: it sleeps until killed.

@@ -29,7 +29,7 @@ const (
 	// no cap; a longer line is audited as a truncated prefix (TAP-1).
 	DefaultMaxAuditLine = 16 << 20
 	// DefaultChunkQueue is how many read chunks may wait for the splitter.
-	DefaultChunkQueue = 256
+	DefaultChunkQueue = 64
 	// DefaultAuditBytes caps the bytes of frames waiting in the audit queue.
 	DefaultAuditBytes = 64 << 20
 	// readSize is the forwarding loop's buffer: one pipe buffer.
@@ -171,7 +171,8 @@ func New(cfg Config) *Tap {
 // A chunk is one read's audit copy, or a transport note, in wire order.
 type chunk struct {
 	dir  tap.Direction
-	b    []byte    // a copy of the bytes read
+	b    []byte    // a copy of the bytes read, in buf
+	buf  *[]byte   // from chunkPool; the feeder puts it back
 	t    time.Time // when they were read
 	lost bool      // chunks of dir were dropped just before this one
 	note *tap.Note // set instead of b for EOF and exit facts
@@ -429,7 +430,8 @@ func (t *Tap) audit(dir tap.Direction, p []byte) {
 	if t.closing {
 		return
 	}
-	c := chunk{dir: dir, b: append([]byte(nil), p...), t: time.Now()}
+	buf := chunkPool.Get().(*[]byte)
+	c := chunk{dir: dir, b: append((*buf)[:0], p...), t: time.Now(), buf: buf}
 	c.lost = t.dropped[dir].Load()
 	select {
 	case t.chunks <- c:
@@ -437,11 +439,16 @@ func (t *Tap) audit(dir tap.Direction, p []byte) {
 			t.dropped[dir].Store(false)
 		}
 	default:
+		chunkPool.Put(buf)
 		t.dropped[dir].Store(true)
 		t.nchunk.Add(1)
 		t.lines[dir].Add(uint64(bytes.Count(p, []byte{'\n'})))
 	}
 }
+
+// chunkPool recycles audit copies so that forwarding a long stream does
+// not leave a trail of garbage the size of the stream.
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, 0, readSize); return &b }}
 
 // eof queues the end of dir's stream. It may wait for room: forwarding in
 // that direction is over.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -69,6 +70,12 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	l, err := sf.load()
 	if err != nil {
 		return err
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// The audit copy of a long line is the only large allocation; a
+		// soft limit makes the collector reclaim the garbage of growing
+		// it promptly instead of letting the heap double.
+		debug.SetMemoryLimit(int64(sf.maxLine)*2 + 64<<20)
 	}
 	run, err := m.prepareStdio(&sf, l, fs.Args())
 	if err != nil {
