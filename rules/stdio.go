@@ -73,8 +73,8 @@ func (r *lineRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 			return out // the same run of non-JSON lines, already reported
 		}
 		st.junk[f.Dir] = true
-		if l := bytes.TrimSpace(f.Raw); len(l) > 0 && (l[0] == '{' || l[0] == '[') {
-			st.depth[f.Dir] = max(0, nesting(f.Raw))
+		if opensObject(bytes.TrimSpace(f.Raw)) {
+			st.depth[f.Dir] = nesting(f.Raw)
 		}
 		return append(out, r.info.At(f, 0, "", "%s", r.describeJunk(f)))
 	}
@@ -97,7 +97,7 @@ func (r *lineRule) describeJunk(f *tap.Frame) string {
 	if len(excerpt) > 60 {
 		excerpt = excerpt[:60] + "…"
 	}
-	if len(line) > 0 && (line[0] == '{' || line[0] == '[' || line[len(line)-1] == '{' || line[len(line)-1] == '[') {
+	if opensObject(line) {
 		// AHP-STDIO-001: a pretty-printed object is a framing violation.
 		return fmt.Sprintf("the line %q is not a whole JSON object: it looks like the start of a pretty-printed (multi-line) message; each message must be on one line", excerpt)
 	}
@@ -244,6 +244,13 @@ func (r *persistentRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding 
 		}
 	}
 	return nil
+}
+
+// opensObject reports whether a non-JSON line looks like the first line of
+// a pretty-printed JSON object or array: it starts with a bracket and leaves
+// brackets open.
+func opensObject(line []byte) bool {
+	return len(line) > 0 && (line[0] == '{' || line[0] == '[') && nesting(line) > 0
 }
 
 // nesting returns the net count of opening minus closing brackets and

@@ -46,6 +46,7 @@ func TestFramingRule(t *testing.T) {
 		{"empty line", tap.FromHarness, stdioIntercept + "\n\n", 1},
 		{"request on backend stdout", tap.FromBackend, stdioIntercept + "\n", 1},
 		{"garbage from the harness", tap.FromHarness, "\x00\xff garbage\n", 1},
+		{"bracketed log lines are separate faults", tap.FromBackend, "[debug] a\n" + stdioAnswer1 + "\n[debug] b\n" + stdioAnswer1 + "\n", 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
