@@ -9,7 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -71,12 +71,6 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// The audit copy of a long line is the only large allocation; a
-		// soft limit makes the collector reclaim the garbage of growing
-		// it promptly instead of letting the heap double.
-		debug.SetMemoryLimit(int64(sf.maxLine)*2 + 64<<20)
-	}
 	run, err := m.prepareStdio(&sf, l, fs.Args())
 	if err != nil {
 		return err
@@ -99,6 +93,11 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 
 	// ctx is cancelled by the first SIGINT/SIGTERM in main; the backend
 	// decides what that signal means, so it must not stop the tap.
+	if p := os.Getenv("AHP_TAP_CPUPROFILE"); p != "" {
+		f, _ := os.Create(p)
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	res, err := run.tap.Run(context.WithoutCancel(ctx))
 	var se *stdio.StartError
 	if errors.As(err, &se) {

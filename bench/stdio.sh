@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# bench/stdio.sh: round trips of 1 KiB hooks/intercept requests over stdio,
+# directly to a minimal backend, through socat (the minimal relay process),
+# and through ahp-tap with every check on, in one run. Figures go to stdout;
+# BENCHMARKS.md ("stdio") records a run.
+#
+#   bench/stdio.sh                     # defaults: 20000 one-at-a-time, 200000 at 32 in flight
+#   LATENCY_N=5000 THROUGHPUT_N=50000 bench/stdio.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v socat >/dev/null 2>&1; then
+	echo "socat not found; installing it with apt-get" >&2
+	if [ "$(id -u)" -eq 0 ]; then SUDO=; else SUDO=sudo; fi
+	$SUDO apt-get update -qq >&2 && $SUDO apt-get install -y -qq socat >&2
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/ahp-tap" ./cmd/ahp-tap
+go build -o "$work/stdiobench" ./bench/stdiobench
+
+# The registration ahp-tap checks against: a persistent stdio backend
+# intercepting tool.before with a deadline (BASE-5, CORR-3, STDIO-3 on).
+cat > "$work/registration.json" <<'JSON'
+{"protocolVersion":"draft","hooks":[{"id":"com.example.bench","transport":{"type":"stdio","command":"stdiobench","args":["-backend"],"lifecycle":"persistent"},
+ "subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"fail-closed","content":{"default":"metadata"}}]}]}
+JSON
+
+backend="$work/stdiobench -backend"
+flags=(-latency-requests "${LATENCY_N:-20000}" -throughput-requests "${THROUGHPUT_N:-200000}" -inflight "${INFLIGHT:-32}" -size 1024)
+tap=("$work/ahp-tap" stdio --registration "$work/registration.json" --hook com.example.bench --log "$work/findings.jsonl" --summary=false)
+
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(go version | cut -d' ' -f3), $(socat -V | grep -m1 'socat version' | cut -d' ' -f2-3)"
+"$work/stdiobench" -name direct "${flags[@]}" -- $backend
+"$work/stdiobench" -name socat "${flags[@]}" -- socat STDIO EXEC:"$backend"
+"$work/stdiobench" -name "ahp-tap (all checks)" "${flags[@]}" -- "${tap[@]}" -- $backend
+"$work/stdiobench" -name "ahp-tap + capture" "${flags[@]}" -- "${tap[@]}" --capture "$work/session.capture" -- $backend
+echo "# findings logged by ahp-tap in the runs above (32 in flight breaks STDIO-3 on purpose):"
+grep -o '"check":"[A-Z0-9-]*"' "$work/findings.jsonl" | sort | uniq -c | sed 's/^/#   /' || true
