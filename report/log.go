@@ -62,6 +62,25 @@ func OpenLog(path string, diag io.Writer) (*Log, error) {
 	return NewLog(f, f, diag), nil
 }
 
+// OpenLogBestEffort opens the violation log like OpenLog, but a log that
+// cannot be opened (a read-only directory, say) does not stop the caller:
+// the failure is reported once on diag and the returned Log discards
+// findings (Failed reports true). Transports that must never disturb
+// traffic (a stdio tap started by a harness) use it.
+func OpenLogBestEffort(path string, diag io.Writer) *Log {
+	l, err := OpenLog(path, diag)
+	if err == nil {
+		return l
+	}
+	if diag == nil {
+		diag = os.Stderr
+	}
+	fmt.Fprintf(diag, "ahp-tap: %v; findings are not logged, traffic is not affected\n", err)
+	l = NewLog(io.Discard, nil, nil)
+	l.out.failed.Store(true)
+	return l
+}
+
 // NewLog starts a log writing to w. closer, when not nil, is closed by
 // Close (pass the file that w is). diag receives the notice when w fails.
 func NewLog(w io.Writer, closer io.Closer, diag io.Writer) *Log {

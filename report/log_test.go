@@ -199,3 +199,20 @@ func TestLogConcurrentWriters(t *testing.T) {
 		t.Errorf("lines %d + dropped %d, want 800", n, l.Dropped())
 	}
 }
+
+func TestOpenLogBestEffort(t *testing.T) {
+	var diag syncBuffer
+	l := OpenLogBestEffort(filepath.Join(t.TempDir(), "no", "dir", "v.log"), &diag)
+	l.Write(sample(0))
+	l.Close()
+	if !l.Failed() || strings.Count(diag.String(), "\n") != 1 {
+		t.Errorf("Failed() = %v, diag %q; want true and one line", l.Failed(), diag.String())
+	}
+	path := filepath.Join(t.TempDir(), "v.log")
+	l = OpenLogBestEffort(path, &diag)
+	l.Write(sample(0))
+	l.Close()
+	if data, _ := os.ReadFile(path); !bytes.Contains(data, []byte("BASE-2")) {
+		t.Errorf("best-effort log on a good path wrote %q", data)
+	}
+}

@@ -130,19 +130,42 @@ func (rp replayer) replayStream(data []byte) []tap.Finding {
 
 // replayCapture feeds a capture's frames and notes, in file order, through
 // the rules configured as the live run was (its header), unless a flag
-// says otherwise. Segments whose header names a connection (one per-event
-// backend process each) get an engine of their own, as they had live, and
-// share one event store, as processes sharing --state did; everything else
-// goes through one engine.
+// says otherwise. Each header starts a segment: one live run of ahp-tap.
+// On stdio every process (the conn of its frames) had an engine of its own
+// and per-event processes shared an event store (--state), so frames and
+// notes go to the engine of their conn, all sharing one event store. On
+// HTTP a segment is one proxy run with one engine.
 func (rp replayer) replayCapture(items []capture.Item) ([]tap.Finding, error) {
 	var (
 		out     []tap.Finding
-		engines = map[string]*tap.Engine{} // by segment connection
-		order   []*tap.Engine              // engines in creation order, for Finish
-		cur     *tap.Engine                // the latest segment's engine
+		engines = map[string]*tap.Engine{} // stdio: by conn
+		order   []*tap.Engine              // every engine in creation order, for Finish
+		seg     *segment                   // the latest header's segment
 		events  = &tap.MemoryStore{}
 		regSeen = map[string]bool{} // registration documents already judged
 	)
+	engineFor := func(conn string) *tap.Engine {
+		if seg == nil {
+			// No header before this record (cannot happen: Read
+			// insists on one); judge with the flags alone.
+			seg = &segment{cfg: rp.flags.cfg}
+			seg.cfg.Events = events
+		}
+		if seg.cfg.Transport == tap.Stdio && conn != "" {
+			if e, ok := engines[conn]; ok {
+				return e
+			}
+			e := tap.NewEngine(seg.cfg, rules.Default(rp.flags.opt))
+			engines[conn] = e
+			order = append(order, e)
+			return e
+		}
+		if seg.engine == nil {
+			seg.engine = tap.NewEngine(seg.cfg, rules.Default(rp.flags.opt))
+			order = append(order, seg.engine)
+		}
+		return seg.engine
+	}
 	for _, it := range items {
 		switch {
 		case it.Header != nil:
@@ -150,28 +173,18 @@ func (rp replayer) replayCapture(items []capture.Item) ([]tap.Finding, error) {
 			if err != nil {
 				return nil, fmt.Errorf("capture line %d: %w", it.Line, err)
 			}
-			if k := string(it.Header.RegistrationDoc); k != "" && !regSeen[k] && !rp.set["registration"] {
+			// The registration's own findings, once per document.
+			if k := string(it.Header.RegistrationDoc); k != "" && !regSeen[k] {
 				regSeen[k] = true
 				out = append(out, regFindings...)
 			}
 			cfg.Events = events
-			key := it.Header.Conn
-			if e, ok := engines[key]; ok && cur != nil {
-				cur = e // a header repeated for a segment already open
-				continue
-			}
-			cur = tap.NewEngine(cfg, rules.Default(rp.flags.opt))
-			engines[key] = cur
-			order = append(order, cur)
+			seg = &segment{cfg: cfg}
 		case it.Frame != nil:
-			e := pick(engines, cur, it.Frame.Conn)
-			if it.Frame.Truncated {
-				// Live, the transport reported the capped audit copy.
-				out = append(out, tap.TruncatedFinding(it.Frame, len(it.Frame.Raw)))
-			}
+			e := engineFor(it.Frame.Conn)
 			out = append(out, e.Feed(it.Frame)...)
 		case it.Note != nil:
-			out = append(out, pick(engines, cur, it.Note.Conn).Note(*it.Note)...)
+			out = append(out, engineFor(it.Note.Conn).Note(*it.Note)...)
 		}
 	}
 	for _, e := range order {
@@ -180,12 +193,10 @@ func (rp replayer) replayCapture(items []capture.Item) ([]tap.Finding, error) {
 	return out, nil
 }
 
-// pick returns the engine of conn's segment, else the current one.
-func pick(engines map[string]*tap.Engine, cur *tap.Engine, conn string) *tap.Engine {
-	if e, ok := engines[conn]; ok && conn != "" {
-		return e
-	}
-	return cur
+// A segment is the part of a capture written by one live run.
+type segment struct {
+	cfg    tap.Config
+	engine *tap.Engine // the HTTP (or conn-less) engine, created on first use
 }
 
 // config builds the engine configuration of a capture segment: the live
