@@ -87,11 +87,6 @@ type budgetRecorder struct {
 
 func (r *budgetRecorder) Record(f *tap.Frame) {
 	r.t.queued.Add(-int64(len(f.Raw)))
-	if f.Truncated && r.t.cfg.Sink != nil {
-		// The transport reports its capped audit copy (TAP-1), in order
-		// with the frame's other findings; a replay does the same.
-		r.t.cfg.Sink.Write(tap.TruncatedFinding(f, len(f.Raw)))
-	}
 	if r.inner != nil {
 		r.inner.Record(f)
 	}

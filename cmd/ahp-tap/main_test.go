@@ -8,14 +8,13 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
-	"testing"
 
 	"github.com/ahp-tap/ahp-tap/stdio"
 )
 
 // The test binary doubles as ahp-tap itself and as the backends it wraps
 // (the os/exec tests' pattern): with AHP_TAP_MAIN=1 it runs main(), or,
-// when its first argument is "helper", the named helper below.
+// when its first argument is "helper", the named helper below (runChild).
 const mainEnv = "AHP_TAP_MAIN"
 
 var helpers = map[string]func(args []string) int{
@@ -61,18 +60,21 @@ var helpers = map[string]func(args []string) int{
 	},
 }
 
-func TestMain(m *testing.M) {
-	if os.Getenv(mainEnv) == "1" {
-		if len(os.Args) > 2 && os.Args[1] == "helper" {
-			h, ok := helpers[os.Args[2]]
-			if !ok {
-				fmt.Fprintf(os.Stderr, "no helper %q\n", os.Args[2])
-				os.Exit(2)
-			}
-			os.Exit(h(os.Args[3:]))
-		}
-		main()
+// runChild runs the test binary as ahp-tap or as a helper backend when the
+// test that started it asked for that (AHP_TAP_MAIN=1), and then exits. It
+// must be the first thing TestMain does, before flags are parsed.
+func runChild() {
+	if os.Getenv(mainEnv) != "1" {
 		return
 	}
-	os.Exit(m.Run())
+	if len(os.Args) > 2 && os.Args[1] == "helper" {
+		h, ok := helpers[os.Args[2]]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "no helper %q\n", os.Args[2])
+			os.Exit(2)
+		}
+		os.Exit(h(os.Args[3:]))
+	}
+	main()
+	os.Exit(0)
 }

@@ -154,13 +154,8 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string) (*stdioRun
 	if sf.log != "" {
 		// A log that cannot be opened never keeps the backend from
 		// running: the harness depends on it, the log is an aid.
-		lg, err := report.OpenLog(sf.log, m.Stderr)
-		if err != nil {
-			fmt.Fprintf(m.Stderr, "ahp-tap: %v; findings are not logged, traffic is not affected\n", err)
-		} else {
-			r.log = lg
-			sinks = append(sinks, lg)
-		}
+		r.log = report.OpenLogBestEffort(sf.log, m.Stderr)
+		sinks = append(sinks, r.log)
 	}
 	conn := fmt.Sprintf("stdio:%d", os.Getpid())
 	var rec tap.Recorder

@@ -103,7 +103,10 @@ func TestStdioKilledTapLeavesNoBackend(t *testing.T) {
 	cmd.Wait()
 	// Pdeathsig delivers SIGKILL when ahp-tap dies; wait for it to land
 	// (the test's own deadline bounds this loop).
-	for running(pid) {
+	for i := 0; running(pid); i++ {
+		if i == 1000 {
+			t.Fatalf("backend %d still runs after ahp-tap was killed", pid)
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
