@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # bench/stdio.sh: round trips of 1 KiB hooks/intercept requests over stdio,
 # directly to a minimal backend, through socat (the minimal relay process),
-# and through ahp-tap with every check on, in one run. Figures go to stdout;
-# BENCHMARKS.md ("stdio") records a run.
+# and through ahp-tap with every check on, in one run. Each configuration
+# runs REPS times, interleaved; the table shows medians. BENCHMARKS.md
+# ("stdio") records a run.
 #
-#   bench/stdio.sh                     # defaults: 20000 one-at-a-time, 200000 at 32 in flight
-#   LATENCY_N=5000 THROUGHPUT_N=50000 bench/stdio.sh
+#   bench/stdio.sh                                   # 20000 one at a time, 200000 at 32 in flight, 3 reps
+#   REPS=5 LATENCY_N=5000 THROUGHPUT_N=50000 bench/stdio.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,13 +29,34 @@ cat > "$work/registration.json" <<'JSON'
 JSON
 
 backend="$work/stdiobench -backend"
-flags=(-latency-requests "${LATENCY_N:-20000}" -throughput-requests "${THROUGHPUT_N:-200000}" -inflight "${INFLIGHT:-32}" -size 1024)
+flags=(-latency-requests "${LATENCY_N:-20000}" -throughput-requests "${THROUGHPUT_N:-200000}" -inflight "${INFLIGHT:-32}" -size 1024 -format json)
 tap=("$work/ahp-tap" stdio --registration "$work/registration.json" --hook com.example.bench --log "$work/findings.jsonl" --summary=false)
+results="$work/results.jsonl"
 
-echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(go version | cut -d' ' -f3), $(socat -V | grep -m1 'socat version' | cut -d' ' -f2-3)"
-"$work/stdiobench" -name direct "${flags[@]}" -- $backend
-"$work/stdiobench" -name socat "${flags[@]}" -- socat STDIO EXEC:"$backend"
-"$work/stdiobench" -name "ahp-tap (all checks)" "${flags[@]}" -- "${tap[@]}" -- $backend
-"$work/stdiobench" -name "ahp-tap + capture" "${flags[@]}" -- "${tap[@]}" --capture "$work/session.capture" -- $backend
-echo "# findings logged by ahp-tap in the runs above (32 in flight breaks STDIO-3 on purpose):"
-grep -o '"check":"[A-Z0-9-]*"' "$work/findings.jsonl" | sort | uniq -c | sed 's/^/#   /' || true
+run_tap() { # name, extra ahp-tap flags...: one ahp-tap run, with how many frames it did not audit
+	local name=$1; shift
+	: > "$work/findings.jsonl"
+	"$work/stdiobench" -name "$name" "${flags[@]}" -- "${tap[@]}" "$@" -- $backend > "$work/one.json"
+	local n
+	n=$({ grep -o '"message":"[0-9]* frames not audited' "$work/findings.jsonl" || true; } | { grep -o '[0-9]*' || true; } | awk '{s+=$1} END {print s+0}')
+	case " $* " in
+	*" --audit=false "*) cat "$work/one.json" >> "$results" ;; # nothing was audited, by request
+	*) sed "s/}\$/,\"not_audited\":$n}/" "$work/one.json" >> "$results"
+	   cp "$work/findings.jsonl" "$work/last-audited.jsonl" ;;
+	esac
+}
+
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(go version | cut -d' ' -f3), socat $(socat -V | grep -m1 'socat version' | cut -d' ' -f3)"
+for rep in $(seq "${REPS:-3}"); do
+	echo "# rep $rep" >&2
+	"$work/stdiobench" -name direct "${flags[@]}" -- $backend >> "$results"
+	"$work/stdiobench" -name socat "${flags[@]}" -- socat STDIO EXEC:"$backend" >> "$results"
+	run_tap "ahp-tap, all checks"
+	run_tap "ahp-tap, all checks + capture" --capture "$work/session.capture"
+	run_tap "ahp-tap --audit=false" --audit=false
+	rm -f "$work/session.capture"
+done
+"$work/stdiobench" -summarize "$results"
+echo
+echo "# checks reported by ahp-tap in its last audited run (32 in flight breaks STDIO-3 on purpose):"
+grep -o '"check":"[A-Z0-9-]*"' "$work/last-audited.jsonl" | sort | uniq -c | sed 's/^/#   /' || true

@@ -15,6 +15,7 @@ const truncatedPrefix = 4 << 10
 // order the chunks were read. It never touches the forwarded bytes.
 func (t *Tap) feed() {
 	defer close(t.fed)
+	backgroundThread()
 	a := t.aud
 	var now time.Time // read time of the chunk being split
 	var seq uint64    // of the last frame cut
@@ -51,7 +52,8 @@ func (t *Tap) feed() {
 		}
 		now = c.t
 		s.Write(c.b) // the splitter copies what it keeps
-		chunkPool.Put(c.buf)
+		t.chunkB.Add(-int64(cap(*c.buf)))
+		putChunk(c.buf)
 	}
 	if a != nil {
 		var skipped uint64
@@ -79,13 +81,23 @@ func (t *Tap) submit(f *tap.Frame) {
 }
 
 // budgetRecorder releases a frame's bytes from the audit budget when the
-// auditor takes it off the queue, then passes it on.
+// auditor takes it off the queue, then passes it on. It runs on the audit
+// goroutine, which it moves to a low-priority thread on first use.
 type budgetRecorder struct {
 	t     *Tap
 	inner tap.Recorder
+	bg    bool // only touched on the audit goroutine: backgroundThread has run
+}
+
+func (r *budgetRecorder) background() {
+	if !r.bg {
+		r.bg = true
+		backgroundThread()
+	}
 }
 
 func (r *budgetRecorder) Record(f *tap.Frame) {
+	r.background()
 	r.t.queued.Add(-int64(len(f.Raw)))
 	if r.inner != nil {
 		r.inner.Record(f)
@@ -93,6 +105,7 @@ func (r *budgetRecorder) Record(f *tap.Frame) {
 }
 
 func (r *budgetRecorder) RecordNote(n tap.Note) {
+	r.background()
 	if r.inner != nil {
 		r.inner.RecordNote(n)
 	}

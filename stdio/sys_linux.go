@@ -1,6 +1,7 @@
 package stdio
 
 import (
+	"runtime"
 	"syscall"
 	"unsafe"
 )
@@ -19,4 +20,13 @@ func sysProcAttr() *syscall.SysProcAttr {
 func defaultAction(sig syscall.Signal) {
 	var act [8]uint64
 	_, _, _ = syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act[0])), 0, 8, 0, 0)
+}
+
+// backgroundThread pins the calling goroutine to its OS thread and lowers
+// that thread's scheduling priority, so that auditing gets the CPU the
+// forwarding loops, the harness and the backend leave over. The thread is
+// never unpinned: it ends with the goroutine.
+func backgroundThread() {
+	runtime.LockOSThread()
+	_ = syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), auditNice)
 }

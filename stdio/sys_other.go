@@ -16,3 +16,7 @@ func sysProcAttr() *syscall.SysProcAttr {
 // defaultAction restores the default handling of sig as far as the Go
 // runtime allows.
 func defaultAction(sig syscall.Signal) { signal.Reset(sig) }
+
+// backgroundThread is a no-op where threads cannot be given their own
+// priority.
+func backgroundThread() {}

@@ -29,11 +29,17 @@ const (
 	// no cap; a longer line is audited as a truncated prefix (TAP-1).
 	DefaultMaxAuditLine = 16 << 20
 	// DefaultChunkQueue is how many read chunks may wait for the splitter.
-	DefaultChunkQueue = 64
+	DefaultChunkQueue = 4096
+	// DefaultChunkBytes caps the buffer bytes of the chunks waiting.
+	DefaultChunkBytes = 8 << 20
+	// smallChunk is the buffer size for reads of up to that many bytes.
+	smallChunk = 4 << 10
 	// DefaultAuditBytes caps the bytes of frames waiting in the audit queue.
 	DefaultAuditBytes = 64 << 20
 	// readSize is the forwarding loop's buffer: one pipe buffer.
 	readSize = 64 << 10
+	// auditNice is the scheduling priority (nice) of the audit threads.
+	auditNice = 5
 )
 
 // Config describes one wrapped backend.
@@ -67,8 +73,11 @@ type Config struct {
 	// MaxAuditLine caps the audit copy of one line (0: DefaultMaxAuditLine).
 	MaxAuditLine int
 	// ChunkQueue is the depth of the queue between the forwarding loops
-	// and the splitter (0: DefaultChunkQueue).
+	// and the splitter (0: DefaultChunkQueue); ChunkBytes caps the bytes
+	// it holds (0: DefaultChunkBytes). A chunk that does not fit is
+	// dropped and counted, never waited for.
 	ChunkQueue int
+	ChunkBytes int64
 	// AuditBytes caps the bytes of frames queued for the auditor (0:
 	// DefaultAuditBytes). Frames beyond it are dropped and counted.
 	AuditBytes int64
@@ -131,6 +140,7 @@ type Tap struct {
 	chunks chan chunk    // read chunks and notes, in wire order; closed by Run after both streams end
 	fed    chan struct{} // closed when the feeder has handled every chunk
 	queued atomic.Int64  // bytes of frames submitted to the auditor and not yet recorded
+	chunkB atomic.Int64  // buffer bytes of the chunks in the chunks queue
 
 	mu      sync.Mutex // guards pgid, signals
 	pgid    int        // the backend's process group, 0 before start
@@ -152,6 +162,9 @@ func New(cfg Config) *Tap {
 	if cfg.ChunkQueue <= 0 {
 		cfg.ChunkQueue = DefaultChunkQueue
 	}
+	if cfg.ChunkBytes <= 0 {
+		cfg.ChunkBytes = DefaultChunkBytes
+	}
 	if cfg.AuditBytes <= 0 {
 		cfg.AuditBytes = DefaultAuditBytes
 	}
@@ -172,7 +185,7 @@ func New(cfg Config) *Tap {
 type chunk struct {
 	dir  tap.Direction
 	b    []byte    // a copy of the bytes read, in buf
-	buf  *[]byte   // from chunkPool; the feeder puts it back
+	buf  *[]byte   // from getChunk; the feeder puts it back
 	t    time.Time // when they were read
 	lost bool      // chunks of dir were dropped just before this one
 	note *tap.Note // set instead of b for EOF and exit facts
@@ -430,25 +443,53 @@ func (t *Tap) audit(dir tap.Direction, p []byte) {
 	if t.closing {
 		return
 	}
-	buf := chunkPool.Get().(*[]byte)
+	buf := getChunk(len(p))
+	size := int64(cap(*buf))
 	c := chunk{dir: dir, b: append((*buf)[:0], p...), t: time.Now(), buf: buf}
 	c.lost = t.dropped[dir].Load()
-	select {
-	case t.chunks <- c:
+	queued := false
+	if t.chunkB.Add(size) <= t.cfg.ChunkBytes {
+		select {
+		case t.chunks <- c:
+			queued = true
+		default:
+		}
+	}
+	if queued {
 		if c.lost {
 			t.dropped[dir].Store(false)
 		}
-	default:
-		chunkPool.Put(buf)
-		t.dropped[dir].Store(true)
-		t.nchunk.Add(1)
-		t.lines[dir].Add(uint64(bytes.Count(p, []byte{'\n'})))
+		return
 	}
+	t.chunkB.Add(-size)
+	putChunk(buf)
+	t.dropped[dir].Store(true)
+	t.nchunk.Add(1)
+	t.lines[dir].Add(uint64(bytes.Count(p, []byte{'\n'})))
 }
 
-// chunkPool recycles audit copies so that forwarding a long stream does
-// not leave a trail of garbage the size of the stream.
-var chunkPool = sync.Pool{New: func() any { b := make([]byte, 0, readSize); return &b }}
+// smallChunks and largeChunks recycle audit copies so that forwarding a
+// long stream does not leave a trail of garbage the size of the stream; a
+// small read (one message) takes a small buffer so that many can queue.
+var (
+	smallChunks = sync.Pool{New: func() any { b := make([]byte, 0, smallChunk); return &b }}
+	largeChunks = sync.Pool{New: func() any { b := make([]byte, 0, readSize); return &b }}
+)
+
+func getChunk(n int) *[]byte {
+	if n <= smallChunk {
+		return smallChunks.Get().(*[]byte)
+	}
+	return largeChunks.Get().(*[]byte)
+}
+
+func putChunk(b *[]byte) {
+	if cap(*b) <= smallChunk {
+		smallChunks.Put(b)
+	} else {
+		largeChunks.Put(b)
+	}
+}
 
 // eof queues the end of dir's stream. It may wait for room: forwarding in
 // that direction is over.

@@ -34,7 +34,16 @@ func main() {
 	throughputN := flag.Int("throughput-requests", 200000, "requests for the throughput run")
 	inflight := flag.Int("inflight", 32, "requests in flight in the throughput run")
 	format := flag.String("format", "text", "text or json")
+	summarize := flag.String("summarize", "", "instead of measuring, print the median of each configuration in this JSON Lines `FILE` of results, against socat")
+	notAudited := flag.Int64("not-audited", -1, "frames not audited in this run (recorded with -format json)")
 	flag.Parse()
+	if *summarize != "" {
+		if err := summary(*summarize, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "stdiobench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *backend {
 		if err := serve(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "stdiobench backend:", err)
@@ -52,6 +61,7 @@ func main() {
 		os.Exit(1)
 	}
 	r.Name = *name
+	r.NotAudited = *notAudited
 	if *format == "json" {
 		json.NewEncoder(os.Stdout).Encode(r)
 		return
@@ -68,6 +78,67 @@ type Result struct {
 	Throughput float64 `json:"throughput_rps"`
 	Inflight   int     `json:"inflight"`
 	Size       int     `json:"request_bytes"`
+	Frames     int     `json:"frames"`
+	NotAudited int64   `json:"not_audited"`
+}
+
+// summary prints the median figures of each configuration in a JSON Lines
+// file of Results, in first-seen order, with ratios to socat's and the
+// issue's goals (p50 ≤ 1.5×, p99 ≤ 2×, throughput ≥ 0.5× socat).
+func summary(path string, w io.Writer) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	byName := map[string][]Result{}
+	var order []string
+	for _, l := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var r Result
+		if err := json.Unmarshal(l, &r); err != nil {
+			return err
+		}
+		if _, ok := byName[r.Name]; !ok {
+			order = append(order, r.Name)
+		}
+		byName[r.Name] = append(byName[r.Name], r)
+	}
+	med := func(rs []Result, f func(Result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	type row struct{ p50, p99, thr, na float64 }
+	rows := map[string]row{}
+	for _, n := range order {
+		rs := byName[n]
+		rows[n] = row{med(rs, func(r Result) float64 { return r.P50us }), med(rs, func(r Result) float64 { return r.P99us }),
+			med(rs, func(r Result) float64 { return r.Throughput }),
+			med(rs, func(r Result) float64 {
+				if r.NotAudited < 0 || r.Frames == 0 || strings.Contains(r.Name, "audit=false") {
+					return -1
+				}
+				return 100 * float64(r.NotAudited) / float64(r.Frames)
+			})}
+	}
+	s, hasSocat := rows["socat"]
+	fmt.Fprintf(w, "| configuration | runs | p50 µs | p99 µs | req/s (%d in flight) | vs socat p50 / p99 / req/s | frames not audited |\n", byName[order[0]][0].Inflight)
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|\n")
+	for _, n := range order {
+		r := rows[n]
+		ratio := ""
+		if hasSocat && n != "socat" {
+			ratio = fmt.Sprintf("%.2f× / %.2f× / %.2f×", r.p50/s.p50, r.p99/s.p99, r.thr/s.thr)
+		}
+		na := ""
+		if r.na >= 0 {
+			na = fmt.Sprintf("%.1f%%", r.na)
+		}
+		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f | %s | %s |\n", n, len(byName[n]), r.p50, r.p99, r.thr, ratio, na)
+	}
+	return nil
 }
 
 // serve is the minimal backend: for each line, find the id and answer.
@@ -152,7 +223,7 @@ func (l *link) close() error {
 }
 
 func measure(argv []string, size, latencyN, throughputN, inflight int) (*Result, error) {
-	r := &Result{Inflight: inflight, Size: size}
+	r := &Result{Inflight: inflight, Size: size, Frames: 2 * (latencyN + 1000 + throughputN)}
 	// Latency: one request at a time, after a warm-up.
 	l, err := start(argv)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/pprof"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -32,6 +32,7 @@ type stdioFlags struct {
 	summary   bool
 	maxLine   int
 	queue     int
+	audit     bool
 }
 
 func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
@@ -42,6 +43,7 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	fs.StringVar(&sf.lifecycle, "lifecycle", "", "backend lifecycle `persistent|per_event` when no --registration/--hook says it")
 	fs.BoolVar(&sf.summary, "summary", isTerminal(stderr), "print a summary on stderr at exit (default: when stderr is a terminal)")
 	fs.IntVar(&sf.maxLine, "max-audit-line", stdio.DefaultMaxAuditLine, "audit at most `BYTES` of one line (longer lines are forwarded whole and reported as not audited)")
+	fs.BoolVar(&sf.audit, "audit", true, "check the traffic; --audit=false only forwards (to compare overhead)")
 	fs.IntVar(&sf.queue, "audit-queue", tap.DefaultQueue, "audit queue depth in `FRAMES` (when full, audit copies are dropped, never traffic)")
 }
 
@@ -71,6 +73,12 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		// The audit goroutines run on low-priority threads and may hold
+		// a P each while they work; two more Ps than CPUs leave the
+		// forwarding loops one at all times, and the kernel arbitrates.
+		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 2)
+	}
 	run, err := m.prepareStdio(&sf, l, fs.Args())
 	if err != nil {
 		return err
@@ -93,11 +101,6 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 
 	// ctx is cancelled by the first SIGINT/SIGTERM in main; the backend
 	// decides what that signal means, so it must not stop the tap.
-	if p := os.Getenv("AHP_TAP_CPUPROFILE"); p != "" {
-		f, _ := os.Create(p)
-		pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
-	}
 	res, err := run.tap.Run(context.WithoutCancel(ctx))
 	var se *stdio.StartError
 	if errors.As(err, &se) {
@@ -175,10 +178,14 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string) (*stdioRun
 	for _, f := range l.regFindings {
 		sinks.Write(f)
 	}
+	eng := tap.NewEngine(cfg, rules.Default(l.opt))
+	if !sf.audit {
+		eng = nil // forwarding only: no frame is split, checked or captured
+	}
 	r.tap = stdio.New(stdio.Config{
 		Command: argv[0], Args: argv[1:],
 		Stdin: m.Stdin, Stdout: m.Stdout, Stderr: m.Stderr,
-		Engine: tap.NewEngine(cfg, rules.Default(l.opt)), Sink: sinks, Recorder: rec,
+		Engine: eng, Sink: sinks, Recorder: rec,
 		Queue: sf.queue, MaxAuditLine: sf.maxLine, Conn: conn,
 		Hash: sf.summary, Diag: m.Stderr,
 	})
