@@ -119,7 +119,8 @@ func TestForwardingIsByteExact(t *testing.T) {
 func TestForwardingSplitWrites(t *testing.T) {
 	in := bytes.Repeat([]byte("{\"jsonrpc\":\"2.0\",\"method\":\"hooks/observe\",\"params\":{}}\r\nbanner\n"), 200)
 	cfg, sink := audited(helperConfig("cat"), "")
-	cfg.ChunkQueue = 1 << 15 // room for every one-byte chunk: nothing is dropped
+	// Room for every one-byte chunk and frame: nothing is dropped.
+	cfg.ChunkQueue, cfg.ChunkBytes, cfg.Queue = 1<<15, 1<<30, 1<<15
 	res, out := run(t, cfg, iotest.OneByteReader(bytes.NewReader(in)))
 	if !bytes.Equal(out, in) {
 		t.Fatalf("one-byte reads: forwarded bytes differ at %d", firstDiff(out, in))
