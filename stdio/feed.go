@@ -84,9 +84,10 @@ func (t *Tap) submit(f *tap.Frame) {
 // auditor takes it off the queue, then passes it on. It runs on the audit
 // goroutine, which it moves to a low-priority thread on first use.
 type budgetRecorder struct {
-	t     *Tap
-	inner tap.Recorder
-	bg    bool // only touched on the audit goroutine: backgroundThread has run
+	t       *Tap
+	inner   tap.Recorder
+	bg      bool // only touched on the audit goroutine: backgroundThread has run
+	partial bool // only touched on the audit goroutine: the conversation was marked partial
 }
 
 func (r *budgetRecorder) background() {
@@ -98,6 +99,13 @@ func (r *budgetRecorder) background() {
 
 func (r *budgetRecorder) Record(f *tap.Frame) {
 	r.background()
+	if !r.partial && (r.t.aud.Dropped() > 0 || r.t.nchunk.Load() > 0) {
+		// Frames were lost: from now on the conversation is an excerpt,
+		// so a response whose request was dropped (or the reverse) is not
+		// reported as unsolicited or unanswered. TAP-1 says what was lost.
+		r.partial = true
+		r.t.cfg.Engine.Conversation().Partial = true
+	}
 	r.t.queued.Add(-int64(len(f.Raw)))
 	if r.inner != nil {
 		r.inner.Record(f)

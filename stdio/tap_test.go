@@ -452,3 +452,44 @@ func TestForwardingNeverWaitsForTheAuditor(t *testing.T) {
 		t.Errorf("no TAP-1 finding about frames not audited:%s", sink.String()[:min(2000, len(sink.String()))])
 	}
 }
+
+// TestDroppedFramesDoNotBreakCorrelation stalls the auditor (on the
+// finding for a first garbage line) while a persistent backend answers many
+// requests: requests whose audit copy was dropped must not make their
+// responses "unsolicited" or leave requests "unanswered" (CORR-2), nor leave
+// intercepts "outstanding" (STDIO-3).
+func TestDroppedFramesDoNotBreakCorrelation(t *testing.T) {
+	const n = 3000
+	var in bytes.Buffer
+	in.WriteString("garbage\n")
+	for i := range n {
+		id := strconv.Itoa(i)
+		in.WriteString(`{"jsonrpc":"2.0","id":"e` + id + `","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"e` + id + `","source":"urn:x","type":"tool.before","time":"2026-01-01T00:00:00Z","harness":{"name":"h","version":"1"},"tool":{"name":"Bash","kind":"shell","origin":"native","input":{"command":"ls"}},"call":{"id":"c` + id + `"},"path":"native"},"capabilities":{"effects":["deny"]}}}` + "\n")
+	}
+	sink := &blockingSink{release: make(chan struct{})}
+	cfg := helperConfig("echoid")
+	cfg.Engine = tap.NewEngine(tap.Config{Transport: tap.Stdio, Lifecycle: "persistent"}, rules.Default(rules.Options{}))
+	cfg.Sink = sink
+	cfg.Queue = 16
+	_, inW, out, done := startAsync(t, cfg)
+	go func() {
+		inW.Write(in.Bytes())
+		inW.Close()
+	}()
+	for i := range n {
+		if _, err := out.ReadString('\n'); err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+	}
+	close(sink.release) // every byte went both ways; now let the auditor run
+	go io.Copy(io.Discard, out)
+	res := <-done
+	if res.NotAudited == 0 {
+		t.Fatalf("NotAudited = 0, want frames dropped while the auditor was stalled")
+	}
+	for _, id := range []string{"CORR-2", "STDIO-3"} {
+		if fs := sink.check(id); len(fs) != 0 {
+			t.Errorf("%d %s findings after dropped frames, want 0; first: %v", len(fs), id, fs[0])
+		}
+	}
+}

@@ -133,11 +133,12 @@ type stdioRun struct {
 	collector *report.Collector
 	cfg       tap.Config
 	sf        *stdioFlags
+	diag      io.Writer // ahp-tap's own one-line notices (stderr)
 	closed    bool
 }
 
 func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string) (*stdioRun, error) {
-	r := &stdioRun{collector: &report.Collector{Limit: 1}, sf: sf}
+	r := &stdioRun{collector: &report.Collector{Limit: 1}, sf: sf, diag: m.Stderr}
 	cfg := l.cfg
 	cfg.Transport = tap.Stdio
 	if sf.lifecycle != "" {
@@ -200,6 +201,10 @@ func (r *stdioRun) close() {
 	r.closed = true
 	r.log.Close()
 	if r.capture != nil {
+		// Capture writes never disturb traffic; a failure is told once.
+		if err := r.capture.Err(); err != nil {
+			fmt.Fprintf(r.diag, "ahp-tap: writing the capture failed (%v); it is incomplete, traffic was not affected\n", err)
+		}
 		r.capture.Close()
 	}
 }
