@@ -35,7 +35,7 @@ func main() {
 	inflight := flag.Int("inflight", 32, "requests in flight in the throughput run")
 	format := flag.String("format", "text", "text or json")
 	summarize := flag.String("summarize", "", "instead of measuring, print the median of each configuration in this JSON Lines `FILE` of results, against socat")
-	notAudited := flag.Int64("not-audited", -1, "frames not audited in this run (recorded with -format json)")
+	auditLog := flag.String("audit-log", "", "ahp-tap's violation log `PATH`: after each phase, count the frames it says it did not audit (TAP-1), then empty it")
 	flag.Parse()
 	if *summarize != "" {
 		if err := summary(*summarize, os.Stdout); err != nil {
@@ -55,19 +55,22 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: stdiobench [flags] -- BACKEND COMMAND...")
 		os.Exit(2)
 	}
-	r, err := measure(flag.Args(), *size, *latencyN, *throughputN, *inflight)
+	r, err := measure(flag.Args(), *size, *latencyN, *throughputN, *inflight, *auditLog)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stdiobench:", err)
 		os.Exit(1)
 	}
 	r.Name = *name
-	r.NotAudited = *notAudited
 	if *format == "json" {
 		json.NewEncoder(os.Stdout).Encode(r)
 		return
 	}
-	fmt.Printf("%-22s p50 %8.1f µs   p99 %8.1f µs   throughput %9.0f req/s (%d in flight)\n",
+	fmt.Printf("%-22s p50 %8.1f µs   p99 %8.1f µs   throughput %9.0f req/s (%d in flight)",
 		r.Name, r.P50us, r.P99us, r.Throughput, r.Inflight)
+	if r.LatencyNotAudited >= 0 {
+		fmt.Printf("   not audited %.1f%% / %.1f%%", pct(r.LatencyNotAudited, r.LatencyFrames), pct(r.ThroughputNotAudited, r.ThroughputFrames))
+	}
+	fmt.Println()
 }
 
 // Result is one configuration's figures.
@@ -78,8 +81,35 @@ type Result struct {
 	Throughput float64 `json:"throughput_rps"`
 	Inflight   int     `json:"inflight"`
 	Size       int     `json:"request_bytes"`
-	Frames     int     `json:"frames"`
-	NotAudited int64   `json:"not_audited"`
+	// Frames and frames not audited (-1: unknown) in each phase.
+	LatencyFrames        int   `json:"latency_frames"`
+	LatencyNotAudited    int64 `json:"latency_not_audited"`
+	ThroughputFrames     int   `json:"throughput_frames"`
+	ThroughputNotAudited int64 `json:"throughput_not_audited"`
+}
+
+func pct(n int64, of int) float64 { return 100 * float64(n) / float64(max(of, 1)) }
+
+// notAudited sums the "N frames not audited" of the TAP-1 records in an
+// ahp-tap violation log, then empties it; -1 without a log.
+func notAudited(path string) int64 {
+	if path == "" {
+		return -1
+	}
+	data, _ := os.ReadFile(path)
+	var n int64
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		var rec struct{ Check, Message string }
+		if json.Unmarshal(l, &rec) != nil || rec.Check != "TAP-1" {
+			continue
+		}
+		var k int64
+		if _, err := fmt.Sscanf(rec.Message, "%d frames not audited", &k); err == nil {
+			n += k
+		}
+	}
+	os.WriteFile(path, nil, 0o600)
+	return n
 }
 
 // summary prints the median figures of each configuration in a JSON Lines
@@ -110,21 +140,27 @@ func summary(path string, w io.Writer) error {
 		sort.Float64s(v)
 		return v[len(v)/2]
 	}
-	type row struct{ p50, p99, thr, na float64 }
+	type row struct{ p50, p99, thr, naLat, naThr float64 }
 	rows := map[string]row{}
 	for _, n := range order {
 		rs := byName[n]
 		rows[n] = row{med(rs, func(r Result) float64 { return r.P50us }), med(rs, func(r Result) float64 { return r.P99us }),
 			med(rs, func(r Result) float64 { return r.Throughput }),
 			med(rs, func(r Result) float64 {
-				if r.NotAudited < 0 || r.Frames == 0 || strings.Contains(r.Name, "audit=false") {
+				if r.LatencyNotAudited < 0 {
 					return -1
 				}
-				return 100 * float64(r.NotAudited) / float64(r.Frames)
+				return pct(r.LatencyNotAudited, r.LatencyFrames)
+			}),
+			med(rs, func(r Result) float64 {
+				if r.ThroughputNotAudited < 0 {
+					return -1
+				}
+				return pct(r.ThroughputNotAudited, r.ThroughputFrames)
 			})}
 	}
 	s, hasSocat := rows["socat"]
-	fmt.Fprintf(w, "| configuration | runs | p50 µs | p99 µs | req/s (%d in flight) | vs socat p50 / p99 / req/s | frames not audited |\n", byName[order[0]][0].Inflight)
+	fmt.Fprintf(w, "| configuration | runs | p50 µs | p99 µs | req/s (%d in flight) | vs socat: p50 / p99 / req/s | frames not audited: one at a time / in flight |\n", byName[order[0]][0].Inflight)
 	fmt.Fprintf(w, "|---|---|---|---|---|---|---|\n")
 	for _, n := range order {
 		r := rows[n]
@@ -133,8 +169,8 @@ func summary(path string, w io.Writer) error {
 			ratio = fmt.Sprintf("%.2f× / %.2f× / %.2f×", r.p50/s.p50, r.p99/s.p99, r.thr/s.thr)
 		}
 		na := ""
-		if r.na >= 0 {
-			na = fmt.Sprintf("%.1f%%", r.na)
+		if r.naLat >= 0 {
+			na = fmt.Sprintf("%.1f%% / %.1f%%", r.naLat, r.naThr)
 		}
 		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f | %.0f | %s | %s |\n", n, len(byName[n]), r.p50, r.p99, r.thr, ratio, na)
 	}
@@ -222,8 +258,9 @@ func (l *link) close() error {
 	return l.cmd.Wait()
 }
 
-func measure(argv []string, size, latencyN, throughputN, inflight int) (*Result, error) {
-	r := &Result{Inflight: inflight, Size: size, Frames: 2 * (latencyN + 1000 + throughputN)}
+func measure(argv []string, size, latencyN, throughputN, inflight int, auditLog string) (*Result, error) {
+	r := &Result{Inflight: inflight, Size: size, LatencyFrames: 2 * (latencyN + 1000), ThroughputFrames: 2 * throughputN}
+	notAudited(auditLog) // start from an empty log
 	// Latency: one request at a time, after a warm-up.
 	l, err := start(argv)
 	if err != nil {
@@ -246,6 +283,7 @@ func measure(argv []string, size, latencyN, throughputN, inflight int) (*Result,
 	if err := l.close(); err != nil {
 		return nil, fmt.Errorf("latency run: backend: %w", err)
 	}
+	r.LatencyNotAudited = notAudited(auditLog)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	r.P50us = float64(lat[len(lat)/2].Nanoseconds()) / 1e3
 	r.P99us = float64(lat[len(lat)*99/100].Nanoseconds()) / 1e3
@@ -288,6 +326,7 @@ func measure(argv []string, size, latencyN, throughputN, inflight int) (*Result,
 	if err := l.close(); err != nil {
 		return nil, fmt.Errorf("throughput run: backend: %w", err)
 	}
+	r.ThroughputNotAudited = notAudited(auditLog)
 	r.Throughput = float64(throughputN) / elapsed.Seconds()
 	return r, nil
 }
