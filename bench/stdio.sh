@@ -50,6 +50,7 @@ for rep in $(seq "${REPS:-3}"); do
 	"$work/stdiobench" -name socat "${flags[@]}" -- socat STDIO EXEC:"$backend" >> "$results"
 	run_tap "ahp-tap, all checks"
 	run_tap "ahp-tap, all checks + capture" --capture "$work/session.capture"
+	run_tap "ahp-tap, all checks, --audit-priority=idle" --audit-priority=idle
 	run_tap "ahp-tap --audit=false" --audit=false
 	rm -f "$work/session.capture"
 done

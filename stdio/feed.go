@@ -15,7 +15,7 @@ const truncatedPrefix = 4 << 10
 // order the chunks were read. It never touches the forwarded bytes.
 func (t *Tap) feed() {
 	defer close(t.fed)
-	backgroundThread()
+	backgroundThread(t.cfg.AuditPriority)
 	a := t.aud
 	var now time.Time // read time of the chunk being split
 	var seq uint64    // of the last frame cut
@@ -93,7 +93,7 @@ type budgetRecorder struct {
 func (r *budgetRecorder) background() {
 	if !r.bg {
 		r.bg = true
-		backgroundThread()
+		backgroundThread(r.t.cfg.AuditPriority)
 	}
 }
 

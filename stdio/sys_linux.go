@@ -23,10 +23,27 @@ func defaultAction(sig syscall.Signal) {
 }
 
 // backgroundThread pins the calling goroutine to its OS thread and lowers
-// that thread's scheduling priority, so that auditing gets the CPU the
-// forwarding loops, the harness and the backend leave over. The thread is
-// never unpinned: it ends with the goroutine.
-func backgroundThread() {
-	runtime.LockOSThread()
-	_ = syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), auditNice)
+// that thread's scheduling priority as p says, so that auditing gets the
+// CPU the forwarding loops, the harness and the backend leave over. The
+// thread is never unpinned: it ends with the goroutine.
+func backgroundThread(p Priority) {
+	switch p {
+	case PriorityNormal:
+		return
+	case PriorityIdle:
+		runtime.LockOSThread()
+		// SCHED_IDLE: run only when nothing else wants the CPU.
+		var param [1]int32
+		_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, uintptr(syscall.Gettid()), schedIdle, uintptr(unsafe.Pointer(&param[0])))
+		if errno == 0 {
+			return
+		}
+		fallthrough // not permitted here: fall back to nice
+	default:
+		runtime.LockOSThread()
+		_ = syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), auditNice)
+	}
 }
+
+// schedIdle is Linux's SCHED_IDLE policy.
+const schedIdle = 5

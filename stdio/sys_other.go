@@ -19,4 +19,4 @@ func defaultAction(sig syscall.Signal) { signal.Reset(sig) }
 
 // backgroundThread is a no-op where threads cannot be given their own
 // priority.
-func backgroundThread() {}
+func backgroundThread(Priority) {}

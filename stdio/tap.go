@@ -81,10 +81,42 @@ type Config struct {
 	// AuditBytes caps the bytes of frames queued for the auditor (0:
 	// DefaultAuditBytes). Frames beyond it are dropped and counted.
 	AuditBytes int64
+	// AuditPriority is how the audit threads yield the CPU to forwarding
+	// (the zero value is PriorityLow).
+	AuditPriority Priority
 	// Hash computes a SHA-256 of each direction's forwarded bytes.
 	Hash bool
 	// Diag receives ahp-tap's own one-line diagnostics (nil: discarded).
 	Diag io.Writer
+}
+
+// Priority says how the audit threads (splitting, rules, log, capture)
+// share the CPU with forwarding, the harness and the backend.
+type Priority string
+
+// Audit priorities. Forwarding never waits for auditing whatever the
+// priority; the priority decides how much CPU auditing takes when the CPUs
+// are busy, and so how many audit copies are dropped under load versus how
+// much the traffic's tail latency suffers.
+const (
+	// PriorityLow runs auditing at nice 5 (the default).
+	PriorityLow Priority = "low"
+	// PriorityIdle runs auditing only on otherwise idle CPU (Linux
+	// SCHED_IDLE): the lowest latency cost, the most frames not audited
+	// on a busy machine.
+	PriorityIdle Priority = "idle"
+	// PriorityNormal runs auditing like forwarding: the fewest frames not
+	// audited, the highest latency cost on a busy machine.
+	PriorityNormal Priority = "normal"
+)
+
+// ParsePriority parses "low", "idle" or "normal".
+func ParsePriority(s string) (Priority, error) {
+	switch p := Priority(s); p {
+	case PriorityLow, PriorityIdle, PriorityNormal:
+		return p, nil
+	}
+	return "", fmt.Errorf("audit priority %q is not low, idle or normal", s)
 }
 
 // DirStats describes one direction's forwarded traffic.

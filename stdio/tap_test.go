@@ -114,6 +114,28 @@ func TestForwardingIsByteExact(t *testing.T) {
 	}
 }
 
+// TestEveryAuditPriorityForwardsAndAudits runs the same session at each
+// audit priority: bytes are forwarded exactly and, at this gentle pace,
+// every line is audited.
+func TestEveryAuditPriorityForwardsAndAudits(t *testing.T) {
+	in := bytes.Repeat([]byte("{\"jsonrpc\":\"2.0\",\"method\":\"hooks/observe\",\"params\":{}}\nbanner\n"), 50)
+	for _, p := range []Priority{PriorityLow, PriorityIdle, PriorityNormal} {
+		cfg, sink := audited(helperConfig("cat"), "")
+		cfg.AuditPriority = p
+		res, out := run(t, cfg, bytes.NewReader(in))
+		if !bytes.Equal(out, in) {
+			t.Errorf("priority %s: forwarded bytes differ at %d", p, firstDiff(out, in))
+		}
+		// 50 banners per side, 50 requests on the backend's stdout.
+		if got := len(sink.check("STDIO-1")); res.NotAudited == 0 && got != 150 {
+			t.Errorf("priority %s: STDIO-1 findings = %d, want 150", p, got)
+		}
+	}
+	if _, err := ParsePriority("high"); err == nil {
+		t.Errorf("ParsePriority(high) error = nil")
+	}
+}
+
 // TestForwardingSplitWrites feeds the harness's bytes one at a time and in
 // random chunk sizes: frame boundaries never line up with reads.
 func TestForwardingSplitWrites(t *testing.T) {

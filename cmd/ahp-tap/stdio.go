@@ -33,6 +33,7 @@ type stdioFlags struct {
 	maxLine   int
 	queue     int
 	audit     bool
+	priority  string
 }
 
 func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
@@ -44,6 +45,7 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	fs.BoolVar(&sf.summary, "summary", isTerminal(stderr), "print a summary on stderr at exit (default: when stderr is a terminal)")
 	fs.IntVar(&sf.maxLine, "max-audit-line", stdio.DefaultMaxAuditLine, "audit at most `BYTES` of one line (longer lines are forwarded whole and reported as not audited)")
 	fs.BoolVar(&sf.audit, "audit", true, "check the traffic; --audit=false only forwards (to compare overhead)")
+	fs.StringVar(&sf.priority, "audit-priority", string(stdio.PriorityLow), "CPU priority of auditing: `low` (nice 5), idle (only spare CPU: lowest latency cost, more frames not audited under load) or normal")
 	fs.IntVar(&sf.queue, "audit-queue", tap.DefaultQueue, "audit queue depth in `FRAMES` (when full, audit copies are dropped, never traffic)")
 }
 
@@ -64,6 +66,10 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	if fs.NArg() == 0 {
 		return usageError("stdio: no backend command given (usage: ahp-tap stdio [flags] -- CMD [ARGS...])")
 	}
+	prio, err := stdio.ParsePriority(sf.priority)
+	if err != nil {
+		return usageError("--audit-priority: %v", err)
+	}
 	switch sf.lifecycle {
 	case "", "persistent", "per_event":
 	default:
@@ -79,7 +85,7 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 		// forwarding loops one at all times, and the kernel arbitrates.
 		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 2)
 	}
-	run, err := m.prepareStdio(&sf, l, fs.Args())
+	run, err := m.prepareStdio(&sf, l, fs.Args(), prio)
 	if err != nil {
 		return err
 	}
@@ -137,7 +143,7 @@ type stdioRun struct {
 	closed    bool
 }
 
-func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string) (*stdioRun, error) {
+func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio.Priority) (*stdioRun, error) {
 	r := &stdioRun{collector: &report.Collector{Limit: 1}, sf: sf, diag: m.Stderr}
 	cfg := l.cfg
 	cfg.Transport = tap.Stdio
@@ -188,7 +194,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string) (*stdioRun
 		Stdin: m.Stdin, Stdout: m.Stdout, Stderr: m.Stderr,
 		Engine: eng, Sink: sinks, Recorder: rec,
 		Queue: sf.queue, MaxAuditLine: sf.maxLine, Conn: conn,
-		Hash: sf.summary, Diag: m.Stderr,
+		Hash: sf.summary, Diag: m.Stderr, AuditPriority: prio,
 	})
 	return r, nil
 }

@@ -275,7 +275,7 @@ func TestStdioPerEventProcessesShareStateAndCapture(t *testing.T) {
 
 func TestStdioUsageErrors(t *testing.T) {
 	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}
-	for _, args := range [][]string{{"stdio"}, {"stdio", "--lifecycle", "sometimes", "--", "cat"}, {"stdio", "--hook", "x", "--", "cat"}} {
+	for _, args := range [][]string{{"stdio"}, {"stdio", "--lifecycle", "sometimes", "--", "cat"}, {"stdio", "--hook", "x", "--", "cat"}, {"stdio", "--audit-priority", "high", "--", "cat"}} {
 		err := m.Run(context.Background(), args)
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.code != 2 {
