@@ -55,6 +55,14 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	var lg *report.Log
+	if *logPath != "" {
+		// Opened before the work, so a bad path fails fast.
+		if lg, err = report.OpenLog(*logPath, m.Stderr); err != nil {
+			return usageError("replay: %v", err)
+		}
+		defer lg.Close() // idempotent; flushes on the error paths too
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	rp := replayer{flags: l, set: set, dir: dir}
@@ -70,17 +78,13 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		}
 		sources = append(sources, report.Source{Name: name, Findings: fds})
 	}
-	if *logPath != "" {
-		lg, err := report.OpenLog(*logPath, m.Stderr)
-		if err != nil {
-			return usageError("replay: %v", err)
+	for _, src := range sources {
+		for _, f := range src.Findings {
+			lg.Write(f) // a nil log (no --log) discards
 		}
-		for _, src := range sources {
-			for _, f := range src.Findings {
-				lg.Write(f)
-			}
-		}
-		lg.Close()
+	}
+	if err := lg.Close(); err != nil {
+		fmt.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
 	}
 	sum := report.SummaryOf(sources)
 	if err := writeReport(m.Stdout, *format, sources, sum); err != nil {
