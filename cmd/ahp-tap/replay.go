@@ -68,8 +68,11 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	rp := replayer{flags: l, set: set, dir: dir}
 
 	var sources []report.Source
-	if ef.registration != "" && len(l.regFindings) > 0 {
-		sources = append(sources, report.Source{Name: ef.registration, Findings: l.regFindings})
+	if ef.registration != "" {
+		fds := append(l.regFindings, l.opt.Spec.RegistrationFindings(l.cfg.Registration)...)
+		if len(fds) > 0 {
+			sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
+		}
 	}
 	for _, name := range fs.Args() {
 		fds, err := m.replayFile(rp, name)
@@ -267,7 +270,7 @@ func (rp replayer) config(h *capture.Header) (tap.Config, []tap.Finding, error) 
 			return cfg, nil, fmt.Errorf("header registrationDoc is not JSON: %v", err)
 		}
 		cfg.Registration = reg
-		regFindings = rules.RegistrationFindings(reg)
+		regFindings = append(rules.RegistrationFindings(reg), rp.flags.opt.Spec.RegistrationFindings(reg)...)
 		if !rp.set["hook"] {
 			cfg.HookID = h.Hook
 		}
