@@ -522,6 +522,34 @@ func (p *parser) str() (string, error) {
 	return "", p.fail("unterminated string")
 }
 
+// key parses an object key. Keys the protocol uses are shared strings
+// rather than a new allocation each (the lookup with a converted []byte
+// does not allocate); most keys of a frame are among them.
+func (p *parser) key() (string, error) {
+	start := p.pos + 1
+	if end := bytes.IndexByte(p.data[start:], '"'); end >= 0 && end <= 24 {
+		raw := p.data[start : start+end]
+		if k, ok := knownKeys[string(raw)]; ok {
+			p.pos = start + end + 1
+			return k, nil
+		}
+	}
+	return p.str()
+}
+
+// knownKeys are object keys common in AHP frames.
+var knownKeys = func() map[string]string {
+	m := make(map[string]string)
+	for _, k := range strings.Fields(`jsonrpc id method params result error code message data protocolVersion
+		event capabilities effects type source time harness name version session cwd workspaceRoots tool kind
+		input origin call path extensions reason operation target value items parts role text mediaType selection
+		body ref sha256 size synthesized deliverAt modify flow inject manifest turn task model request response
+		output status mode action content native parentEventId outcome execution attempt usage batch messages`) {
+		m[k] = k
+	}
+	return m
+}()
+
 func (p *parser) hex4() (rune, bool) {
 	if p.pos+4 > len(p.data) {
 		return 0, false
@@ -549,7 +577,7 @@ func (p *parser) object(depth int) (*Value, error) {
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
 			return nil, p.fail("expected a string object key")
 		}
-		key, err := p.str()
+		key, err := p.key()
 		if err != nil {
 			return nil, err
 		}
