@@ -377,7 +377,7 @@ func (p *parser) value(depth int) (*Value, error) {
 	case c == '[':
 		return p.array(depth)
 	case c == '"':
-		s, err := p.str()
+		s, err := p.known()
 		if err != nil {
 			return nil, err
 		}
@@ -522,14 +522,14 @@ func (p *parser) str() (string, error) {
 	return "", p.fail("unterminated string")
 }
 
-// key parses an object key. Keys the protocol uses are shared strings
-// rather than a new allocation each (the lookup with a converted []byte
-// does not allocate); most keys of a frame are among them.
-func (p *parser) key() (string, error) {
+// known parses a string. Keys and values the protocol itself uses are
+// shared strings rather than a new allocation each (the lookup with a
+// converted []byte does not allocate); most keys of a frame are among them.
+func (p *parser) known() (string, error) {
 	start := p.pos + 1
 	if end := bytes.IndexByte(p.data[start:], '"'); end >= 0 && end <= 24 {
 		raw := p.data[start : start+end]
-		if k, ok := knownKeys[string(raw)]; ok {
+		if k, ok := knownStrings[string(raw)]; ok {
 			p.pos = start + end + 1
 			return k, nil
 		}
@@ -537,14 +537,17 @@ func (p *parser) key() (string, error) {
 	return p.str()
 }
 
-// knownKeys are object keys common in AHP frames.
-var knownKeys = func() map[string]string {
+// knownStrings are object keys and values common in AHP frames.
+var knownStrings = func() map[string]string {
 	m := make(map[string]string)
 	for _, k := range strings.Fields(`jsonrpc id method params result error code message data protocolVersion
 		event capabilities effects type source time harness name version session cwd workspaceRoots tool kind
 		input origin call path extensions reason operation target value items parts role text mediaType selection
 		body ref sha256 size synthesized deliverAt modify flow inject manifest turn task model request response
-		output status mode action content native parentEventId outcome execution attempt usage batch messages`) {
+		output status mode action content native parentEventId outcome execution attempt usage batch messages
+		2.0 draft hooks/intercept hooks/observe hooks/capabilities tool.before tool.after session.start
+		session.end deny allow stop continue append replace merge user assistant system developer
+		metadata omit gap text/plain native mcp shell file_write file_read intercept observe`) {
 		m[k] = k
 	}
 	return m
@@ -577,7 +580,7 @@ func (p *parser) object(depth int) (*Value, error) {
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
 			return nil, p.fail("expected a string object key")
 		}
-		key, err := p.key()
+		key, err := p.known()
 		if err != nil {
 			return nil, err
 		}
