@@ -65,7 +65,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	rp := replayer{flags: l, set: set, dir: dir}
+	rp := &replayer{flags: l, set: set, dir: dir}
 
 	var sources []report.Source
 	if ef.registration != "" {
@@ -90,6 +90,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		fmt.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
 	}
 	sum := report.SummaryOf(sources)
+	sum.NotPossible = rp.notPossible()
 	if err := writeReport(m.Stdout, *format, sources, sum); err != nil {
 		return usageError("replay: writing the report: %v", err)
 	}
@@ -104,10 +105,37 @@ type replayer struct {
 	flags *loaded         // what the command-line flags say
 	set   map[string]bool // flags given explicitly: they override the capture
 	dir   tap.Direction   // --direction, for plain NDJSON
+
+	// What the replayed segments were judged with, for the summary.
+	hadRegistration, hadHook, hadDeadline bool
+}
+
+// notPossible lists the checks no replayed segment had what they need for.
+func (rp *replayer) notPossible() []report.NotPossible {
+	var out []report.NotPossible
+	if !rp.hadRegistration {
+		out = append(out, report.NotPossible{Check: "BASE-5",
+			Reason: "no registration: give --registration FILE --hook ID, or capture with them"})
+	} else if !rp.hadHook {
+		out = append(out, report.NotPossible{Check: "BASE-5",
+			Reason: "no hook selected: give --hook ID to check dispatch against its subscriptions"})
+	}
+	if !rp.hadDeadline {
+		out = append(out, report.NotPossible{Check: "CORR-3",
+			Reason: "no deadline: give --timeout, or a registration whose subscriptions set timeoutMs"})
+	}
+	return out
+}
+
+// note records what a segment's configuration makes possible.
+func (rp *replayer) note(cfg tap.Config) {
+	rp.hadRegistration = rp.hadRegistration || cfg.Registration != nil
+	rp.hadHook = rp.hadHook || cfg.HookID != ""
+	rp.hadDeadline = rp.hadDeadline || cfg.Timeout > 0 || cfg.HookID != ""
 }
 
 // replayFile replays the named file ("-": standard input).
-func (m *Main) replayFile(rp replayer, name string) ([]tap.Finding, error) {
+func (m *Main) replayFile(rp *replayer, name string) ([]tap.Finding, error) {
 	if name == "-" {
 		return rp.replay(m.Stdin)
 	}
@@ -121,7 +149,7 @@ func (m *Main) replayFile(rp replayer, name string) ([]tap.Finding, error) {
 
 // replay returns the findings of one capture or NDJSON stream. It reads
 // as it goes: memory holds one record (or line) at a time, not the file.
-func (rp replayer) replay(r io.Reader) ([]tap.Finding, error) {
+func (rp *replayer) replay(r io.Reader) ([]tap.Finding, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	// The first line that is not blank says what the file is.
 	var head []byte
@@ -146,10 +174,11 @@ func (rp replayer) replay(r io.Reader) ([]tap.Finding, error) {
 // one side only (--direction) is an excerpt: a request without its
 // response is no finding. Without --direction each line's sender is
 // guessed (rules.GuessDirection).
-func (rp replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
+func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 	cfg := rp.flags.cfg
 	cfg.Transport = tap.Stdio
 	cfg.Partial = rp.dir != 0
+	rp.note(cfg)
 	e := tap.NewEngine(cfg, rules.Default(rp.flags.opt))
 	var out []tap.Finding
 	s := tap.Splitter{Emit: func(line []byte, fr tap.Framing, size int, truncated bool) {
@@ -181,7 +210,7 @@ func (rp replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 // and per-event processes shared an event store (--state), so frames and
 // notes go to the engine of their conn, all sharing one event store. On
 // HTTP a segment is one proxy run with one engine.
-func (rp replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
+func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 	var (
 		out     []tap.Finding
 		engines = map[string]*tap.Engine{} // stdio: by conn
@@ -232,6 +261,7 @@ func (rp replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 				out = append(out, regFindings...)
 			}
 			cfg.Events = events
+			rp.note(cfg)
 			seg = &segment{cfg: cfg}
 		case it.Frame != nil:
 			e := engineFor(it.Frame.Conn)
@@ -254,7 +284,7 @@ type segment struct {
 
 // config builds the engine configuration of a capture segment: the live
 // run's settings from its header, overridden by flags given explicitly.
-func (rp replayer) config(h *capture.Header) (tap.Config, []tap.Finding, error) {
+func (rp *replayer) config(h *capture.Header) (tap.Config, []tap.Finding, error) {
 	cfg := rp.flags.cfg
 	cfg.Transport = h.Transport
 	if h.Snapshot != "" && !rp.set["protocol-version"] {

@@ -130,8 +130,16 @@ func TestReplayLog(t *testing.T) {
 func TestReplayPlainNDJSON(t *testing.T) {
 	valid := fixture(t, "stdio/intercept-request.valid.jsonl")
 	// One side only: an unanswered request is no finding.
-	if r := runTap(t, "", "replay", "--direction", "harness", valid); r.code != 0 {
+	r := runTap(t, "", "replay", "--direction", "harness", valid)
+	if r.code != 0 {
 		t.Errorf("replay --direction harness: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Without a registration or --timeout the summary says what was not checked.
+	if !strings.Contains(r.stdout, "not checked: CORR-3") || !strings.Contains(r.stdout, "not checked: BASE-5") {
+		t.Errorf("summary does not name the checks not possible:\n%s", r.stdout)
+	}
+	if r := runTap(t, "", "replay", "--direction", "harness", "--timeout", "1s", valid); strings.Contains(r.stdout, "not checked: CORR-3") {
+		t.Errorf("with --timeout, CORR-3 is possible:\n%s", r.stdout)
 	}
 	bad := writeFile(t, "bad.jsonl", "[1,2]\n")
 	if r := runTap(t, "", "replay", "--direction", "backend", bad); r.code != 1 || !strings.Contains(r.stdout, "BASE-1") {
