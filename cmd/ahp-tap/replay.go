@@ -83,7 +83,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	}
 	for _, src := range sources {
 		for _, f := range src.Findings {
-			lg.Write(f) // a nil log (no --log) discards
+			lg.WriteWait(f) // offline: wait rather than drop; a nil log (no --log) discards
 		}
 	}
 	if err := lg.Close(); err != nil {

@@ -122,6 +122,15 @@ func TestReplayLog(t *testing.T) {
 			t.Errorf("log record has no %q: %s", k, lines[0])
 		}
 	}
+	// More findings than the log's buffer: replay waits, nothing is dropped.
+	many := writeFile(t, "many.jsonl", strings.Repeat("[1]\n", 10000))
+	manyLog := filepath.Join(t.TempDir(), "many.log")
+	if r := runTap(t, "", "replay", "--direction", "backend", "--log", manyLog, many); r.code != 1 {
+		t.Errorf("replay many: exit %d, want 1", r.code)
+	}
+	if data, _ := os.ReadFile(manyLog); bytes.Count(data, []byte("\n")) != 10000 {
+		t.Errorf("log of 10000 findings has %d lines", bytes.Count(data, []byte("\n")))
+	}
 	if r := runTap(t, "", "replay", "--log", filepath.Join(t.TempDir(), "no", "dir", "x.log"), exampleCapture); r.code != 2 {
 		t.Errorf("replay --log into a missing dir: exit %d, want 2", r.code)
 	}
