@@ -363,9 +363,11 @@ func bestLeaves(ve *jsonschema.ValidationError, out *[]*jsonschema.ValidationErr
 	case *kind.OneOf, *kind.AnyOf:
 		var best []*jsonschema.ValidationError
 		bestDepth, bestOther := -1, true
+		alts := make([][]*jsonschema.ValidationError, 0, len(ve.Causes))
 		for _, cause := range ve.Causes {
 			var ls []*jsonschema.ValidationError
 			bestLeaves(cause, &ls)
+			alts = append(alts, ls)
 			d, other := 0, false
 			for _, l := range ls {
 				d = max(d, len(l.InstanceLocation))
@@ -377,12 +379,75 @@ func bestLeaves(ve *jsonschema.ValidationError, out *[]*jsonschema.ValidationErr
 				best, bestDepth, bestOther = ls, d, other
 			}
 		}
+		if bestOther {
+			// Every alternative is of another kind: the value at the
+			// discriminator is none the schema defines. Say which it may be.
+			if l := unionOfKinds(alts); l != nil {
+				best = []*jsonschema.ValidationError{l}
+			}
+		}
 		*out = append(*out, best...)
 	default:
 		for _, cause := range ve.Causes {
 			bestLeaves(cause, out)
 		}
 	}
+}
+
+// unionOfKinds merges the discriminator failures of alternatives that all
+// failed at the same location ("type" must be 'allow', or 'deny', or …)
+// into one failure listing every value allowed there. It returns nil when
+// the alternatives do not share one discriminator location.
+func unionOfKinds(alts [][]*jsonschema.ValidationError) *jsonschema.ValidationError {
+	var at *jsonschema.ValidationError
+	var want []any
+	var got any
+	for _, ls := range alts {
+		found := false
+		for _, l := range ls {
+			if !discriminates(l) {
+				continue
+			}
+			if at == nil {
+				at = l
+			} else if !slices.Equal(at.InstanceLocation, l.InstanceLocation) {
+				continue
+			}
+			found = true
+			switch k := l.ErrorKind.(type) {
+			case *kind.Const:
+				got, want = k.Got, appendNew(want, k.Want)
+			case *kind.Enum:
+				got = k.Got
+				for _, w := range k.Want {
+					want = appendNew(want, w)
+				}
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+	if at == nil {
+		return nil
+	}
+	return &jsonschema.ValidationError{SchemaURL: at.SchemaURL, InstanceLocation: at.InstanceLocation,
+		ErrorKind: &kind.Enum{Got: got, Want: want}}
+}
+
+// appendNew appends v unless list holds it already (objects and arrays,
+// which cannot be compared with ==, are always appended).
+func appendNew(list []any, v any) []any {
+	switch v.(type) {
+	case map[string]any, []any:
+		return append(list, v)
+	}
+	for _, x := range list {
+		if x == v {
+			return list
+		}
+	}
+	return append(list, v)
 }
 
 // discriminates reports whether a failure says the message is of another
