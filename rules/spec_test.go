@@ -169,3 +169,35 @@ func TestSpecRegistration(t *testing.T) {
 		t.Error("a nil Spec must report nothing")
 	}
 }
+
+// FuzzSpec: any message through the --spec rules gives findings under
+// catalogue checks, never a panic.
+func FuzzSpec(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join(sharedAHP, "fixtures/draft/http/*.json"))
+	for _, p := range files {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"effects":[{"type":{"x":1}}]}}`))
+	if _, err := os.Stat(filepath.Join(sharedAHP, "schema/draft/schema.json")); err != nil {
+		f.Skip("no shared AHP snapshot")
+	}
+	s, err := LoadSpec(sharedAHP, "draft")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e := tap.NewEngine(tap.Config{Partial: true}, specRules(s))
+		fr := &tap.Frame{Transport: tap.File, Raw: data}
+		fr.Dir = GuessDirection(fr)
+		for _, fd := range e.Feed(fr) {
+			if _, ok := CheckByID(fd.Check); !ok || fd.Check == "TAP-2" {
+				t.Fatalf("finding %+v on %q", fd, data)
+			}
+		}
+		if reg, _, err := tap.ParseJSON(data); err == nil {
+			s.RegistrationFindings(reg)
+		}
+	})
+}
