@@ -30,6 +30,7 @@ type Spec struct {
 	Snapshot string
 
 	entry    *jsonschema.Schema            // schema.json: any wire message
+	reg      *jsonschema.Schema            // registration.schema.json, when the snapshot has one
 	branches map[string]*jsonschema.Schema // per message shape, by file name (see branchFor)
 }
 
@@ -113,6 +114,11 @@ func LoadSpec(dir, snapshot string) (*Spec, error) {
 		return nil, fmt.Errorf("compiling %s: %v", entryID, err)
 	}
 	base := entryID[:strings.LastIndex(entryID, "/")+1]
+	if _, err := os.Stat(filepath.Join(sdir, "registration.schema.json")); err == nil {
+		if s.reg, err = c.Compile(base + "registration.schema.json"); err != nil {
+			return nil, fmt.Errorf("compiling registration.schema.json: %v", err)
+		}
+	}
 	for _, b := range specBranches {
 		if _, err := os.Stat(filepath.Join(sdir, strings.SplitN(b, "#", 2)[0])); err != nil {
 			continue // this snapshot has no such shape: the entry schema alone judges it
@@ -173,9 +179,19 @@ func specRules(s *Spec) []tap.Rule {
 	var out []tap.Rule
 	for _, check := range specChecks {
 		out = append(out, specRule{spec: s, info: info("SPEC/"+check, check,
-			"the message satisfies the upstream "+s.Snapshot+" JSON Schema (--spec); failures here belong to "+check)})
+			"(with --spec DIR) the message satisfies the upstream "+s.Snapshot+" JSON Schema; this rule reports the failures that belong to "+check)})
 	}
 	return out
+}
+
+// SpecRuleInfos describes the rules --spec adds (one per check that schema
+// failures map to), for listings.
+func SpecRuleInfos() []tap.RuleInfo {
+	var out []tap.RuleInfo
+	for _, r := range specRules(&Spec{Snapshot: "<snapshot>"}) {
+		out = append(out, r.Info())
+	}
+	return append(out, specRegistration)
 }
 
 type specRule struct {
@@ -233,6 +249,13 @@ func (s *Spec) problems(c *tap.Conversation, f *tap.Frame) []problem {
 	}
 	var leaves []*jsonschema.ValidationError
 	bestLeaves(ve, &leaves)
+	return leafProblems(leaves, s.Snapshot, name, func(loc []string) string { return specCheck(loc, f) })
+}
+
+// leafProblems turns schema failures into problems (at most
+// maxSpecProblems, without repeats), each under the check checkOf names for
+// its location.
+func leafProblems(leaves []*jsonschema.ValidationError, snapshot, name string, checkOf func(loc []string) string) []problem {
 	var out []problem
 	seen := map[string]bool{}
 	for _, l := range leaves {
@@ -253,15 +276,41 @@ func (s *Spec) problems(c *tap.Conversation, f *tap.Frame) []problem {
 			continue
 		}
 		seen[key] = true
-		where := "the message"
+		where := "the document"
 		if len(l.InstanceLocation) > 0 {
 			where = specPointer(l.InstanceLocation)
 		}
-		out = append(out, problem{check: specCheck(loc, f), ptr: ptr,
-			msg: fmt.Sprintf("%s does not satisfy the upstream %s schema (%s): %s", where, s.Snapshot, name, text)})
+		out = append(out, problem{check: checkOf(loc), ptr: ptr,
+			msg: fmt.Sprintf("%s does not satisfy the upstream %s schema (%s): %s", where, snapshot, name, text)})
 		if len(out) == maxSpecProblems {
 			break
 		}
+	}
+	return out
+}
+
+// specRegistration reports registration-schema failures (BASE-5).
+var specRegistration = info("SPEC/BASE-5", "BASE-5",
+	"(with --spec DIR) the registration document satisfies the upstream registration JSON Schema")
+
+// RegistrationFindings validates a registration document against the
+// snapshot's registration schema; every failure is a BASE-5 finding (the
+// registration must be valid before use, AHP-REG-001). It returns nothing
+// when the snapshot has no registration schema.
+func (s *Spec) RegistrationFindings(reg *tap.Value) []tap.Finding {
+	if s == nil || s.reg == nil || reg == nil {
+		return nil
+	}
+	err := s.reg.Validate(reg.Any())
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return nil
+	}
+	var leaves []*jsonschema.ValidationError
+	bestLeaves(ve, &leaves)
+	var out []tap.Finding
+	for _, p := range leafProblems(leaves, s.Snapshot, "registration.schema.json", func([]string) string { return "BASE-5" }) {
+		out = append(out, specRegistration.At(nil, 0, p.ptr, "%s", p.msg))
 	}
 	return out
 }
@@ -342,7 +391,7 @@ func bestLeaves(ve *jsonschema.ValidationError, out *[]*jsonschema.ValidationErr
 func discriminates(l *jsonschema.ValidationError) bool {
 	if n := len(l.InstanceLocation); n > 0 {
 		switch l.InstanceLocation[n-1] {
-		case "type", "method", "selection", "kind", "operation":
+		case "type", "method", "selection", "kind", "operation", "mode":
 			switch l.ErrorKind.(type) {
 			case *kind.Const, *kind.Enum:
 				return true

@@ -140,3 +140,32 @@ func TestLoadSpecManifestDigest(t *testing.T) {
 		t.Errorf("LoadSpec(bad digest) = %v, want a sha256 error", err)
 	}
 }
+
+func TestSpecRegistration(t *testing.T) {
+	s := loadSharedSpec(t)
+	for fixture, wantErr := range map[string]bool{
+		"registration/portable.valid.json":                  false,
+		"registration/model-family-selection.valid.json":    false,
+		"registration/empty-hooks.invalid.json":             true,
+		"registration/content-default-missing.invalid.json": true,
+	} {
+		data, err := os.ReadFile(filepath.Join(sharedAHP, "fixtures/draft", fixture))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, _, _ := tap.ParseJSON(data)
+		fs := s.RegistrationFindings(reg)
+		if (len(fs) > 0) != wantErr {
+			t.Errorf("RegistrationFindings(%s) = %v, want errors: %v", fixture, fs, wantErr)
+		}
+		for _, f := range fs {
+			if f.Check != "BASE-5" || f.Rule != "SPEC/BASE-5" || f.Level != tap.Error {
+				t.Errorf("%s: finding %+v, want a SPEC/BASE-5 error", fixture, f)
+			}
+		}
+	}
+	var none *Spec
+	if none.RegistrationFindings(nil) != nil {
+		t.Error("a nil Spec must report nothing")
+	}
+}

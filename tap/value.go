@@ -197,23 +197,24 @@ func (v *Value) writeCanonical(b *bytes.Buffer) {
 		}
 		b.WriteByte(']')
 	case Object:
-		seen := make(map[string]*Value, len(v.Obj))
-		keys := make([]string, 0, len(v.Obj))
-		for _, m := range v.Obj {
-			if _, dup := seen[m.Key]; !dup {
-				keys = append(keys, m.Key)
-			}
-			seen[m.Key] = m.Val
-		}
-		slices.Sort(keys)
+		// Members sorted by key; a stable sort keeps duplicates in wire
+		// order, and the last one wins.
+		var small [16]Member
+		ms := append(small[:0], v.Obj...)
+		slices.SortStableFunc(ms, func(x, y Member) int { return strings.Compare(x.Key, y.Key) })
 		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
+		first := true
+		for i, m := range ms {
+			if i+1 < len(ms) && ms[i+1].Key == m.Key {
+				continue
+			}
+			if !first {
 				b.WriteByte(',')
 			}
-			writeJSONString(b, k)
+			first = false
+			writeJSONString(b, m.Key)
 			b.WriteByte(':')
-			seen[k].writeCanonical(b)
+			m.Val.writeCanonical(b)
 		}
 		b.WriteByte('}')
 	}
@@ -376,7 +377,7 @@ func (p *parser) value(depth int) (*Value, error) {
 	case c == '[':
 		return p.array(depth)
 	case c == '"':
-		s, err := p.str()
+		s, err := p.known()
 		if err != nil {
 			return nil, err
 		}
@@ -521,6 +522,37 @@ func (p *parser) str() (string, error) {
 	return "", p.fail("unterminated string")
 }
 
+// known parses a string. Keys and values the protocol itself uses are
+// shared strings rather than a new allocation each (the lookup with a
+// converted []byte does not allocate); most keys of a frame are among them.
+func (p *parser) known() (string, error) {
+	start := p.pos + 1
+	if end := bytes.IndexByte(p.data[start:], '"'); end >= 0 && end <= 24 {
+		raw := p.data[start : start+end]
+		if k, ok := knownStrings[string(raw)]; ok {
+			p.pos = start + end + 1
+			return k, nil
+		}
+	}
+	return p.str()
+}
+
+// knownStrings are object keys and values common in AHP frames.
+var knownStrings = func() map[string]string {
+	m := make(map[string]string)
+	for _, k := range strings.Fields(`jsonrpc id method params result error code message data protocolVersion
+		event capabilities effects type source time harness name version session cwd workspaceRoots tool kind
+		input origin call path extensions reason operation target value items parts role text mediaType selection
+		body ref sha256 size synthesized deliverAt modify flow inject manifest turn task model request response
+		output status mode action content native parentEventId outcome execution attempt usage batch messages
+		2.0 draft hooks/intercept hooks/observe hooks/capabilities tool.before tool.after session.start
+		session.end deny allow stop continue append replace merge user assistant system developer
+		metadata omit gap text/plain native mcp shell file_write file_read intercept observe`) {
+		m[k] = k
+	}
+	return m
+}()
+
 func (p *parser) hex4() (rune, bool) {
 	if p.pos+4 > len(p.data) {
 		return 0, false
@@ -548,7 +580,7 @@ func (p *parser) object(depth int) (*Value, error) {
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
 			return nil, p.fail("expected a string object key")
 		}
-		key, err := p.str()
+		key, err := p.known()
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -178,7 +179,7 @@ func TestReplayMatchesLive(t *testing.T) {
 
 	rdata, _ := os.ReadFile(path)
 	rp := replayer{flags: &loaded{cfg: tap.Config{Snapshot: tap.DefaultSnapshot}}, set: map[string]bool{}}
-	replayed, err := rp.replay(rdata)
+	replayed, err := rp.replay(bytes.NewReader(rdata))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,5 +202,23 @@ func TestReplayMatchesLive(t *testing.T) {
 		if lk[k] != n {
 			t.Errorf("replayed finding %s: %d times in replay, %d live", k, n, lk[k])
 		}
+	}
+}
+
+func TestReplayStdin(t *testing.T) {
+	data, err := os.ReadFile(exampleCapture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile := runTap(t, "", "replay", "--format", "json", exampleCapture)
+	fromStdin := runTap(t, "\n"+string(data), "replay", "--format", "json", "-")
+	strip := func(s string) string { return strings.ReplaceAll(s, `"source": "`+exampleCapture+`"`, `"source": "-"`) }
+	if fromStdin.code != fromFile.code || strip(fromFile.stdout) != fromStdin.stdout {
+		t.Errorf("replay - (with a leading blank line) differs from replay FILE:\n%s\nvs\n%s", fromStdin.stdout, fromFile.stdout)
+	}
+	// Plain NDJSON on stdin, with a 5 MB line: read as a stream.
+	big := `{"jsonrpc":"2.0","method":"hooks/observe","params":{"pad":"` + strings.Repeat("x", 5<<20) + `"}}`
+	if r := runTap(t, big+"\n[1]\n", "replay", "--direction", "harness", "-"); r.code != 1 || !strings.Contains(r.stdout, "#2 harness error BASE-1") {
+		t.Errorf("replay - (NDJSON): exit %d, stdout %q; want 1 and a BASE-1 finding on line 2", r.code, r.stdout)
 	}
 }
