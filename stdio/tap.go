@@ -326,6 +326,9 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 	// Whatever else the backend left running in its group dies with it,
 	// so that no process is left behind and its stdout reaches EOF.
 	t.killGroup(syscall.SIGKILL)
+	// Nothing reads the backend's stdin any more: a harness write still in
+	// flight fails, and the harness sees the broken pipe it would have.
+	inW.Close()
 	<-downDone
 	outR.Close()
 	now := time.Now()
