@@ -16,6 +16,8 @@ import (
 	"testing/iotest"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -95,6 +97,7 @@ var uglyInputs = map[string][]byte{
 }
 
 func TestForwardingIsByteExact(t *testing.T) {
+	defer goleak.VerifyNone(t)
 	for name, in := range uglyInputs {
 		t.Run(name, func(t *testing.T) {
 			cfg, _ := audited(helperConfig("cat"), "")
