@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -244,7 +245,22 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 	cmd.Env, cmd.Dir = t.cfg.Env, t.cfg.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, t.cfg.Stderr
 	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
+	started := make(chan error, 1) // the result of cmd.Start
+	waited := make(chan error, 1)  // the result of cmd.Wait
+	go func() {
+		// The kernel's parent-death signal follows the thread that forked
+		// the backend, not the process: fork from a thread no one else
+		// uses and that lives until the backend is reaped, so that no
+		// other thread's exit (a pinned audit thread, say) kills it.
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		waited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		inR.Close()
 		inW.Close()
 		outR.Close()
@@ -306,10 +322,13 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 		}
 	}()
 
-	werr := cmd.Wait()
+	werr := <-waited
 	// Whatever else the backend left running in its group dies with it,
 	// so that no process is left behind and its stdout reaches EOF.
 	t.killGroup(syscall.SIGKILL)
+	// Nothing reads the backend's stdin any more: a harness write still in
+	// flight fails, and the harness sees the broken pipe it would have.
+	inW.Close()
 	<-downDone
 	outR.Close()
 	now := time.Now()

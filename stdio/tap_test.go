@@ -16,6 +16,8 @@ import (
 	"testing/iotest"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -95,6 +97,7 @@ var uglyInputs = map[string][]byte{
 }
 
 func TestForwardingIsByteExact(t *testing.T) {
+	defer goleak.VerifyNone(t)
 	for name, in := range uglyInputs {
 		t.Run(name, func(t *testing.T) {
 			cfg, _ := audited(helperConfig("cat"), "")
@@ -513,5 +516,30 @@ func TestDroppedFramesDoNotBreakCorrelation(t *testing.T) {
 		if fs := sink.check(id); len(fs) != 0 {
 			t.Errorf("%d %s findings after dropped frames, want 0; first: %v", len(fs), id, fs[0])
 		}
+	}
+}
+
+// TestTapsInOneProcessDoNotKillEachOthersBackends runs short audited taps
+// while another tap's backend lives on: the threads those taps pin for
+// auditing end with them, and that must not deliver the long-lived
+// backend's parent-death signal. (Without the dedicated forking thread the
+// fault needs an unlucky thread choice, so this guards the property rather
+// than reproducing the fault every time.)
+func TestTapsInOneProcessDoNotKillEachOthersBackends(t *testing.T) {
+	tp, _, out, done := startAsync(t, helperConfig("trap"))
+	if line, _ := out.ReadString('\n'); line != "ready\n" {
+		t.Fatalf("backend said %q", line)
+	}
+	for range 10 {
+		cfg, _ := audited(helperConfig("cat"), "")
+		run(t, cfg, strings.NewReader("{}\nx\n"))
+	}
+	tp.Signal(syscall.SIGTERM)
+	if line, _ := out.ReadString('\n'); line != "got terminated\n" {
+		t.Errorf("long-lived backend said %q after SIGTERM, want it alive to answer", line)
+	}
+	go io.Copy(io.Discard, out)
+	if res := <-done; res.ExitCode != 7 {
+		t.Errorf("Result = %+v, want exit 7", res)
 	}
 }

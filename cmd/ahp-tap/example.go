@@ -21,7 +21,7 @@ import (
 // exampleModes are the behaviours of `ahp-tap example-backend --mode`.
 var exampleModes = []struct{ name, help string }{
 	{"conforming", "answer correctly: deny dangerous tool calls, no effects otherwise, a manifest for hooks/capabilities (default)"},
-	{"demo", "conforming, plus the faults `ahp-tap demo` shows: a banner and a log line on stdout, an unadvertised effect, a wrong protocolVersion"},
+	{"demo", "conforming, plus the faults ahp-tap demo shows: a banner and a log line on stdout, an unadvertised effect, a wrong protocolVersion"},
 	{"banner", "conforming, but print a startup banner on stdout first (STDIO-1)"},
 	{"wrong-version", `answer every request with protocolVersion "2025-01-01" (BASE-2)`},
 	{"unadvertised", "answer every intercept with a modify(input) effect whatever was advertised (BASE-9)"},
@@ -66,7 +66,7 @@ type exampleRequest struct {
 // sends one message and closes stdin gets one answer and an exit 0.
 func (m *Main) runExampleBackend(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("example-backend", flag.ContinueOnError)
-	mode := fs.String("mode", "conforming", "behaviour:"+modeHelp())
+	mode := fs.String("mode", "conforming", "`MODE`, one of:"+modeHelp())
 	delay := fs.Duration("delay", 2*time.Second, "how long --mode slow waits before answering")
 	snapshot := fs.String("protocol-version", tap.DefaultSnapshot, "the protocol snapshot `V` the backend supports")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {

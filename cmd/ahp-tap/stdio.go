@@ -45,7 +45,7 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	fs.BoolVar(&sf.summary, "summary", isTerminal(stderr), "print a summary on stderr at exit (default: when stderr is a terminal)")
 	fs.IntVar(&sf.maxLine, "max-audit-line", stdio.DefaultMaxAuditLine, "audit at most `BYTES` of one line (longer lines are forwarded whole and reported as not audited)")
 	fs.BoolVar(&sf.audit, "audit", true, "check the traffic; --audit=false only forwards (to compare overhead)")
-	fs.StringVar(&sf.priority, "audit-priority", string(stdio.PriorityLow), "CPU priority of auditing: `low` (nice 5), idle (only spare CPU: lowest latency cost, more frames not audited under load) or normal")
+	fs.StringVar(&sf.priority, "audit-priority", string(stdio.PriorityLow), "CPU priority of auditing, `low|idle|normal`: low is nice 5; idle uses only spare CPU (lowest latency cost, more frames not audited under load); normal competes with forwarding")
 	fs.IntVar(&sf.queue, "audit-queue", tap.DefaultQueue, "audit queue depth in `FRAMES` (when full, audit copies are dropped, never traffic)")
 }
 

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ahp-tap/ahp-tap/rules"
 )
 
 // tapCmd is `ahp-tap stdio FLAGS -- <helper NAME ARGS>` with the test
@@ -271,6 +273,44 @@ func TestStdioPerEventProcessesShareStateAndCapture(t *testing.T) {
 			t.Errorf("capture line %d is not whole JSON (interleaved appends?): %.80q", i+1, l)
 		}
 	}
+}
+
+// TestStdioPerEventRetryAcrossProcesses runs two per_event taps one after
+// the other, as a harness does for an event and its retry, sharing --state:
+// the retry carries changed content, and the second process must say so
+// (BASE-6) although it never saw the first delivery itself.
+func TestStdioPerEventRetryAcrossProcesses(t *testing.T) {
+	if !hasRule("BASE-6/") {
+		t.Skip("no BASE-6 rule in this build")
+	}
+	dir := t.TempDir()
+	state, log := filepath.Join(dir, "state"), filepath.Join(dir, "findings.jsonl")
+	msg := func(command string) string {
+		return `{"jsonrpc":"2.0","id":"evt_7","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"evt_7","source":"urn:example:h","type":"tool.before","time":"2026-01-01T00:00:00Z","harness":{"name":"h","version":"1"},"session":{"id":"s1"},"tool":{"name":"Bash","kind":"shell","origin":"native","input":{"command":"` + command + `"}},"call":{"id":"c7"},"path":"native"},"capabilities":{"effects":["deny"]}}}` + "\n"
+	}
+	answer := `{"jsonrpc":"2.0","id":"evt_7","result":{"protocolVersion":"draft","effects":[{"type":"deny","reason":"no"}]}}`
+	for i, in := range []string{msg("ls"), msg("rm -rf /")} {
+		cmd := tapCmd([]string{"--lifecycle", "per_event", "--state", state, "--log", log}, "answer", answer, "once")
+		cmd.Stdin = strings.NewReader(in)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("process %d: %v\n%s", i+1, err, out)
+		}
+	}
+	data, _ := os.ReadFile(log)
+	if !strings.Contains(string(data), `"check":"BASE-6"`) {
+		t.Errorf("no BASE-6 finding for the changed retry across processes; log:\n%s", data)
+	}
+}
+
+// hasRule reports whether the default rule set has a rule whose ID starts
+// with prefix (families arrive from other branches).
+func hasRule(prefix string) bool {
+	for _, r := range rules.Default(rules.Options{}) {
+		if strings.HasPrefix(r.Info().ID, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestStdioUsageErrors(t *testing.T) {
