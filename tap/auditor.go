@@ -111,6 +111,31 @@ func (a *Auditor) Note(n Note) {
 	})
 }
 
+// TryNote is Note for the forwarding path: it queues n in order with the
+// frames submitted before it and returns at once. When the queue is full the
+// note is dropped and counted like a frame, and TryNote reports false.
+func (a *Auditor) TryNote(n Note) bool {
+	j := &auditJob{fn: func(e *Engine) []Finding {
+		if a.recorder != nil {
+			a.recorder.RecordNote(n)
+		}
+		return e.Note(n)
+	}, done: make(chan struct{})}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		a.dropped.Add(1)
+		return false
+	}
+	select {
+	case a.in <- auditItem{job: j}:
+		return true
+	default:
+		a.dropped.Add(1)
+		return false
+	}
+}
+
 // An auditItem is a frame to check or a job to run, in queue order.
 type auditItem struct {
 	f   *Frame

@@ -1,0 +1,218 @@
+package httpproxy
+
+import (
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// auditCopy is the capped copy of one body that goes to the auditor. The
+// forwarded body is never capped; only this copy is.
+type auditCopy struct {
+	buf       []byte
+	limit     int
+	size      int64 // bytes seen on the wire
+	truncated bool  // buf holds only a prefix of the body
+}
+
+func (c *auditCopy) write(p []byte) {
+	c.size += int64(len(p))
+	if room := c.limit - len(c.buf); room < len(p) {
+		c.truncated = true
+		if room <= 0 {
+			return
+		}
+		p = p[:room]
+	}
+	c.buf = append(c.buf, p...)
+}
+
+// An exchange is one HTTP request and its response as the auditor sees
+// them. The forwarding path fills it through auditedBody readers; finish
+// hands the frames to the auditor in order: the request, then the response.
+type exchange struct {
+	p        *Proxy
+	conn     string
+	start    time.Time
+	reqMeta  *tap.HTTPMeta
+	httpVerb string
+
+	mu        sync.Mutex // guards the fields below: the transport may still read the request body when the response is done
+	req       auditCopy
+	reqEOF    bool // the request body was read to its end
+	reqSent   bool // the request frame went to the auditor; req is no longer ours
+	resp      auditCopy
+	respMeta  *tap.HTTPMeta
+	respTime  time.Time
+	finished  bool // finish ran
+	tapFailed bool // the response was made by ahp-tap (upstream failure), not the backend
+}
+
+func (p *Proxy) newExchange(r *http.Request, conn, upstream string) *exchange {
+	p.creds.add(r.Header)
+	x := &exchange{p: p, conn: conn, start: time.Now(), httpVerb: r.Method}
+	x.req.limit, x.resp.limit = p.maxAudit, p.maxAudit
+	x.reqEOF = r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0
+	if r.ContentLength > 0 {
+		x.req.buf = make([]byte, 0, min(r.ContentLength, int64(p.maxAudit)))
+	}
+	x.reqMeta = &tap.HTTPMeta{
+		Method:             r.Method,
+		URL:                p.creds.redactString(r.URL.String()),
+		Header:             p.creds.metaHeader(r.Header),
+		Upstream:           p.creds.redactString(upstream),
+		AuthorizationCount: len(r.Header.Values("Authorization")),
+	}
+	return x
+}
+
+// requestBody is the harness's request body on its way upstream; its bytes
+// are also copied into the exchange's audit copy. Close does not close the
+// harness's body (the server does that when the handler returns), so that
+// after an upstream failure the rest of it can still be read for the audit.
+type requestBody struct {
+	rc   io.ReadCloser
+	x    *exchange
+	once sync.Once // guards the EOF hand-off
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.x.copyBytes(false, p[:n])
+	}
+	if err == io.EOF {
+		b.once.Do(func() {
+			b.x.mu.Lock()
+			b.x.reqEOF = true
+			b.x.mu.Unlock()
+			b.x.sendRequest()
+		})
+	}
+	return n, err
+}
+
+func (b *requestBody) Close() error { return nil }
+
+// drain reads what is left of the request body into the audit copy, up to
+// the audit limit, after the upstream failed before reading it all.
+func (b *requestBody) drain(limit int64) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(b, limit+1))
+}
+
+// responseBody is the upstream's response body on its way to the harness;
+// its bytes are also copied into the exchange's audit copy. Close finishes
+// the exchange (goproxy closes the body when it has copied it).
+type responseBody struct {
+	rc   io.ReadCloser
+	x    *exchange
+	once sync.Once // runs finish once
+}
+
+func (b *responseBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.x.copyBytes(true, p[:n])
+	}
+	return n, err
+}
+
+func (b *responseBody) Close() error {
+	err := b.rc.Close()
+	b.once.Do(b.x.finish)
+	return err
+}
+
+func (x *exchange) copyBytes(response bool, p []byte) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if response {
+		x.resp.write(p)
+	} else if !x.reqSent {
+		x.req.write(p)
+	}
+}
+
+// responseHeaders records the upstream's response envelope.
+func (x *exchange) responseHeaders(resp *http.Response) {
+	now := time.Now()
+	m := &tap.HTTPMeta{
+		Status:    resp.StatusCode,
+		Header:    x.p.creds.metaHeader(resp.Header),
+		Upstream:  x.reqMeta.Upstream,
+		LatencyMs: float64(now.Sub(x.start).Microseconds()) / 1000,
+	}
+	x.mu.Lock()
+	x.respMeta, x.respTime = m, now
+	x.mu.Unlock()
+	x.p.metrics.observeLatency(now.Sub(x.start))
+}
+
+// sendRequest hands the request frame to the auditor, once. When the body
+// was not read to its end (the upstream answered before reading it all) the
+// frame holds what was read and is marked truncated: TAP-1, not a finding
+// about the traffic.
+func (x *exchange) sendRequest() {
+	x.mu.Lock()
+	if x.reqSent {
+		x.mu.Unlock()
+		return
+	}
+	x.reqSent = true
+	c := x.req
+	if !x.reqEOF {
+		c.truncated = true
+	}
+	x.mu.Unlock()
+	x.p.submit(x.frame(tap.FromHarness, x.start, &c, x.reqMeta))
+}
+
+// finish hands the exchange to the auditor: the request frame (if its body
+// did not reach EOF yet), then the response as a frame when it carries a
+// JSON-RPC message (status 200 with a body) or as a note otherwise.
+func (x *exchange) finish() {
+	x.mu.Lock()
+	if x.finished {
+		x.mu.Unlock()
+		return
+	}
+	x.finished = true
+	x.mu.Unlock()
+	x.sendRequest()
+
+	x.mu.Lock()
+	c, m, t, tapFailed := x.resp, x.respMeta, x.respTime, x.tapFailed
+	x.mu.Unlock()
+	if m == nil || tapFailed {
+		return // upstream failure: reported by failed
+	}
+	x.p.metrics.countRequest(x.httpVerb, m.Status)
+	if m.Status == http.StatusOK && c.size > 0 {
+		x.p.submit(x.frame(tap.FromBackend, t, &c, m))
+		return
+	}
+	// A response without a JSON-RPC message: its body is not a frame, but
+	// it is still searched for credentials (AUTH-1).
+	_, leaks := x.p.creds.redact(c.buf)
+	m.BodySize, m.CredentialInBody = c.size, leaks
+	x.p.note(tap.Note{Kind: tap.NoteHTTPResponse, Time: t, Conn: x.conn, HTTP: m})
+}
+
+// frame builds the audit frame of one body: its redacted copy and envelope.
+func (x *exchange) frame(dir tap.Direction, t time.Time, c *auditCopy, m *tap.HTTPMeta) *tap.Frame {
+	raw, leaks := x.p.creds.redact(c.buf)
+	m.BodySize, m.CredentialInBody = c.size, leaks
+	return &tap.Frame{
+		Dir:       dir,
+		Time:      t,
+		Transport: tap.HTTP,
+		Conn:      x.conn,
+		Raw:       raw,
+		HTTP:      m,
+		Truncated: c.truncated,
+		Size:      int(c.size),
+	}
+}
