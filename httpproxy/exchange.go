@@ -163,11 +163,21 @@ func (x *exchange) sendRequest() {
 	}
 	x.reqSent = true
 	c := x.req
-	if !x.reqEOF {
+	partial := !x.reqEOF && !c.truncated
+	if partial {
 		c.truncated = true
 	}
 	x.mu.Unlock()
-	x.p.submit(x.frame(tap.FromHarness, x.start, &c, x.reqMeta))
+	f := x.frame(tap.FromHarness, x.start, &c, x.reqMeta)
+	if !partial {
+		x.p.submit(f)
+		return
+	}
+	if x.p.auditor.Submit(f) {
+		x.p.auditor.TryDo(func(*tap.Engine) []tap.Finding {
+			return []tap.Finding{tap.TapIncomplete.At(f, tap.Warn, "", "the request body was forwarded while the upstream answered, and only its first %d bytes were audited; it was not checked", len(f.Raw))}
+		})
+	}
 }
 
 // finish hands the exchange to the auditor: the request frame (if its body

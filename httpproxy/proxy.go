@@ -394,7 +394,16 @@ func (p *Proxy) failed(req *http.Request, x *exchange, body *requestBody, err er
 	return resp
 }
 
-func (p *Proxy) submit(f *tap.Frame) { p.auditor.Submit(f) }
+// submit hands f to the auditor. A frame whose audit copy hit the cap is
+// reported as such (TAP-1): forwarded whole, not checked.
+func (p *Proxy) submit(f *tap.Frame) {
+	if !p.auditor.Submit(f) || !f.Truncated {
+		return
+	}
+	p.auditor.TryDo(func(*tap.Engine) []tap.Finding {
+		return []tap.Finding{tap.TruncatedFinding(f, p.maxAudit)}
+	})
+}
 
 func (p *Proxy) note(n tap.Note) { p.auditor.TryNote(n) }
 
