@@ -211,12 +211,14 @@ func Read(r io.Reader) ([]Item, error) {
 	for line := 1; ; line++ {
 		b, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(b)) > 0 {
+			if len(out) == 0 && !isHeader(b) {
+				// Anything but a header first (plain NDJSON, say) is
+				// not a capture; the caller may read it another way.
+				return nil, ErrNotCapture
+			}
 			it, perr := parseLine(b, line)
 			if perr != nil {
 				return out, perr
-			}
-			if line == 1 && it.Header == nil {
-				return nil, ErrNotCapture
 			}
 			out = append(out, it)
 		}
@@ -227,6 +229,12 @@ func Read(r io.Reader) ([]Item, error) {
 			return out, err
 		}
 	}
+}
+
+// isHeader reports whether a line is a JSON object with "type":"header".
+func isHeader(b []byte) bool {
+	var probe struct{ Type string }
+	return json.Unmarshal(b, &probe) == nil && probe.Type == "header"
 }
 
 func parseLine(b []byte, line int) (Item, error) {

@@ -1,12 +1,415 @@
 package rules
 
-import "github.com/ahp-tap/ahp-tap/tap"
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
-// Spec is an upstream schema snapshot loaded with --spec DIR.
-type Spec struct{}
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
-func specRules(s *Spec) []tap.Rule { return nil }
+	"github.com/ahp-tap/ahp-tap/tap"
+)
 
-// LoadSpec loads the upstream schema snapshot in dir (laid out like
-// shared/ahp: schema/<snapshot>/ with its manifest.json).
-func LoadSpec(dir, snapshot string) (*Spec, error) { return &Spec{}, nil }
+// A Spec is an upstream schema snapshot loaded with --spec DIR: the
+// snapshot's JSON Schemas compiled offline, ready to validate messages.
+// A Spec is read-only after LoadSpec and safe for concurrent use.
+type Spec struct {
+	// Dir is the schema directory (DIR/schema/<snapshot>).
+	Dir string
+	// Snapshot is the snapshot the schemas describe.
+	Snapshot string
+
+	entry    *jsonschema.Schema            // schema.json: any wire message
+	branches map[string]*jsonschema.Schema // per message shape, by file name (see branchFor)
+}
+
+// specBranches are the message shapes schema.json selects from, by file
+// (and fragment) inside the snapshot. A message is validated against the
+// entry schema; when that fails, against the one shape it is meant to be,
+// so that the failure names the field at fault rather than "oneOf failed".
+var specBranches = []string{
+	"intercept-request.schema.json",
+	"intercept-response.schema.json",
+	"common.schema.json#/$defs/errorResponse",
+	"observe-notification.schema.json",
+	"capabilities-request.schema.json",
+	"capabilities-response.schema.json",
+}
+
+// offlineLoader refuses every URL: all $refs resolve to files of the
+// snapshot registered up front, never to the network.
+type offlineLoader struct{}
+
+func (offlineLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("schema %s is not in the snapshot directory (ahp-tap resolves $ref offline only)", url)
+}
+
+// LoadSpec loads the upstream schema snapshot in dir, laid out like
+// shared/ahp: schema/<snapshot>/ with its manifest.json and schema.json
+// (dir may also be that schema directory itself). Every file listed in the
+// manifest must match its sha256. Every .json file of the directory is
+// registered by its $id, so $ref resolution never leaves the directory.
+func LoadSpec(dir, snapshot string) (*Spec, error) {
+	if snapshot == "" {
+		snapshot = tap.DefaultSnapshot
+	}
+	root := dir
+	sdir := filepath.Join(dir, "schema", snapshot)
+	if _, err := os.Stat(filepath.Join(sdir, "manifest.json")); err != nil {
+		if _, err2 := os.Stat(filepath.Join(dir, "manifest.json")); err2 != nil {
+			return nil, fmt.Errorf("%s has no schema/%s/manifest.json", dir, snapshot)
+		}
+		sdir, root = dir, filepath.Join(dir, "..", "..")
+	}
+	if err := verifyManifest(root, sdir, snapshot); err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(offlineLoader{})
+	entries, err := os.ReadDir(sdir)
+	if err != nil {
+		return nil, err
+	}
+	var entryID string
+	for _, de := range entries {
+		name := de.Name()
+		if de.IsDir() || !strings.HasSuffix(name, ".json") || name == "manifest.json" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(sdir, name))
+		if err != nil {
+			return nil, err
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("schema %s: %v", name, err)
+		}
+		id, _ := doc.(map[string]any)["$id"].(string)
+		if id == "" {
+			return nil, fmt.Errorf("schema %s has no $id", name)
+		}
+		if err := c.AddResource(id, doc); err != nil {
+			return nil, fmt.Errorf("schema %s: %v", name, err)
+		}
+		if name == "schema.json" {
+			entryID = id
+		}
+	}
+	if entryID == "" {
+		return nil, fmt.Errorf("%s has no schema.json", sdir)
+	}
+	s := &Spec{Dir: sdir, Snapshot: snapshot, branches: map[string]*jsonschema.Schema{}}
+	if s.entry, err = c.Compile(entryID); err != nil {
+		return nil, fmt.Errorf("compiling %s: %v", entryID, err)
+	}
+	base := entryID[:strings.LastIndex(entryID, "/")+1]
+	for _, b := range specBranches {
+		if _, err := os.Stat(filepath.Join(sdir, strings.SplitN(b, "#", 2)[0])); err != nil {
+			continue // this snapshot has no such shape: the entry schema alone judges it
+		}
+		sch, err := c.Compile(base + b)
+		if err != nil {
+			return nil, fmt.Errorf("compiling %s: %v", b, err)
+		}
+		s.branches[b] = sch
+	}
+	return s, nil
+}
+
+// verifyManifest checks the snapshot's manifest: its protocolVersion and
+// the sha256 of every document it lists (paths relative to root).
+func verifyManifest(root, sdir, snapshot string) error {
+	data, err := os.ReadFile(filepath.Join(sdir, "manifest.json"))
+	if err != nil {
+		return err
+	}
+	var m struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Documents       []struct {
+			Path   string `json:"path"`
+			SHA256 string `json:"sha256"`
+		} `json:"documents"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("%s/manifest.json: %v", sdir, err)
+	}
+	if m.ProtocolVersion != "" && m.ProtocolVersion != snapshot {
+		return fmt.Errorf("%s/manifest.json is for protocolVersion %q, not %q", sdir, m.ProtocolVersion, snapshot)
+	}
+	for _, d := range m.Documents {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(d.Path)))
+		if err != nil {
+			return fmt.Errorf("manifest lists %s: %v", d.Path, err)
+		}
+		sum := sha256.Sum256(b)
+		if d.SHA256 != "" && hex.EncodeToString(sum[:]) != d.SHA256 {
+			return fmt.Errorf("%s does not match the sha256 its manifest lists", d.Path)
+		}
+	}
+	return nil
+}
+
+// specChecks are the checks schema failures map to; each has its own rule
+// (a rule reports under exactly one check).
+var specChecks = []string{"BASE-1", "BASE-2", "BASE-4", "EVT-1", "EDIT-1", "EDIT-2", "CAP-1", "CAP-2", "EFF-1"}
+
+// specRules validates every message against the upstream snapshot. The
+// rules share one validation per frame (cached in the conversation) and
+// each reports the failures that belong to its check.
+func specRules(s *Spec) []tap.Rule {
+	if s == nil {
+		return nil
+	}
+	var out []tap.Rule
+	for _, check := range specChecks {
+		out = append(out, specRule{spec: s, info: info("SPEC/"+check, check,
+			"the message satisfies the upstream "+s.Snapshot+" JSON Schema (--spec); failures here belong to "+check)})
+	}
+	return out
+}
+
+type specRule struct {
+	spec *Spec
+	info tap.RuleInfo
+}
+
+func (r specRule) Info() tap.RuleInfo { return r.info }
+
+// specCache holds the schema problems of the frame being checked, so that
+// the nine spec rules validate it once.
+type specCache struct {
+	f        *tap.Frame
+	problems []problem
+}
+
+func (r specRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
+	if f.Tree == nil || f.Tree.Kind != tap.Object {
+		return nil // BASE-1 and STDIO-1 report what is not a JSON object
+	}
+	sc := c.RuleState("SPEC", func() any { return &specCache{} }).(*specCache)
+	if sc.f != f {
+		sc.f, sc.problems = f, r.spec.problems(c, f)
+	}
+	var out []tap.Finding
+	for _, p := range sc.problems {
+		if p.check == r.info.Check {
+			out = append(out, r.info.At(f, 0, p.ptr, "%s", p.msg))
+		}
+	}
+	return out
+}
+
+// maxSpecProblems caps the schema failures reported for one message.
+const maxSpecProblems = 12
+
+var printer = message.NewPrinter(language.English)
+
+// problems validates f and maps each schema failure to a check.
+func (s *Spec) problems(c *tap.Conversation, f *tap.Frame) []problem {
+	doc := f.Tree.Any()
+	err := s.entry.Validate(doc)
+	if err == nil {
+		return nil
+	}
+	name := "schema.json"
+	if b := s.branchFor(c, f); b != "" {
+		if berr := s.branches[b].Validate(doc); berr != nil {
+			err, name = berr, b
+		}
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []problem{{check: "BASE-1", msg: fmt.Sprintf("the upstream %s schema could not judge the message: %v", s.Snapshot, err)}}
+	}
+	var leaves []*jsonschema.ValidationError
+	bestLeaves(ve, &leaves)
+	var out []problem
+	seen := map[string]bool{}
+	for _, l := range leaves {
+		loc := slices.Clone(l.InstanceLocation)
+		switch k := l.ErrorKind.(type) {
+		case *kind.Required:
+			loc = append(loc, k.Missing[0])
+		case *kind.AdditionalProperties:
+			loc = append(loc, k.Properties[0])
+		}
+		ptr := pointer(loc)
+		text := l.ErrorKind.LocalizedString(printer)
+		if _, ok := l.ErrorKind.(*kind.Not); ok {
+			text = "it matches a shape the schema forbids at " + schemaRef(l.SchemaURL)
+		}
+		key := ptr + "\x00" + text
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		where := "the message"
+		if len(l.InstanceLocation) > 0 {
+			where = pointer(l.InstanceLocation)
+		}
+		out = append(out, problem{check: specCheck(loc, f), ptr: ptr,
+			msg: fmt.Sprintf("%s does not satisfy the upstream %s schema (%s): %s", where, s.Snapshot, name, text)})
+		if len(out) == maxSpecProblems {
+			break
+		}
+	}
+	return out
+}
+
+// branchFor names the message shape f is meant to be, or "".
+func (s *Spec) branchFor(c *tap.Conversation, f *tap.Frame) string {
+	var b string
+	switch m := f.Msg.(type) {
+	case *tap.Request:
+		switch m.Method {
+		case "hooks/intercept":
+			b = "intercept-request.schema.json"
+		case "hooks/capabilities":
+			b = "capabilities-request.schema.json"
+		}
+	case *tap.Notification:
+		if m.Method == "hooks/observe" {
+			b = "observe-notification.schema.json"
+		}
+	case *tap.Response:
+		method := ""
+		if x := c.Exchange(); x != nil {
+			method = x.Method
+		}
+		switch {
+		case f.Tree.Has("error"):
+			b = "common.schema.json#/$defs/errorResponse"
+		case method == "hooks/capabilities", method == "" && m.Result.Has("manifest"):
+			b = "capabilities-response.schema.json"
+		default:
+			b = "intercept-response.schema.json"
+		}
+	}
+	if s.branches[b] == nil {
+		return ""
+	}
+	return b
+}
+
+// bestLeaves collects the failures that explain ve. Where a oneOf or anyOf
+// failed, only the alternative that got furthest into the message (the
+// deepest failure, then the fewest) explains it: the others failed only
+// because the message is not of their kind.
+func bestLeaves(ve *jsonschema.ValidationError, out *[]*jsonschema.ValidationError) {
+	if len(ve.Causes) == 0 {
+		*out = append(*out, ve)
+		return
+	}
+	switch ve.ErrorKind.(type) {
+	case *kind.OneOf, *kind.AnyOf:
+		var best []*jsonschema.ValidationError
+		bestDepth, bestOther := -1, true
+		for _, cause := range ve.Causes {
+			var ls []*jsonschema.ValidationError
+			bestLeaves(cause, &ls)
+			d, other := 0, false
+			for _, l := range ls {
+				d = max(d, len(l.InstanceLocation))
+				other = other || discriminates(l)
+			}
+			better := !other && bestOther ||
+				other == bestOther && (d > bestDepth || d == bestDepth && len(ls) < len(best))
+			if best == nil || better {
+				best, bestDepth, bestOther = ls, d, other
+			}
+		}
+		*out = append(*out, best...)
+	default:
+		for _, cause := range ve.Causes {
+			bestLeaves(cause, out)
+		}
+	}
+}
+
+// discriminates reports whether a failure says the message is of another
+// kind than the alternative describes: a wrong "type" or "method" constant
+// (an event, effect, part or message of another type).
+func discriminates(l *jsonschema.ValidationError) bool {
+	if n := len(l.InstanceLocation); n > 0 {
+		switch l.InstanceLocation[n-1] {
+		case "type", "method", "selection", "kind", "operation":
+			switch l.ErrorKind.(type) {
+			case *kind.Const, *kind.Enum:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// specCheck maps a schema failure at instance location loc to the check it
+// belongs to.
+func specCheck(loc []string, f *tap.Frame) string {
+	if slices.Contains(loc, "extensions") {
+		return "BASE-4"
+	}
+	if len(loc) < 2 {
+		return "BASE-1" // the envelope: jsonrpc, id, method, params, result, error
+	}
+	switch loc[0] {
+	case "params":
+		switch loc[1] {
+		case "protocolVersion":
+			return "BASE-2"
+		case "capabilities":
+			return "CAP-1"
+		case "event":
+			switch {
+			case slices.Contains(loc, "parts"):
+				return "EDIT-2"
+			case slices.Contains(loc, "messages"), slices.Contains(loc, "items"):
+				return "EDIT-1"
+			}
+			return "EVT-1"
+		}
+		if f.Method() == "hooks/capabilities" {
+			return "CAP-2"
+		}
+	case "result":
+		switch loc[1] {
+		case "protocolVersion":
+			return "BASE-2"
+		case "effects":
+			return "EFF-1"
+		case "manifest":
+			return "CAP-2"
+		}
+	}
+	return "BASE-1"
+}
+
+// schemaRef shortens an absolute schema location to file#fragment.
+func schemaRef(u string) string {
+	if i := strings.LastIndex(u, "/schemas/"); i >= 0 {
+		u = u[i+len("/schemas/"):]
+		if j := strings.Index(u, "/"); j >= 0 {
+			u = u[j+1:]
+		}
+	}
+	return u
+}
+
+// pointer renders an instance location as a JSON Pointer.
+func pointer(loc []string) string {
+	var b strings.Builder
+	for _, s := range loc {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(s))
+	}
+	return b.String()
+}

@@ -52,7 +52,7 @@ func (e *Engine) Conversation() *Conversation { return e.conv }
 func (e *Engine) Rules() []Rule { return e.rules }
 
 // Feed decodes f (once), numbers it when f.Seq is zero, and returns what the
-// rules found. Feed recovers from a panicking rule: the panic becomes an
+// rules found (and a TAP-1 finding when f is a truncated audit copy). Feed recovers from a panicking rule: the panic becomes an
 // error finding naming the rule, never a crash of the tap.
 func (e *Engine) Feed(f *Frame) (out []Finding) {
 	if f.Seq == 0 {
@@ -60,6 +60,11 @@ func (e *Engine) Feed(f *Frame) (out []Finding) {
 	}
 	e.seq = f.Seq
 	f.Decode()
+	if f.Truncated {
+		// The audit copy was capped: say so here, on the one path every
+		// frame takes, so a live run and its replay agree.
+		out = append(out, TruncatedFinding(f, len(f.Raw)))
+	}
 	e.conv.begin(f)
 	for _, r := range e.rules {
 		out = append(out, e.run(r, f)...)

@@ -1,7 +1,229 @@
 package main
 
-import "context"
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
 
+	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/report"
+	"github.com/ahp-tap/ahp-tap/rules"
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// runReplay re-checks recorded traffic: ahp-tap captures, or plain NDJSON
+// streams. Exit 1 when a finding at or above --fail-on exists.
 func (m *Main) runReplay(ctx context.Context, args []string) error {
-	return usageError("not implemented yet")
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	var ef engineFlags
+	ef.register(fs)
+	logPath := fs.String("log", "", "also append findings to the violation log at `PATH` (- for stderr)")
+	format := fs.String("format", "text", "output format: text or json")
+	failOn := fs.String("fail-on", "error", "exit 1 when a finding at or above this level exists: error, warn, info or never")
+	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line)")
+	if err := parseFlags(fs, args, m.Stderr); err != nil {
+		return err
+	}
+	if err := checkFormat(*format); err != nil {
+		return err
+	}
+	var threshold tap.Level // 0: never fail
+	if *failOn != "never" {
+		lvl, err := tap.ParseLevel(*failOn)
+		if err != nil {
+			return usageError("--fail-on %q is not error, warn, info or never", *failOn)
+		}
+		threshold = lvl
+	}
+	var dir tap.Direction
+	if *direction != "" {
+		d, err := tap.ParseDirection(*direction)
+		if err != nil {
+			return usageError("--direction: %v", err)
+		}
+		dir = d
+	}
+	if fs.NArg() == 0 {
+		return usageError("replay: no CAPTURE given (usage: ahp-tap replay [flags] CAPTURE...)")
+	}
+	l, err := ef.load()
+	if err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	rp := replayer{flags: l, set: set, dir: dir}
+
+	var sources []report.Source
+	if ef.registration != "" && len(l.regFindings) > 0 {
+		sources = append(sources, report.Source{Name: ef.registration, Findings: l.regFindings})
+	}
+	for _, name := range fs.Args() {
+		data, err := m.readInput(name)
+		if err != nil {
+			return usageError("replay: %v", err)
+		}
+		fds, err := rp.replay(data)
+		if err != nil {
+			return usageError("replay %s: %v", name, err)
+		}
+		sources = append(sources, report.Source{Name: name, Findings: fds})
+	}
+	if *logPath != "" {
+		lg, err := report.OpenLog(*logPath, m.Stderr)
+		if err != nil {
+			return usageError("replay: %v", err)
+		}
+		for _, src := range sources {
+			for _, f := range src.Findings {
+				lg.Write(f)
+			}
+		}
+		lg.Close()
+	}
+	sum := report.SummaryOf(sources)
+	if err := writeReport(m.Stdout, *format, sources, sum); err != nil {
+		return usageError("replay: writing the report: %v", err)
+	}
+	if threshold != 0 && sum.Levels.AtLeast(threshold) > 0 {
+		return &exitError{code: 1}
+	}
+	return nil
+}
+
+// A replayer re-runs the rules over one recorded file at a time.
+type replayer struct {
+	flags *loaded         // what the command-line flags say
+	set   map[string]bool // flags given explicitly: they override the capture
+	dir   tap.Direction   // --direction, for plain NDJSON
+}
+
+// replay returns the findings of one capture or NDJSON stream.
+func (rp replayer) replay(data []byte) ([]tap.Finding, error) {
+	items, err := capture.Read(bytes.NewReader(data))
+	if errors.Is(err, capture.ErrNotCapture) {
+		return rp.replayStream(data), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rp.replayCapture(items)
+}
+
+// replayStream checks a plain NDJSON stream as stdio traffic. A stream from
+// one side only (--direction) is an excerpt: a request without its
+// response is no finding.
+func (rp replayer) replayStream(data []byte) []tap.Finding {
+	cfg := rp.flags.cfg
+	cfg.Transport = tap.Stdio
+	cfg.Partial = rp.dir != 0
+	e := tap.NewEngine(cfg, rules.Default(rp.flags.opt))
+	var out []tap.Finding
+	for _, f := range rules.StreamFrames(data, rp.dir) {
+		out = append(out, e.Feed(f)...)
+	}
+	return append(out, e.Finish()...)
+}
+
+// replayCapture feeds a capture's frames and notes, in file order, through
+// the rules configured as the live run was (its header), unless a flag
+// says otherwise. Each header starts a segment: one live run of ahp-tap.
+// On stdio every process (the conn of its frames) had an engine of its own
+// and per-event processes shared an event store (--state), so frames and
+// notes go to the engine of their conn, all sharing one event store. On
+// HTTP a segment is one proxy run with one engine.
+func (rp replayer) replayCapture(items []capture.Item) ([]tap.Finding, error) {
+	var (
+		out     []tap.Finding
+		engines = map[string]*tap.Engine{} // stdio: by conn
+		order   []*tap.Engine              // every engine in creation order, for Finish
+		seg     *segment                   // the latest header's segment
+		events  = &tap.MemoryStore{}
+		regSeen = map[string]bool{} // registration documents already judged
+	)
+	engineFor := func(conn string) *tap.Engine {
+		if seg == nil {
+			// No header before this record (cannot happen: Read
+			// insists on one); judge with the flags alone.
+			seg = &segment{cfg: rp.flags.cfg}
+			seg.cfg.Events = events
+		}
+		if seg.cfg.Transport == tap.Stdio && conn != "" {
+			if e, ok := engines[conn]; ok {
+				return e
+			}
+			e := tap.NewEngine(seg.cfg, rules.Default(rp.flags.opt))
+			engines[conn] = e
+			order = append(order, e)
+			return e
+		}
+		if seg.engine == nil {
+			seg.engine = tap.NewEngine(seg.cfg, rules.Default(rp.flags.opt))
+			order = append(order, seg.engine)
+		}
+		return seg.engine
+	}
+	for _, it := range items {
+		switch {
+		case it.Header != nil:
+			cfg, regFindings, err := rp.config(it.Header)
+			if err != nil {
+				return nil, fmt.Errorf("capture line %d: %w", it.Line, err)
+			}
+			// The registration's own findings, once per document.
+			if k := string(it.Header.RegistrationDoc); k != "" && !regSeen[k] {
+				regSeen[k] = true
+				out = append(out, regFindings...)
+			}
+			cfg.Events = events
+			seg = &segment{cfg: cfg}
+		case it.Frame != nil:
+			e := engineFor(it.Frame.Conn)
+			out = append(out, e.Feed(it.Frame)...)
+		case it.Note != nil:
+			out = append(out, engineFor(it.Note.Conn).Note(*it.Note)...)
+		}
+	}
+	for _, e := range order {
+		out = append(out, e.Finish()...)
+	}
+	return out, nil
+}
+
+// A segment is the part of a capture written by one live run.
+type segment struct {
+	cfg    tap.Config
+	engine *tap.Engine // the HTTP (or conn-less) engine, created on first use
+}
+
+// config builds the engine configuration of a capture segment: the live
+// run's settings from its header, overridden by flags given explicitly.
+func (rp replayer) config(h *capture.Header) (tap.Config, []tap.Finding, error) {
+	cfg := rp.flags.cfg
+	cfg.Transport = h.Transport
+	if h.Snapshot != "" && !rp.set["protocol-version"] {
+		cfg.Snapshot = h.Snapshot
+	}
+	if h.TimeoutMs > 0 && !rp.set["timeout"] {
+		cfg.Timeout = time.Duration(h.TimeoutMs) * time.Millisecond
+	}
+	var regFindings []tap.Finding
+	if len(h.RegistrationDoc) > 0 && !rp.set["registration"] {
+		reg, _, err := tap.ParseJSON(h.RegistrationDoc)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("header registrationDoc is not JSON: %v", err)
+		}
+		cfg.Registration = reg
+		regFindings = rules.RegistrationFindings(reg)
+		if !rp.set["hook"] {
+			cfg.HookID = h.Hook
+		}
+	}
+	if h.Lifecycle != "" {
+		cfg.Lifecycle = h.Lifecycle
+	}
+	return cfg, regFindings, nil
 }

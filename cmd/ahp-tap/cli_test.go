@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// update rewrites golden files: go test ./cmd/ahp-tap -run Golden -update
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// tapBinary is the ahp-tap binary built once for the CLI tests.
+var tapBinary string
+
+// sharedAHP is the upstream reference data beside the repository.
+const sharedAHP = "../../../shared/ahp"
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "ahp-tap-cli")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	tapBinary = filepath.Join(dir, "ahp-tap")
+	if out, err := exec.Command("go", "build", "-o", tapBinary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building ahp-tap: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is what one run of the binary did.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runTap runs the built binary with args and stdin, in the package dir.
+func runTap(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(tapBinary, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("running ahp-tap %v: %v", args, err)
+	}
+	return r
+}
+
+// fixture is the path of an upstream fixture, skipping when absent.
+func fixture(t *testing.T, rel string) string {
+	t.Helper()
+	p := filepath.Join(sharedAHP, "fixtures/draft", rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("no shared AHP fixtures: %v", err)
+	}
+	return p
+}
+
+// writeFile writes a temp file and returns its path.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run with -update after checking):\ngot:\n%s\nwant:\n%s", p, got, want)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"no-such-command"},
+		{"check"},
+		{"check", "--no-such-flag", "x.json"},
+		{"check", "--format", "xml", "x.json"},
+		{"check", "--edit-context", "{not json", "x.json"},
+		{"check", "--edit-context", "[1,2]", "x.json"},
+		{"check", "/no/such/file.json"},
+		{"check", "--registration", "/no/such/reg.json", "x.json"},
+		{"check", "--hook", "h", "x.json"},
+		{"check", "--spec", "/no/such/dir", "x.json"},
+		{"check", "--timeout", "-1s", "x.json"},
+		{"replay"},
+		{"replay", "--fail-on", "sometimes", "x"},
+		{"replay", "--direction", "sideways", "x"},
+		{"replay", "/no/such/capture"},
+		{"rules", "extra"},
+		{"rules", "--format", "yaml"},
+	} {
+		r := runTap(t, "", args...)
+		if r.code != 2 {
+			t.Errorf("ahp-tap %q: exit %d, want 2 (stderr %q)", args, r.code, r.stderr)
+			continue
+		}
+		if len(args) > 0 && strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("ahp-tap %q: stderr is not one line: %q", args, r.stderr)
+		}
+		if r.stdout != "" {
+			t.Errorf("ahp-tap %q: wrote to stdout on a usage error: %q", args, r.stdout)
+		}
+	}
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	for _, cmd := range []string{"check", "replay", "rules"} {
+		if r := runTap(t, "", cmd, "-h"); r.code != 0 || !strings.Contains(r.stderr, "-format") {
+			t.Errorf("ahp-tap %s -h: exit %d, stderr %q; want 0 and the flags", cmd, r.code, r.stderr)
+		}
+	}
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/report"
+	"github.com/ahp-tap/ahp-tap/rules"
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+const exampleCapture = "testdata/example.capture.jsonl"
+
+// exampleFindings are the findings docs/capture-format.md documents for the
+// example capture: one per deliberate violation.
+var exampleFindings = []struct {
+	seq   uint64
+	check string
+}{
+	{4, "BASE-2"},  // result.protocolVersion "2025-06"
+	{4, "CORR-3"},  // answered after 900ms, the subscription allows 500ms
+	{5, "STDIO-1"}, // a log line on the backend's stdout
+	{7, "BASE-1"},  // bytes that are not UTF-8
+	{8, "CORR-2"},  // evt-4 never answered before the backend exited
+}
+
+// TestReplayExampleCapture replays the hand-written capture: every
+// documented finding whose check has rules is reported, and nothing else
+// at warn or error.
+func TestReplayExampleCapture(t *testing.T) {
+	r := runTap(t, "", "replay", "--format", "json", exampleCapture)
+	var doc struct {
+		Findings []struct {
+			Seq   uint64
+			Check string
+			Level string
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("replay --format json: %v\n%s%s", err, r.stdout, r.stderr)
+	}
+	implemented := map[string]bool{}
+	for _, ru := range rules.Default(rules.Options{}) {
+		implemented[ru.Info().Check] = true
+	}
+	got := map[[2]string]bool{}
+	for _, f := range doc.Findings {
+		key := [2]string{f.Check, itoa(f.Seq)}
+		got[key] = true
+		if f.Level == "info" {
+			continue
+		}
+		documented := false
+		for _, w := range exampleFindings {
+			documented = documented || (w.check == f.Check && w.seq == f.Seq)
+		}
+		if !documented {
+			t.Errorf("undocumented finding: #%d %s %s", f.Seq, f.Level, f.Check)
+		}
+	}
+	for _, w := range exampleFindings {
+		if implemented[w.check] && !got[[2]string{w.check, itoa(w.seq)}] {
+			t.Errorf("missing documented finding #%d %s", w.seq, w.check)
+		}
+	}
+	if r.code != 1 {
+		t.Errorf("replay example: exit %d, want 1 (it has error findings)", r.code)
+	}
+}
+
+func itoa(n uint64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+func TestReplayFailOn(t *testing.T) {
+	// A stream with only a warn-level fact and no error: CRLF endings.
+	stream := writeFile(t, "ok.jsonl", "")
+	for _, tc := range []struct {
+		failOn string
+		file   string
+		want   int
+	}{
+		{"error", exampleCapture, 1},
+		{"never", exampleCapture, 0},
+		{"warn", exampleCapture, 1},
+		{"error", stream, 0},
+	} {
+		if r := runTap(t, "", "replay", "--fail-on", tc.failOn, tc.file); r.code != tc.want {
+			t.Errorf("replay --fail-on %s %s: exit %d, want %d (stderr %q)", tc.failOn, tc.file, r.code, tc.want, r.stderr)
+		}
+	}
+}
+
+func TestReplayLog(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "violations.log")
+	r := runTap(t, "", "replay", "--log", logPath, "--fail-on", "never", exampleCapture)
+	if r.code != 0 {
+		t.Fatalf("replay --log: exit %d, stderr %q", r.code, r.stderr)
+	}
+	st, err := os.Stat(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("log mode %v, want 0600", st.Mode().Perm())
+	}
+	data, _ := os.ReadFile(logPath)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
+		t.Fatalf("log line 1 %q: %v", lines[0], err)
+	}
+	for _, k := range []string{"level", "time", "message", "check", "requirement", "rule", "pointer"} {
+		if _, ok := rec[k]; !ok {
+			t.Errorf("log record has no %q: %s", k, lines[0])
+		}
+	}
+	if r := runTap(t, "", "replay", "--log", filepath.Join(t.TempDir(), "no", "dir", "x.log"), exampleCapture); r.code != 2 {
+		t.Errorf("replay --log into a missing dir: exit %d, want 2", r.code)
+	}
+}
+
+func TestReplayPlainNDJSON(t *testing.T) {
+	valid := fixture(t, "stdio/intercept-request.valid.jsonl")
+	// One side only: an unanswered request is no finding.
+	if r := runTap(t, "", "replay", "--direction", "harness", valid); r.code != 0 {
+		t.Errorf("replay --direction harness: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	bad := writeFile(t, "bad.jsonl", "[1,2]\n")
+	if r := runTap(t, "", "replay", "--direction", "backend", bad); r.code != 1 || !strings.Contains(r.stdout, "BASE-1") {
+		t.Errorf("replay batch: exit %d, stdout %q; want 1 and BASE-1", r.code, r.stdout)
+	}
+}
+
+// TestReplayMatchesLive records a run through an Auditor into a capture,
+// as the live taps do, and checks that replay reports exactly its findings.
+func TestReplayMatchesLive(t *testing.T) {
+	data, err := os.ReadFile(exampleCapture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := capture.Read(strings.NewReader(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := items[0].Header
+	reg, _, _ := tap.ParseJSON(h.RegistrationDoc)
+	cfg := tap.Config{Snapshot: h.Snapshot, Registration: reg, HookID: h.Hook, Lifecycle: h.Lifecycle, Transport: h.Transport}
+
+	path := filepath.Join(t.TempDir(), "live.capture")
+	w, err := capture.Create(path, capture.Header{Tool: "test", Snapshot: h.Snapshot, Transport: h.Transport, Conn: h.Conn,
+		Hook: h.Hook, Lifecycle: h.Lifecycle, RegistrationDoc: h.RegistrationDoc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live report.Collector
+	aud := tap.NewAuditor(tap.NewEngine(cfg, rules.Default(rules.Options{})), &live, w, 0)
+	for _, it := range items[1:] {
+		switch {
+		case it.Frame != nil:
+			it.Frame.Seq = 0 // numbered by the engine, as live
+			aud.Submit(it.Frame)
+		case it.Note != nil:
+			aud.Note(*it.Note)
+		}
+	}
+	aud.Close()
+	w.Close()
+	for _, f := range rules.RegistrationFindings(reg) {
+		live.Write(f)
+	}
+
+	rdata, _ := os.ReadFile(path)
+	rp := replayer{flags: &loaded{cfg: tap.Config{Snapshot: tap.DefaultSnapshot}}, set: map[string]bool{}}
+	replayed, err := rp.replay(rdata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(fs []tap.Finding) map[string]int {
+		m := map[string]int{}
+		for _, f := range fs {
+			f.Time = time.Time{}
+			b, _ := json.Marshal(f)
+			m[string(b)]++
+		}
+		return m
+	}
+	lk, rk := key(live.Findings()), key(replayed)
+	for k, n := range lk {
+		if rk[k] != n {
+			t.Errorf("live finding %s: %d times live, %d in replay", k, n, rk[k])
+		}
+	}
+	for k, n := range rk {
+		if lk[k] != n {
+			t.Errorf("replayed finding %s: %d times in replay, %d live", k, n, lk[k])
+		}
+	}
+}

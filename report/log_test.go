@@ -1,0 +1,218 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+func sample(i int) tap.Finding {
+	return tap.Finding{Check: "BASE-2", Requirement: "AHP-VER-001", Rule: "BASE-2/version", Level: tap.Error,
+		Message: "params.protocolVersion is \"v0\"; expected \"draft\".", Pointer: "/params/protocolVersion",
+		Seq: uint64(i + 1), Dir: tap.FromHarness, Conn: "pid:42", RPCID: `"evt-1"`, EventID: "evt-1"}
+}
+
+func TestLogRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v.log")
+	var diag bytes.Buffer
+	l, err := OpenLog(path, &diag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Write(sample(0))
+	l.Write(tap.Finding{Check: "CORR-2", Level: tap.Warn, Message: "end"})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l.Write(sample(1)) // after Close: dropped, no panic
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("log mode = %v, want 0600", st.Mode().Perm())
+	}
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("log has %d lines, want 2:\n%s", len(lines), data)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"level": "error", "check": "BASE-2", "requirement": "AHP-VER-001", "rule": "BASE-2/version",
+		"pointer": "/params/protocolVersion", "seq": float64(1), "direction": "harness", "conn": "pid:42",
+		"rpcId": `"evt-1"`, "eventId": "evt-1", "message": "params.protocolVersion is \"v0\"; expected \"draft\"."}
+	for k, v := range want {
+		if rec[k] != v {
+			t.Errorf("record[%q] = %v, want %v", k, rec[k], v)
+		}
+	}
+	if _, ok := rec["time"].(string); !ok {
+		t.Errorf("record has no time: %s", lines[0])
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &rec); err != nil || rec["level"] != "warn" {
+		t.Errorf("second record = %s, want level warn", lines[1])
+	}
+	if diag.Len() != 0 {
+		t.Errorf("diag = %q, want nothing", diag.String())
+	}
+	// Appending: a second open adds lines.
+	l, _ = OpenLog(path, &diag)
+	l.Write(sample(2))
+	l.Close()
+	data, _ = os.ReadFile(path)
+	if n := bytes.Count(data, []byte("\n")); n != 3 {
+		t.Errorf("after reopening, log has %d lines, want 3", n)
+	}
+}
+
+func TestOpenLogMissingDir(t *testing.T) {
+	_, err := OpenLog(filepath.Join(t.TempDir(), "no", "such", "v.log"), nil)
+	if err == nil {
+		t.Fatal("OpenLog(missing dir) = nil error, want one")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the log goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestLogDevFullReportedOnce(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	var diag syncBuffer
+	l, err := OpenLog("/dev/full", &diag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		l.Write(sample(i))
+	}
+	l.Close()
+	if !l.Failed() {
+		t.Error("Failed() = false, want true")
+	}
+	if n := strings.Count(diag.String(), "\n"); n != 1 {
+		t.Errorf("diag has %d lines, want 1: %q", n, diag.String())
+	}
+}
+
+func TestLogStderr(t *testing.T) {
+	var diag syncBuffer
+	l, err := OpenLog("-", &diag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Write(sample(0))
+	l.Close()
+	if !strings.Contains(diag.String(), `"check":"BASE-2"`) {
+		t.Errorf("stderr log = %q, want a BASE-2 record", diag.String())
+	}
+}
+
+// blockingWriter blocks every Write until release is closed.
+type blockingWriter struct {
+	release chan struct{}
+	n       int
+}
+
+func (b *blockingWriter) Write(p []byte) (int, error) {
+	<-b.release
+	b.n++
+	return len(p), nil
+}
+
+func TestLogNeverBlocks(t *testing.T) {
+	w := &blockingWriter{release: make(chan struct{})}
+	l := NewLog(w, nil, nil)
+	const extra = 100
+	for i := range LogBuffer + extra {
+		l.Write(sample(i)) // must return although the writer is stuck
+	}
+	if d := l.Dropped(); d < extra-1 {
+		t.Errorf("Dropped() = %d, want at least %d", d, extra-1)
+	}
+	close(w.release)
+	l.Close()
+	// Every buffered finding plus the drop record was written.
+	if got, want := uint64(w.n), uint64(LogBuffer+extra)-l.Dropped()+1; got != want {
+		t.Errorf("records written = %d, want %d", got, want)
+	}
+}
+
+func TestNilLog(t *testing.T) {
+	var l *Log
+	l.Write(sample(0))
+	if l.Dropped() != 0 || l.Failed() || l.Close() != nil {
+		t.Error("nil *Log is not a no-op")
+	}
+}
+
+func TestLogConcurrentWriters(t *testing.T) {
+	var out syncBuffer
+	l := NewLog(&out, nil, nil)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				l.Write(sample(g*100 + i))
+			}
+		}()
+	}
+	wg.Wait()
+	l.Close()
+	sc := bufio.NewScanner(strings.NewReader(out.String()))
+	n := 0
+	for sc.Scan() {
+		if !json.Valid(sc.Bytes()) {
+			t.Fatalf("line %d is not JSON: %q", n+1, sc.Text())
+		}
+		n++
+	}
+	if uint64(n)+l.Dropped() != 800 && uint64(n)+l.Dropped() != 801 {
+		t.Errorf("lines %d + dropped %d, want 800", n, l.Dropped())
+	}
+}
+
+func TestOpenLogBestEffort(t *testing.T) {
+	var diag syncBuffer
+	l := OpenLogBestEffort(filepath.Join(t.TempDir(), "no", "dir", "v.log"), &diag)
+	l.Write(sample(0))
+	l.Close()
+	if !l.Failed() || strings.Count(diag.String(), "\n") != 1 {
+		t.Errorf("Failed() = %v, diag %q; want true and one line", l.Failed(), diag.String())
+	}
+	path := filepath.Join(t.TempDir(), "v.log")
+	l = OpenLogBestEffort(path, &diag)
+	l.Write(sample(0))
+	l.Close()
+	if data, _ := os.ReadFile(path); !bytes.Contains(data, []byte("BASE-2")) {
+		t.Errorf("best-effort log on a good path wrote %q", data)
+	}
+}

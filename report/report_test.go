@@ -1,0 +1,83 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+func TestCollector(t *testing.T) {
+	c := Collector{Limit: 2}
+	c.Write(sample(0))
+	c.Write(tap.Finding{Check: "BASE-10", Level: tap.Warn})
+	c.Write(tap.Finding{Check: "BASE-2", Level: tap.Info})
+	if got := len(c.Findings()); got != 2 {
+		t.Errorf("kept %d findings, want 2 (Limit)", got)
+	}
+	lv := c.Levels()
+	if lv != (LevelCounts{Error: 1, Warn: 1, Info: 1}) {
+		t.Errorf("Levels() = %+v", lv)
+	}
+	if lv.AtLeast(tap.Warn) != 2 || lv.AtLeast(tap.Error) != 1 || lv.AtLeast(tap.Info) != 3 {
+		t.Errorf("AtLeast wrong: %+v", lv)
+	}
+	bc := c.ByCheck()
+	if len(bc) != 2 || bc[0].Check != "BASE-2" || bc[1].Check != "BASE-10" {
+		t.Errorf("ByCheck() = %+v, want BASE-2 before BASE-10", bc)
+	}
+	if bc[0].LevelCounts != (LevelCounts{Error: 1, Info: 1}) {
+		t.Errorf("BASE-2 counts = %+v", bc[0].LevelCounts)
+	}
+}
+
+func TestSummaryText(t *testing.T) {
+	m := NewMeter(tap.FromHarness)
+	m.Write([]byte("abc"))
+	m.AddFrames(1)
+	var c Collector
+	c.Write(sample(0))
+	s := c.Summary()
+	s.Streams = []Stream{m.Stream()}
+	s.NotAudited = 3
+	s.NotPossible = []NotPossible{{Check: "CORR-3", Reason: "no --timeout and no registration"}}
+	var b bytes.Buffer
+	s.WriteText(&b)
+	want := "summary: 1 error, 0 warnings, 0 info\n" +
+		"  harness -> backend: 1 frames, 3 bytes, sha256 ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n" +
+		"  BASE-2   1 error, 0 warnings, 0 info\n" +
+		"  frames not audited: 3 (forwarded unchanged)\n" +
+		"  not checked: CORR-3 (no --timeout and no registration)\n"
+	if b.String() != want {
+		t.Errorf("WriteText() =\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+func TestWriteTextAndJSON(t *testing.T) {
+	srcs := []Source{{Name: "a.json", Findings: []tap.Finding{sample(0)}}, {Name: "b.json"}}
+	var b bytes.Buffer
+	if err := WriteText(&b, srcs, SummaryOf(srcs)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "a.json: #1 harness error BASE-2 at /params/protocolVersion: ") ||
+		!strings.Contains(b.String(), "summary: 2 sources checked, 1 error") {
+		t.Errorf("WriteText() = %q", b.String())
+	}
+	b.Reset()
+	if err := WriteJSON(&b, srcs, SummaryOf(srcs)); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Findings []map[string]any
+		Summary  Summary
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Findings) != 1 || doc.Findings[0]["source"] != "a.json" || doc.Findings[0]["check"] != "BASE-2" ||
+		doc.Findings[0]["level"] != "error" || doc.Summary.Levels.Error != 1 || doc.Summary.Sources != 2 {
+		t.Errorf("WriteJSON() = %s", b.String())
+	}
+}

@@ -1,0 +1,57 @@
+package report
+
+import (
+	"bufio"
+	"io"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// A Source is what was checked (a file, a capture, a live link) and the
+// findings it produced, in order.
+type Source struct {
+	// Name is the file name, or "" for a live link.
+	Name     string        `json:"name,omitempty"`
+	Findings []tap.Finding `json:"-"`
+}
+
+// WriteText writes one line per finding, prefixed with its source's name,
+// then the summary (when s is not nil).
+func WriteText(w io.Writer, sources []Source, s *Summary) error {
+	bw := bufio.NewWriter(w)
+	for _, src := range sources {
+		for _, f := range src.Findings {
+			if src.Name != "" {
+				bw.WriteString(src.Name)
+				bw.WriteString(": ")
+			}
+			bw.WriteString(f.String())
+			if f.Rule != "" {
+				bw.WriteString(" [")
+				bw.WriteString(f.Rule)
+				bw.WriteString("]")
+			}
+			bw.WriteString("\n")
+		}
+	}
+	if s != nil {
+		if err := s.WriteText(bw); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// SummaryOf counts the findings of every source into a Summary.
+func SummaryOf(sources []Source) *Summary {
+	var c Collector
+	c.Limit = 1
+	for _, src := range sources {
+		for _, f := range src.Findings {
+			c.Write(f)
+		}
+	}
+	s := c.Summary()
+	s.Sources = len(sources)
+	return s
+}
