@@ -163,21 +163,11 @@ func (x *exchange) sendRequest() {
 	}
 	x.reqSent = true
 	c := x.req
-	partial := !x.reqEOF && !c.truncated
-	if partial {
+	if !x.reqEOF {
 		c.truncated = true
 	}
 	x.mu.Unlock()
-	f := x.frame(tap.FromHarness, x.start, &c, x.reqMeta)
-	if !partial {
-		x.p.submit(f)
-		return
-	}
-	if x.p.auditor.Submit(f) {
-		x.p.auditor.TryDo(func(*tap.Engine) []tap.Finding {
-			return []tap.Finding{tap.TapIncomplete.At(f, tap.Warn, "", "the request body was forwarded while the upstream answered, and only its first %d bytes were audited; it was not checked", len(f.Raw))}
-		})
-	}
+	x.p.submit(x.frame(tap.FromHarness, x.start, &c, x.reqMeta))
 }
 
 // finish hands the exchange to the auditor: the request frame (if its body

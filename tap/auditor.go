@@ -112,22 +112,16 @@ func (a *Auditor) Note(n Note) {
 }
 
 // TryNote is Note for the forwarding path: it queues n in order with the
-// frames submitted before it and returns at once. When the queue is full the
-// note is dropped and counted like a frame, and TryNote reports false.
+// frames submitted before it and returns at once, without waiting for the
+// rules to run. When the queue is full the note is dropped and counted like
+// a frame, and TryNote reports false.
 func (a *Auditor) TryNote(n Note) bool {
-	return a.TryDo(func(e *Engine) []Finding {
+	j := &auditJob{fn: func(e *Engine) []Finding {
 		if a.recorder != nil {
 			a.recorder.RecordNote(n)
 		}
 		return e.Note(n)
-	})
-}
-
-// TryDo is Do for the forwarding path: it queues fn in order with the frames
-// submitted before it and returns at once, without waiting for fn to run.
-// When the queue is full fn is dropped and counted, and TryDo reports false.
-func (a *Auditor) TryDo(fn func(e *Engine) []Finding) bool {
-	j := &auditJob{fn: fn, done: make(chan struct{})}
+	}, done: make(chan struct{})}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
