@@ -378,7 +378,11 @@ func (p *Proxy) failed(req *http.Request, x *exchange, body *requestBody, err er
 	}
 	p.metrics.countRequest(x.httpVerb, status)
 	p.metrics.countFailure(kind)
-	p.log.Warn().Str("conn", x.conn).Str("upstream", x.reqMeta.Upstream).Int("status", status).Msg(cause)
+	if gone {
+		p.log.Debug().Str("conn", x.conn).Msg(cause)
+	} else {
+		p.log.Warn().Str("conn", x.conn).Str("upstream", x.reqMeta.Upstream).Int("status", status).Msg(cause)
+	}
 	msg := "ahp-tap: " + cause + "\n"
 	resp := &http.Response{
 		Status:        fmt.Sprintf("%d %s", status, http.StatusText(status)),

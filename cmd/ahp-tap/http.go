@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -132,6 +133,12 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		rec = cw
 	}
 
+	if os.Getenv("GOGC") == "" {
+		// The audit decodes every body into a tree; collecting less often
+		// leaves more CPU to forwarding for a little more memory
+		// (BENCHMARKS.md, http section). GOGC in the environment wins.
+		debug.SetGCPercent(400)
+	}
 	l.cfg.Transport = tap.HTTP
 	engine := tap.NewEngine(l.cfg, rules.Default(l.opt))
 	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow

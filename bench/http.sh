@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# HTTP benchmark: wrk posts a 1 KiB hooks/intercept body at 16 connections
+#   1. directly to a minimal Go backend (bench/httpbackend),
+#   2. through nginx as a reverse proxy (one worker, upstream keep-alive),
+#   3. through mitmdump --mode reverse:...,
+#   4. through ahp-tap http with every check on (rules.Default, a registration,
+#      a violation log and a capture),
+# all on loopback, one after the other, in one run. Prints a Markdown table.
+#
+# Usage: bench/http.sh [DURATION_SECONDS]   (default 10; each target also gets a 2 s warm-up)
+# Installs wrk, nginx and mitmproxy with apt-get when they are missing.
+set -euo pipefail
+
+DUR=${1:-10}
+CONNS=16
+THREADS=2
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$(mktemp -d /tmp/ahp-tap-bench-http.XXXXXX)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+command -v nginx >/dev/null || need+=(nginx)
+command -v mitmdump >/dev/null || need+=(mitmproxy)
+if ((${#need[@]})); then
+	echo "installing ${need[*]}" >&2
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+BACKEND_PORT=9801 NGINX_PORT=9802 MITM_PORT=9803 TAP_PORT=9804
+
+echo "building ahp-tap and the backend" >&2
+(cd "$ROOT" && go build -o "$WORK/ahp-tap" ./cmd/ahp-tap && go build -o "$WORK/httpbackend" ./bench/httpbackend)
+
+wait_port() { # wait until something listens on 127.0.0.1:$1
+	for _ in $(seq 100); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+		sleep 0.1
+	done
+	echo "nothing listens on port $1" >&2
+	return 1
+}
+
+"$WORK/httpbackend" -listen 127.0.0.1:$BACKEND_PORT &
+PIDS+=($!)
+
+cat >"$WORK/nginx.conf" <<NGINX
+worker_processes 1;
+daemon off;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $WORK/nginx-body;
+  proxy_temp_path $WORK/nginx-proxy;
+  upstream backend { server 127.0.0.1:$BACKEND_PORT; keepalive 64; }
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    location / {
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+NGINX
+nginx -c "$WORK/nginx.conf" -p "$WORK" &
+PIDS+=($!)
+
+mitmdump -q --mode "reverse:http://127.0.0.1:$BACKEND_PORT" --listen-host 127.0.0.1 --listen-port $MITM_PORT \
+	--set connection_strategy=lazy >/dev/null 2>&1 &
+PIDS+=($!)
+
+cat >"$WORK/registration.json" <<REG
+{"protocolVersion":"draft","hooks":[{"id":"com.example.bench","transport":{"type":"http","url":"http://127.0.0.1:$TAP_PORT/agent-hooks"},
+ "subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"fail-closed","content":{"default":"body"}}]}]}
+REG
+"$WORK/ahp-tap" http --listen 127.0.0.1:$TAP_PORT --upstream http://127.0.0.1:$BACKEND_PORT \
+	--registration "$WORK/registration.json" --hook com.example.bench \
+	--log "$WORK/violations.log" --capture "$WORK/session.capture" 2>"$WORK/tap-stderr.log" &
+TAP_PID=$!
+PIDS+=($TAP_PID)
+
+for p in $BACKEND_PORT $NGINX_PORT $MITM_PORT $TAP_PORT; do wait_port $p; done
+
+# The request: a conforming hooks/intercept for tool.before, padded to 1024
+# bytes in tool.input; each request gets its own id (JSON-RPC id = event id).
+cat >"$WORK/post.lua" <<'LUA'
+local counter = 0
+local tid = 0
+local threads = {}
+function setup(thread)
+  tid = tid + 1
+  thread:set("tid", tid)
+end
+local head = '{"jsonrpc":"2.0","id":"'
+local function body(id)
+  local b = head .. id .. '","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"' .. id ..
+    '","source":"https://harness.example/bench","type":"tool.before","time":"2026-12-02T09:00:00Z",' ..
+    '"harness":{"name":"bench-harness","version":"1.0.0"},"session":{"id":"sess-bench"},' ..
+    '"tool":{"name":"read_file","kind":"file_read","input":{"path":"README.md","note":"PAD"},"origin":"native"},' ..
+    '"call":{"id":"call-' .. id .. '"},"path":"example"},"capabilities":{"effects":["deny"]}}}'
+  return b
+end
+local pad = 1024 - #body("t0-000000000000") + 3
+function request()
+  counter = counter + 1
+  local id = string.format("t%d-%012d", tid or 0, counter)
+  local b = body(id):gsub("PAD", string.rep("x", pad))
+  return wrk.format("POST", "/agent-hooks", {["Content-Type"] = "application/json", ["Authorization"] = "Bearer bench-token-0123456789"}, b)
+end
+LUA
+
+run() { # name url -> "rps p50 p99"
+	local name=$1 url=$2
+	wrk -t$THREADS -c$CONNS -d2s -s "$WORK/post.lua" "$url" >/dev/null 2>&1 || true
+	wrk -t$THREADS -c$CONNS -d"${DUR}s" --latency -s "$WORK/post.lua" "$url" >"$WORK/$name.wrk" 2>&1
+	local rps p50 p99 errs
+	rps=$(awk '/^Requests\/sec/ {print $2}' "$WORK/$name.wrk")
+	p50=$(awk '$1=="50%" {print $2}' "$WORK/$name.wrk")
+	p99=$(awk '$1=="99%" {print $2}' "$WORK/$name.wrk")
+	errs=$(awk '/Non-2xx|Socket errors/ {print}' "$WORK/$name.wrk" | tr '\n' ' ')
+	echo "$name $rps $p50 $p99 ${errs:-}"
+}
+
+echo "running ${DUR}s per target at $CONNS connections" >&2
+results=()
+results+=("$(run direct http://127.0.0.1:$BACKEND_PORT)")
+results+=("$(run nginx http://127.0.0.1:$NGINX_PORT)")
+results+=("$(run mitmdump http://127.0.0.1:$MITM_PORT)")
+results+=("$(run ahp-tap http://127.0.0.1:$TAP_PORT)")
+
+kill -TERM $TAP_PID
+wait $TAP_PID || true
+findings=$(wc -l <"$WORK/violations.log" | tr -d ' ')
+frames=$(grep -c '"type":"frame"' "$WORK/session.capture" || true)
+
+echo
+echo "| target | requests/s | p50 | p99 | notes |"
+echo "|---|---:|---:|---:|---|"
+for r in "${results[@]}"; do
+	set -- $r
+	name=$1 rps=$2 p50=$3 p99=$4
+	shift 4
+	echo "| $name | $rps | $p50 | $p99 | $* |"
+done
+nginx_rps=$(printf '%s\n' "${results[@]}" | awk '$1=="nginx" {print $2}')
+mitm_rps=$(printf '%s\n' "${results[@]}" | awk '$1=="mitmdump" {print $2}')
+tap_rps=$(printf '%s\n' "${results[@]}" | awk '$1=="ahp-tap" {print $2}')
+echo
+awk -v t="$tap_rps" -v n="$nginx_rps" -v m="$mitm_rps" 'BEGIN {
+	printf "ahp-tap / nginx requests/s: %.2fx (goal >= 0.7x); ahp-tap / mitmdump: %.1fx (goal >= 20x)\n", t/n, t/m }'
+echo "ahp-tap audited $frames frames; violation log lines: $findings; tap summary:"
+sed 's/^/    /' "$WORK/tap-stderr.log" | tail -n 15
+echo "machine: $(nproc) CPUs, $(uname -sr), $(go version | awk '{print $3}'), wrk -t$THREADS -c$CONNS -d${DUR}s, nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), mitmdump $(mitmdump --version 2>/dev/null | awk '/Mitmproxy/ {print $2}')"
