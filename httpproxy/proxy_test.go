@@ -852,3 +852,19 @@ func TestTarget(t *testing.T) {
 		}
 	}
 }
+
+func TestEventStoreIsBounded(t *testing.T) {
+	s := NewEventStore(3)
+	for i := range 10 {
+		s.Store(tap.EventKey{Source: "s", ID: fmt.Sprint(i)}, tap.EventRecord{Seq: uint64(i)})
+	}
+	if len(s.m) != 3 {
+		t.Errorf("store holds %d events, want 3", len(s.m))
+	}
+	if _, ok := s.Load(tap.EventKey{Source: "s", ID: "9"}); !ok {
+		t.Errorf("the newest event was forgotten")
+	}
+	if _, ok := s.Load(tap.EventKey{Source: "s", ID: "0"}); ok {
+		t.Errorf("the oldest event is still there")
+	}
+}

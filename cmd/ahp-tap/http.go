@@ -22,6 +22,10 @@ import (
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
+// keepAnswered is how many answered exchanges the HTTP tap's conversation
+// keeps for correlation checks.
+const keepAnswered = 10_000
+
 // runHTTP runs the HTTP tap: a reverse proxy in front of --upstream, or a
 // forward proxy (--forward) the harness reaches through HTTP_PROXY and
 // HTTPS_PROXY. It serves until SIGINT/SIGTERM, then stops accepting,
@@ -140,6 +144,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		debug.SetGCPercent(400)
 	}
 	l.cfg.Transport = tap.HTTP
+	// A staging tap runs for days: bound what the conversation remembers.
+	l.cfg.KeepAnswered = keepAnswered
+	l.cfg.Events = httpproxy.NewEventStore(httpproxy.DefaultKeepEvents)
 	engine := tap.NewEngine(l.cfg, rules.Default(l.opt))
 	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow
 	var auditor *tap.Auditor
