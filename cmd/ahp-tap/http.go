@@ -24,7 +24,7 @@ import (
 
 // keepAnswered is how many answered exchanges the HTTP tap's conversation
 // keeps for correlation checks.
-const keepAnswered = 10_000
+const keepAnswered = 1024
 
 // runHTTP runs the HTTP tap: a reverse proxy in front of --upstream, or a
 // forward proxy (--forward) the harness reaches through HTTP_PROXY and
