@@ -7,11 +7,15 @@
 #      a violation log and a capture),
 # all on loopback, one after the other, in one run. Prints a Markdown table.
 #
-# Usage: bench/http.sh [DURATION_SECONDS]   (default 10; each target also gets a 2 s warm-up)
+# Usage: bench/http.sh [DURATION_SECONDS] [ROUNDS]   (defaults 5 and 3)
+# Each round runs every target once (2 s warm-up, then DURATION); the table
+# gives the median over the rounds, so a burst of other load on the machine
+# hits all targets alike instead of one.
 # Installs wrk, nginx and mitmproxy with apt-get when they are missing.
 set -euo pipefail
 
-DUR=${1:-10}
+DUR=${1:-5}
+ROUNDS=${2:-3}
 CONNS=16
 THREADS=2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -119,45 +123,49 @@ function request()
 end
 LUA
 
-run() { # name url -> "rps p50 p99"
-	local name=$1 url=$2
+run() { # name url round -> appends "name rps p50 p99 errors" to $WORK/results
+	local name=$1 url=$2 round=$3
 	wrk -t$THREADS -c$CONNS -d2s -s "$WORK/post.lua" "$url" >/dev/null 2>&1 || true
-	wrk -t$THREADS -c$CONNS -d"${DUR}s" --latency -s "$WORK/post.lua" "$url" >"$WORK/$name.wrk" 2>&1
-	local rps p50 p99 errs
-	rps=$(awk '/^Requests\/sec/ {print $2}' "$WORK/$name.wrk")
-	p50=$(awk '$1=="50%" {print $2}' "$WORK/$name.wrk")
-	p99=$(awk '$1=="99%" {print $2}' "$WORK/$name.wrk")
-	errs=$(awk '/Non-2xx|Socket errors/ {print}' "$WORK/$name.wrk" | tr '\n' ' ')
-	echo "$name $rps $p50 $p99 ${errs:-}"
+	wrk -t$THREADS -c$CONNS -d"${DUR}s" --latency -s "$WORK/post.lua" "$url" >"$WORK/$name.$round.wrk" 2>&1
+	awk -v name="$name" '
+		/^Requests\/sec/ {rps=$2}
+		$1=="50%" {p50=$2}
+		$1=="99%" {p99=$2}
+		/Non-2xx|Socket errors/ {err=err $0 " "}
+		END {print name, rps, ms(p50), ms(p99), err}
+		function ms(v) { if (v ~ /us$/) return v/1000; if (v ~ /ms$/) return v+0; if (v ~ /s$/) return v*1000; return v }
+	' "$WORK/$name.$round.wrk" >>"$WORK/results"
 }
 
-echo "running ${DUR}s per target at $CONNS connections" >&2
-results=()
-results+=("$(run direct http://127.0.0.1:$BACKEND_PORT)")
-results+=("$(run nginx http://127.0.0.1:$NGINX_PORT)")
-results+=("$(run mitmdump http://127.0.0.1:$MITM_PORT)")
-results+=("$(run ahp-tap http://127.0.0.1:$TAP_PORT)")
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS rounds of ${DUR}s per target at $CONNS connections" >&2
+for round in $(seq "$ROUNDS"); do
+	run direct http://127.0.0.1:$BACKEND_PORT "$round"
+	run nginx http://127.0.0.1:$NGINX_PORT "$round"
+	run mitmdump http://127.0.0.1:$MITM_PORT "$round"
+	run ahp-tap http://127.0.0.1:$TAP_PORT "$round"
+done
 
 kill -TERM $TAP_PID
 wait $TAP_PID || true
 findings=$(wc -l <"$WORK/violations.log" | tr -d ' ')
 frames=$(grep -c '"type":"frame"' "$WORK/session.capture" || true)
 
+median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+col() { awk -v n="$1" -v c="$2" '$1==n {print $c}' "$WORK/results" | median; }
 echo
-echo "| target | requests/s | p50 | p99 | notes |"
+echo "| target | requests/s | p50 (ms) | p99 (ms) | requests/s per round |"
 echo "|---|---:|---:|---:|---|"
-for r in "${results[@]}"; do
-	set -- $r
-	name=$1 rps=$2 p50=$3 p99=$4
-	shift 4
-	echo "| $name | $rps | $p50 | $p99 | $* |"
+for name in direct nginx mitmdump ahp-tap; do
+	per=$(awk -v n="$name" '$1==n {printf "%s%.0f", sep, $2; sep=", "}' "$WORK/results")
+	errs=$(awk -v n="$name" '$1==n && NF>4' "$WORK/results" | wc -l)
+	note=""
+	((errs > 0)) && note=" (errors in $errs rounds)"
+	printf '| %s | %.0f | %.2f | %.2f | %s%s |\n' "$name" "$(col "$name" 2)" "$(col "$name" 3)" "$(col "$name" 4)" "$per" "$note"
 done
-nginx_rps=$(printf '%s\n' "${results[@]}" | awk '$1=="nginx" {print $2}')
-mitm_rps=$(printf '%s\n' "${results[@]}" | awk '$1=="mitmdump" {print $2}')
-tap_rps=$(printf '%s\n' "${results[@]}" | awk '$1=="ahp-tap" {print $2}')
 echo
-awk -v t="$tap_rps" -v n="$nginx_rps" -v m="$mitm_rps" 'BEGIN {
-	printf "ahp-tap / nginx requests/s: %.2fx (goal >= 0.7x); ahp-tap / mitmdump: %.1fx (goal >= 20x)\n", t/n, t/m }'
+awk -v t="$(col ahp-tap 2)" -v n="$(col nginx 2)" -v m="$(col mitmdump 2)" -v tp="$(col ahp-tap 4)" -v np="$(col nginx 4)" 'BEGIN {
+	printf "ahp-tap/nginx requests/s %.2fx (goal >= 0.7x); ahp-tap/mitmdump %.1fx (goal >= 20x); ahp-tap p99 / nginx p99 %.2fx (goal <= 2x)\n", t/n, t/m, tp/np }'
 echo "ahp-tap audited $frames frames; violation log lines: $findings; tap summary:"
 sed 's/^/    /' "$WORK/tap-stderr.log" | tail -n 15
-echo "machine: $(nproc) CPUs, $(uname -sr), $(go version | awk '{print $3}'), wrk -t$THREADS -c$CONNS -d${DUR}s, nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), mitmdump $(mitmdump --version 2>/dev/null | awk '/Mitmproxy/ {print $2}')"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(nproc) CPUs, $(uname -sr), $(go version | awk '{print $3}'), wrk -t$THREADS -c$CONNS -d${DUR}s x $ROUNDS rounds, nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), mitmdump $(mitmdump --version 2>/dev/null | awk '/Mitmproxy/ {print $2}')"

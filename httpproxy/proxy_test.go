@@ -868,3 +868,20 @@ func TestEventStoreIsBounded(t *testing.T) {
 		t.Errorf("the oldest event is still there")
 	}
 }
+
+func TestForwardUpstreamDown(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	tt := startTap(t, Config{Forward: true})
+	c := client()
+	c.Transport.(*http.Transport).Proxy = http.ProxyURL(mustURL(t, tt.url))
+	resp, body := post(t, c, "http://"+addr+"/agent-hooks", []byte(interceptBody), jsonHeader())
+	if resp.StatusCode != 502 || !strings.Contains(string(body), "refused") {
+		t.Errorf("got %d %q, want 502 naming the refusal", resp.StatusCode, body)
+	}
+	tt.stop()
+	if fs := tt.found.withCheck("HTTP-2"); len(fs) != 1 {
+		t.Errorf("want one HTTP-2 operational failure:%s", tt.found.dump())
+	}
+}
