@@ -45,6 +45,7 @@ type exchange struct {
 	reqEOF    bool // the request body was read to its end
 	reqSent   bool // the request frame went to the auditor; req is no longer ours
 	resp      auditCopy
+	respEOF   bool // the response body was read to its end
 	respMeta  *tap.HTTPMeta
 	respTime  time.Time
 	finished  bool // finish ran
@@ -117,6 +118,11 @@ func (b *responseBody) Read(p []byte) (int, error) {
 	if n > 0 {
 		b.x.copyBytes(true, p[:n])
 	}
+	if err == io.EOF {
+		b.x.mu.Lock()
+		b.x.respEOF = true
+		b.x.mu.Unlock()
+	}
 	return n, err
 }
 
@@ -185,6 +191,11 @@ func (x *exchange) finish() {
 
 	x.mu.Lock()
 	c, m, t, tapFailed := x.resp, x.respMeta, x.respTime, x.tapFailed
+	if !x.respEOF {
+		// The copy stopped early (the harness went away, or the upstream
+		// broke off): what was read is only a prefix, not a message.
+		c.truncated = true
+	}
 	x.mu.Unlock()
 	if m == nil || tapFailed {
 		return // upstream failure: reported by failed

@@ -885,3 +885,33 @@ func TestForwardUpstreamDown(t *testing.T) {
 		t.Errorf("want one HTTP-2 operational failure:%s", tt.found.dump())
 	}
 }
+
+func TestUpstreamBreaksOffMidBody(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(200)
+		io.WriteString(w, `{"jsonrpc":"2.0",`)
+		w.(http.Flusher).Flush()
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+	}))
+	defer up.Close()
+	tt := startTap(t, Config{Upstream: mustURL(t, up.URL)})
+	req, _ := http.NewRequest("POST", tt.url, strings.NewReader(interceptBody))
+	req.Header = jsonHeader()
+	if resp, err := client().Do(req); err == nil {
+		if _, err := io.ReadAll(resp.Body); err == nil {
+			t.Errorf("the harness read a complete body; it must see the upstream's break")
+		}
+		resp.Body.Close()
+	}
+	tt.stop()
+	if fs := tt.found.withCheck("BASE-1"); len(fs) != 0 {
+		t.Errorf("a broken-off body was checked as a message:%s", tt.found.dump())
+	}
+	if fs := tt.found.withCheck("TAP-1"); len(fs) != 1 {
+		t.Errorf("want one TAP-1 for the partial audit copy:%s", tt.found.dump())
+	}
+}
