@@ -3,7 +3,9 @@
 #   1. directly to a minimal Go backend (bench/httpbackend),
 #   2. through nginx as a reverse proxy (one worker, upstream keep-alive),
 #   3. through mitmdump --mode reverse:...,
-#   4. through ahp-tap http with every check on (rules.Default, a registration,
+#   4. through Go's httputil.ReverseProxy with no audit (bench/httprp): what
+#      net/http itself costs, for reference,
+#   5. through ahp-tap http with every check on (rules.Default, a registration,
 #      a violation log and a capture),
 # all on loopback, one after the other, in one run. Prints a Markdown table.
 #
@@ -37,10 +39,10 @@ if ((${#need[@]})); then
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-BACKEND_PORT=9801 NGINX_PORT=9802 MITM_PORT=9803 TAP_PORT=9804
+BACKEND_PORT=9801 NGINX_PORT=9802 MITM_PORT=9803 TAP_PORT=9804 RP_PORT=9805
 
 echo "building ahp-tap and the backend" >&2
-(cd "$ROOT" && go build -o "$WORK/ahp-tap" ./cmd/ahp-tap && go build -o "$WORK/httpbackend" ./bench/httpbackend)
+(cd "$ROOT" && go build -o "$WORK/ahp-tap" ./cmd/ahp-tap && go build -o "$WORK/httpbackend" ./bench/httpbackend && go build -o "$WORK/httprp" ./bench/httprp)
 
 wait_port() { # wait until something listens on 127.0.0.1:$1
 	for _ in $(seq 100); do
@@ -83,6 +85,9 @@ mitmdump -q --mode "reverse:http://127.0.0.1:$BACKEND_PORT" --listen-host 127.0.
 	--set connection_strategy=lazy >/dev/null 2>&1 &
 PIDS+=($!)
 
+"$WORK/httprp" -listen 127.0.0.1:$RP_PORT -upstream http://127.0.0.1:$BACKEND_PORT &
+PIDS+=($!)
+
 cat >"$WORK/registration.json" <<REG
 {"protocolVersion":"draft","hooks":[{"id":"com.example.bench","transport":{"type":"http","url":"http://127.0.0.1:$TAP_PORT/agent-hooks"},
  "subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"fail-closed","content":{"default":"body"}}]}]}
@@ -93,40 +98,45 @@ REG
 TAP_PID=$!
 PIDS+=($TAP_PID)
 
-for p in $BACKEND_PORT $NGINX_PORT $MITM_PORT $TAP_PORT; do wait_port $p; done
+for p in $BACKEND_PORT $NGINX_PORT $MITM_PORT $TAP_PORT $RP_PORT; do wait_port $p; done
 
 # The request: a conforming hooks/intercept for tool.before, padded to 1024
 # bytes in tool.input; each request gets its own id (JSON-RPC id = event id).
 cat >"$WORK/post.lua" <<'LUA'
-local counter = 0
-local tid = 0
-local threads = {}
+-- Every request carries its own id (JSON-RPC id = event id), unique across
+-- threads and across wrk runs (the run nonce comes as the script argument),
+-- so the tap sees distinct events, not retries.
+local nthreads = 0
 function setup(thread)
-  tid = tid + 1
-  thread:set("tid", tid)
+  nthreads = nthreads + 1
+  thread:set("tid", nthreads)
 end
-local head = '{"jsonrpc":"2.0","id":"'
+function init(args)
+  nonce = args[1] or "000000"
+  counter = 0
+end
 local function body(id)
-  local b = head .. id .. '","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"' .. id ..
+  return '{"jsonrpc":"2.0","id":"' .. id .. '","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"' .. id ..
     '","source":"https://harness.example/bench","type":"tool.before","time":"2026-12-02T09:00:00Z",' ..
     '"harness":{"name":"bench-harness","version":"1.0.0"},"session":{"id":"sess-bench"},' ..
     '"tool":{"name":"read_file","kind":"file_read","input":{"path":"README.md","note":"PAD"},"origin":"native"},' ..
     '"call":{"id":"call-' .. id .. '"},"path":"example"},"capabilities":{"effects":["deny"]}}}'
-  return b
 end
-local pad = 1024 - #body("t0-000000000000") + 3
+local pad = 1024 - #body("000000-t0-000000000") + 3
 function request()
   counter = counter + 1
-  local id = string.format("t%d-%012d", tid or 0, counter)
+  local id = string.format("%s-t%d-%09d", nonce, tid % 10, counter)
   local b = body(id):gsub("PAD", string.rep("x", pad))
   return wrk.format("POST", "/agent-hooks", {["Content-Type"] = "application/json", ["Authorization"] = "Bearer bench-token-0123456789"}, b)
 end
 LUA
 
+nonce() { date +%N | cut -c1-6; } # differs between wrk runs, so ids never repeat
+
 run() { # name url round -> appends "name rps p50 p99 errors" to $WORK/results
 	local name=$1 url=$2 round=$3
-	wrk -t$THREADS -c$CONNS -d2s -s "$WORK/post.lua" "$url" >/dev/null 2>&1 || true
-	wrk -t$THREADS -c$CONNS -d"${DUR}s" --latency -s "$WORK/post.lua" "$url" >"$WORK/$name.$round.wrk" 2>&1
+	wrk -t$THREADS -c$CONNS -d2s -s "$WORK/post.lua" "$url" -- "$(nonce)" >/dev/null 2>&1 || true
+	wrk -t$THREADS -c$CONNS -d"${DUR}s" --latency -s "$WORK/post.lua" "$url" -- "$(nonce)" >"$WORK/$name.$round.wrk" 2>&1
 	awk -v name="$name" '
 		/^Requests\/sec/ {rps=$2}
 		$1=="50%" {p50=$2}
@@ -142,6 +152,7 @@ for round in $(seq "$ROUNDS"); do
 	run direct http://127.0.0.1:$BACKEND_PORT "$round"
 	run nginx http://127.0.0.1:$NGINX_PORT "$round"
 	run mitmdump http://127.0.0.1:$MITM_PORT "$round"
+	run go-httputil http://127.0.0.1:$RP_PORT "$round"
 	run ahp-tap http://127.0.0.1:$TAP_PORT "$round"
 done
 
@@ -155,7 +166,7 @@ col() { awk -v n="$1" -v c="$2" '$1==n {print $c}' "$WORK/results" | median; }
 echo
 echo "| target | requests/s | p50 (ms) | p99 (ms) | requests/s per round |"
 echo "|---|---:|---:|---:|---|"
-for name in direct nginx mitmdump ahp-tap; do
+for name in direct nginx mitmdump go-httputil ahp-tap; do
 	per=$(awk -v n="$name" '$1==n {printf "%s%.0f", sep, $2; sep=", "}' "$WORK/results")
 	errs=$(awk -v n="$name" '$1==n && NF>4' "$WORK/results" | wc -l)
 	note=""
@@ -163,9 +174,13 @@ for name in direct nginx mitmdump ahp-tap; do
 	printf '| %s | %.0f | %.2f | %.2f | %s%s |\n' "$name" "$(col "$name" 2)" "$(col "$name" 3)" "$(col "$name" 4)" "$per" "$note"
 done
 echo
-awk -v t="$(col ahp-tap 2)" -v n="$(col nginx 2)" -v m="$(col mitmdump 2)" -v tp="$(col ahp-tap 4)" -v np="$(col nginx 4)" 'BEGIN {
-	printf "ahp-tap/nginx requests/s %.2fx (goal >= 0.7x); ahp-tap/mitmdump %.1fx (goal >= 20x); ahp-tap p99 / nginx p99 %.2fx (goal <= 2x)\n", t/n, t/m, tp/np }'
+awk -v t="$(col ahp-tap 2)" -v n="$(col nginx 2)" -v m="$(col mitmdump 2)" -v g="$(col go-httputil 2)" -v tp="$(col ahp-tap 4)" -v np="$(col nginx 4)" 'BEGIN {
+	printf "ahp-tap/nginx requests/s %.2fx (goal >= 0.7x); ahp-tap/mitmdump %.1fx (goal >= 20x); ahp-tap p99 / nginx p99 %.2fx (goal <= 2x); ahp-tap/go-httputil %.2fx\n", t/n, t/m, tp/np, t/g }'
 echo "ahp-tap audited $frames frames; violation log lines: $findings; tap summary:"
 sed 's/^/    /' "$WORK/tap-stderr.log" | tail -n 15
+if [ "$findings" != 0 ]; then
+	echo "first findings:"
+	head -n 3 "$WORK/violations.log" | cut -c1-400
+fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "machine: $(nproc) CPUs, $(uname -sr), $(go version | awk '{print $3}'), wrk -t$THREADS -c$CONNS -d${DUR}s x $ROUNDS rounds, nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), mitmdump $(mitmdump --version 2>/dev/null | awk '/Mitmproxy/ {print $2}')"
