@@ -9,6 +9,10 @@ import (
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
+// preallocBody bounds the audit buffer reserved from a Content-Length
+// before any byte has arrived.
+const preallocBody = 64 << 10
+
 // auditCopy is the capped copy of one body that goes to the auditor. The
 // forwarded body is never capped; only this copy is.
 type auditCopy struct {
@@ -58,11 +62,13 @@ func (p *Proxy) newExchange(r *http.Request, conn, upstream string) *exchange {
 	x.req.limit, x.resp.limit = p.maxAudit, p.maxAudit
 	x.reqEOF = r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0
 	if r.ContentLength > 0 {
-		x.req.buf = make([]byte, 0, min(r.ContentLength, int64(p.maxAudit)))
+		// A size hint only: a Content-Length is the harness's claim, so
+		// at most preallocBody is reserved before the bytes arrive.
+		x.req.buf = make([]byte, 0, min(r.ContentLength, int64(p.maxAudit), preallocBody))
 	}
 	x.reqMeta = &tap.HTTPMeta{
 		Method:             r.Method,
-		URL:                p.creds.redactString(r.URL.String()),
+		URL:                p.creds.redactString(r.URL.Redacted()),
 		Header:             p.creds.metaHeader(r.Header),
 		Upstream:           p.creds.redactString(upstream),
 		AuthorizationCount: len(r.Header.Values("Authorization")),
@@ -153,6 +159,9 @@ func (x *exchange) responseHeaders(resp *http.Response) {
 	}
 	x.mu.Lock()
 	x.respMeta, x.respTime = m, now
+	if resp.ContentLength > 0 && x.resp.buf == nil {
+		x.resp.buf = make([]byte, 0, min(resp.ContentLength, int64(x.p.maxAudit), preallocBody))
+	}
 	x.mu.Unlock()
 	x.p.metrics.observeLatency(now.Sub(x.start))
 }

@@ -273,7 +273,7 @@ func joinPath(base, p string) string {
 // reverse is reverse mode: forward r to the upstream, stream the answer back.
 func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 	u := p.target(r.URL)
-	x := p.newExchange(r, connID(r.Context()), u.String())
+	x := p.newExchange(r, connID(r.Context()), u.Redacted())
 	out := &http.Request{
 		Method:     r.Method,
 		URL:        u,
@@ -315,7 +315,7 @@ func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 // forwardRoundTrip is forward mode (plain HTTP, or HTTPS with MITM):
 // goproxy calls it to send req upstream.
 func (p *Proxy) forwardRoundTrip(req *http.Request, conn string) *http.Response {
-	x := p.newExchange(req, conn, req.URL.String())
+	x := p.newExchange(req, conn, req.URL.Redacted())
 	var body *requestBody
 	if req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0 {
 		body = &requestBody{rc: req.Body, x: x}
