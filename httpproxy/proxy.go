@@ -302,13 +302,46 @@ func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	bp := p.bufs.Get().(*[]byte)
-	_, err := io.CopyBuffer(w, resp.Body, *bp)
+	n, readErr, writeErr := copyBody(w, resp.Body, *bp)
 	p.bufs.Put(bp)
-	if err != nil {
-		p.log.Debug().Str("conn", x.conn).Msg(p.creds.redactString("copying the response to the harness: " + err.Error()))
+	switch {
+	case readErr != nil:
+		p.log.Warn().Str("conn", x.conn).Str("upstream", x.reqMeta.Upstream).Int64("bytes", n).
+			Msg(p.creds.redactString("the upstream broke off the response body: " + readErr.Error()))
+		// Abort the harness's response rather than end it cleanly: a
+		// short body must look broken, never complete. The deferred Close
+		// still finishes the exchange (as a truncated audit copy).
+		panic(http.ErrAbortHandler)
+	case writeErr != nil:
+		p.log.Debug().Str("conn", x.conn).Msg(p.creds.redactString("the harness stopped reading the response: " + writeErr.Error()))
+		return
 	}
 	for k, vs := range resp.Trailer {
 		h[http.TrailerPrefix+k] = vs
+	}
+}
+
+// copyBody copies src to dst like io.CopyBuffer, and says which side
+// failed: a read error is the upstream's, a write error the harness's.
+func copyBody(dst io.Writer, src io.Reader, buf []byte) (n int64, readErr, writeErr error) {
+	for {
+		nr, rerr := src.Read(buf)
+		if nr > 0 {
+			nw, werr := dst.Write(buf[:nr])
+			n += int64(nw)
+			if werr == nil && nw != nr {
+				werr = io.ErrShortWrite
+			}
+			if werr != nil {
+				return n, nil, werr
+			}
+		}
+		if rerr == io.EOF {
+			return n, nil, nil
+		}
+		if rerr != nil {
+			return n, rerr, nil
+		}
 	}
 }
 

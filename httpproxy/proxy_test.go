@@ -627,7 +627,7 @@ func TestLargeBodyStreamsWithBoundedMemory(t *testing.T) {
 	close(stop)
 	<-sampled
 	if err != nil || n != size || hex.EncodeToString(h.Sum(nil)) != wantSum {
-		t.Errorf("response: %d bytes (err %v), want %d intact", n, err, size)
+		t.Errorf("response: %d bytes (err %v), want %d intact; tap log:\n%s", n, err, size, tt.diag.String())
 	}
 	if got := resp.Header.Get("X-Got"); got != fmt.Sprintf("%d %s", size, wantSum) {
 		t.Errorf("upstream got %q, want %d bytes intact", got, size)
@@ -887,31 +887,37 @@ func TestForwardUpstreamDown(t *testing.T) {
 }
 
 func TestUpstreamBreaksOffMidBody(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", "1000")
-		w.WriteHeader(200)
-		io.WriteString(w, `{"jsonrpc":"2.0",`)
-		w.(http.Flusher).Flush()
-		conn, _, _ := w.(http.Hijacker).Hijack()
-		conn.Close()
-	}))
-	defer up.Close()
-	tt := startTap(t, Config{Upstream: mustURL(t, up.URL)})
-	req, _ := http.NewRequest("POST", tt.url, strings.NewReader(interceptBody))
-	req.Header = jsonHeader()
-	if resp, err := client().Do(req); err == nil {
-		if _, err := io.ReadAll(resp.Body); err == nil {
-			t.Errorf("the harness read a complete body; it must see the upstream's break")
-		}
-		resp.Body.Close()
-	}
-	tt.stop()
-	if fs := tt.found.withCheck("BASE-1"); len(fs) != 0 {
-		t.Errorf("a broken-off body was checked as a message:%s", tt.found.dump())
-	}
-	if fs := tt.found.withCheck("TAP-1"); len(fs) != 1 {
-		t.Errorf("want one TAP-1 for the partial audit copy:%s", tt.found.dump())
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				if !chunked {
+					w.Header().Set("Content-Length", "1000")
+				}
+				w.WriteHeader(200)
+				io.WriteString(w, `{"jsonrpc":"2.0",`)
+				w.(http.Flusher).Flush()
+				conn, _, _ := w.(http.Hijacker).Hijack()
+				conn.Close()
+			}))
+			defer up.Close()
+			tt := startTap(t, Config{Upstream: mustURL(t, up.URL)})
+			req, _ := http.NewRequest("POST", tt.url, strings.NewReader(interceptBody))
+			req.Header = jsonHeader()
+			if resp, err := client().Do(req); err == nil {
+				if b, err := io.ReadAll(resp.Body); err == nil {
+					t.Errorf("the harness read a complete body %q; a broken-off body must look broken", b)
+				}
+				resp.Body.Close()
+			}
+			tt.stop()
+			if fs := tt.found.withCheck("BASE-1"); len(fs) != 0 {
+				t.Errorf("a broken-off body was checked as a message:%s", tt.found.dump())
+			}
+			if fs := tt.found.withCheck("TAP-1"); len(fs) != 1 {
+				t.Errorf("want one TAP-1 for the partial audit copy:%s", tt.found.dump())
+			}
+		})
 	}
 }
