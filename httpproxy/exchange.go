@@ -111,12 +111,17 @@ func (b *requestBody) drain(limit int64) {
 }
 
 // responseBody is the upstream's response body on its way to the harness;
-// its bytes are also copied into the exchange's audit copy. Close finishes
-// the exchange (goproxy closes the body when it has copied it).
+// its bytes are also copied into the exchange's audit copy. EOF or Close,
+// whichever comes first, finishes the exchange.
 type responseBody struct {
 	rc   io.ReadCloser
 	x    *exchange
 	once sync.Once // runs finish once
+	// abort makes a read error abort the harness's response (panic with
+	// http.ErrAbortHandler) for callers that would otherwise end a
+	// broken-off body cleanly: goproxy's plain-HTTP forwarding, which
+	// runs on the net/http server's goroutine.
+	abort bool
 }
 
 func (b *responseBody) Read(p []byte) (int, error) {
@@ -124,10 +129,19 @@ func (b *responseBody) Read(p []byte) (int, error) {
 	if n > 0 {
 		b.x.copyBytes(true, p[:n])
 	}
-	if err == io.EOF {
+	switch {
+	case err == io.EOF:
 		b.x.mu.Lock()
 		b.x.respEOF = true
 		b.x.mu.Unlock()
+		// Finish now, before the caller writes the last bytes to the
+		// harness: once the harness has its answer, the audit has the
+		// exchange (goproxy's MITM loop closes the body only later).
+		b.once.Do(b.x.finish)
+	case err != nil && b.abort:
+		b.x.p.log.Warn().Str("conn", b.x.conn).Str("upstream", b.x.reqMeta.Upstream).
+			Msg(b.x.p.creds.redactString("the upstream broke off the response body: " + err.Error()))
+		panic(http.ErrAbortHandler)
 	}
 	return n, err
 }

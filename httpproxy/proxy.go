@@ -163,12 +163,19 @@ func New(cfg Config) (*Proxy, error) {
 			return goproxy.OkConnect, host
 		})
 		gp.OnRequest().DoFunc(func(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
-			conn, _ := ctx.UserData.(string)
-			if conn == "" {
+			conn, mitmd := ctx.UserData.(string) // set by the CONNECT handler for intercepted requests
+			if !mitmd {
 				conn = connID(req.Context())
 			}
 			ctx.RoundTripper = goproxy.RoundTripperFunc(func(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
-				return p.forwardRoundTrip(req, conn), nil
+				resp := p.forwardRoundTrip(req, conn)
+				if rb, ok := resp.Body.(*responseBody); ok {
+					// Plain HTTP runs on the server's goroutine, where a
+					// panic aborts the response; goproxy's MITM loop has
+					// no such recovery, so there it only closes the tunnel.
+					rb.abort = !mitmd
+				}
+				return resp, nil
 			})
 			return req, nil
 		})

@@ -887,8 +887,9 @@ func TestForwardUpstreamDown(t *testing.T) {
 }
 
 func TestUpstreamBreaksOffMidBody(t *testing.T) {
-	for _, chunked := range []bool{false, true} {
-		t.Run(fmt.Sprintf("chunked=%v", chunked), func(t *testing.T) {
+	for _, tc := range []struct{ chunked, forward bool }{{false, false}, {true, false}, {true, true}} {
+		chunked := tc.chunked
+		t.Run(fmt.Sprintf("chunked=%v,forward=%v", tc.chunked, tc.forward), func(t *testing.T) {
 			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				io.Copy(io.Discard, r.Body)
 				w.Header().Set("Content-Type", "application/json")
@@ -902,10 +903,21 @@ func TestUpstreamBreaksOffMidBody(t *testing.T) {
 				conn.Close()
 			}))
 			defer up.Close()
-			tt := startTap(t, Config{Upstream: mustURL(t, up.URL)})
-			req, _ := http.NewRequest("POST", tt.url, strings.NewReader(interceptBody))
+			cfg, target := Config{Upstream: mustURL(t, up.URL)}, ""
+			if tc.forward {
+				cfg, target = Config{Forward: true}, up.URL
+			}
+			tt := startTap(t, cfg)
+			if !tc.forward {
+				target = tt.url
+			}
+			req, _ := http.NewRequest("POST", target, strings.NewReader(interceptBody))
 			req.Header = jsonHeader()
-			if resp, err := client().Do(req); err == nil {
+			c := client()
+			if tc.forward {
+				c.Transport.(*http.Transport).Proxy = http.ProxyURL(mustURL(t, tt.url))
+			}
+			if resp, err := c.Do(req); err == nil {
 				if b, err := io.ReadAll(resp.Body); err == nil {
 					t.Errorf("the harness read a complete body %q; a broken-off body must look broken", b)
 				}
