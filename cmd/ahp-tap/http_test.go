@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -81,6 +83,14 @@ func TestHTTPCommandEndToEnd(t *testing.T) {
 	const token = "e2e-secret-token-0123456789"
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
+		switch r.URL.Path {
+		case "/observe":
+			w.WriteHeader(202)
+			return
+		case "/fail":
+			http.Error(w, "backend down", 500)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"draft","effects":[{"type":"deny","reason":"bad `+token+`"}]}}`)
 	}))
@@ -104,6 +114,18 @@ func TestHTTPCommandEndToEnd(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), token) {
 		t.Fatalf("harness got %d %q; want the backend's answer unchanged", resp.StatusCode, body)
 	}
+	for _, p := range []string{"/observe", "/fail"} {
+		body := `{"jsonrpc":"2.0","method":"hooks/observe","params":{"protocolVersion":"draft","event":{"id":"o1"}}}`
+		if p == "/fail" {
+			body = `{"jsonrpc":"2.0","id":"e2","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"e2"}}}`
+		}
+		resp, err := http.Post("http://"+addr+p, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 	mresp, err := http.Get("http://" + metricsAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -122,8 +144,10 @@ func TestHTTPCommandEndToEnd(t *testing.T) {
 	}
 	logData, _ := os.ReadFile(logPath)
 	capData, _ := os.ReadFile(capPath)
-	if !strings.Contains(string(logData), `"check":"AUTH-1"`) {
-		t.Errorf("log lacks the AUTH-1 finding:\n%s", logData)
+	for _, c := range []string{`"check":"AUTH-1"`, `"check":"HTTP-2"`} {
+		if !strings.Contains(string(logData), c) {
+			t.Errorf("log lacks a %s finding:\n%s", c, logData)
+		}
 	}
 	for name, data := range map[string]string{"log": string(logData), "capture": string(capData),
 		"stderr": lt.stderrText(), "metrics": string(metrics)} {
@@ -136,10 +160,29 @@ func TestHTTPCommandEndToEnd(t *testing.T) {
 			t.Errorf("%s: mode %v (err %v), want 0600", p, st.Mode().Perm(), err)
 		}
 	}
-	// The capture replays to the same HTTP findings.
-	r := runTap(t, "", "replay", "--fail-on", "never", capPath)
-	if r.code != 0 || !strings.Contains(r.stdout, "AUTH-1") {
-		t.Errorf("replay: exit %d, stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	// The capture replays to the same findings as the live run.
+	r := runTap(t, "", "replay", "--fail-on", "never", "--format", "json", capPath)
+	var rep struct {
+		Findings []struct{ Check, Pointer, Message string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 {
+		t.Fatalf("replay: exit %d, %v; stdout:\n%s\nstderr:\n%s", r.code, err, r.stdout, r.stderr)
+	}
+	var replayed, live []string
+	for _, f := range rep.Findings {
+		replayed = append(replayed, f.Check+" "+f.Pointer+" "+f.Message)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(logData)), "\n") {
+		var f struct{ Check, Pointer, Message string }
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		live = append(live, f.Check+" "+f.Pointer+" "+f.Message)
+	}
+	sort.Strings(replayed)
+	sort.Strings(live)
+	if strings.Join(replayed, "\n") != strings.Join(live, "\n") {
+		t.Errorf("replay findings:\n%s\nwant the live run's:\n%s", strings.Join(replayed, "\n"), strings.Join(live, "\n"))
 	}
 }
 
