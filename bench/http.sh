@@ -6,7 +6,8 @@
 #   4. through Go's httputil.ReverseProxy with no audit (bench/httprp): what
 #      net/http itself costs, for reference,
 #   5. through ahp-tap http with every check on (rules.Default, a registration,
-#      a violation log and a capture),
+#      a violation log),
+#   6. the same with a capture file as well (--capture),
 # all on loopback, one after the other, in one run. Prints a Markdown table.
 #
 # Usage: bench/http.sh [DURATION_SECONDS] [ROUNDS]   (defaults 5 and 3)
@@ -39,7 +40,7 @@ if ((${#need[@]})); then
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-BACKEND_PORT=9801 NGINX_PORT=9802 MITM_PORT=9803 TAP_PORT=9804 RP_PORT=9805
+BACKEND_PORT=9801 NGINX_PORT=9802 MITM_PORT=9803 TAP_PORT=9804 RP_PORT=9805 TAPCAP_PORT=9806
 
 echo "building ahp-tap and the backend" >&2
 (cd "$ROOT" && go build -o "$WORK/ahp-tap" ./cmd/ahp-tap && go build -o "$WORK/httpbackend" ./bench/httpbackend && go build -o "$WORK/httprp" ./bench/httprp)
@@ -94,11 +95,16 @@ cat >"$WORK/registration.json" <<REG
 REG
 "$WORK/ahp-tap" http --listen 127.0.0.1:$TAP_PORT --upstream http://127.0.0.1:$BACKEND_PORT \
 	--registration "$WORK/registration.json" --hook com.example.bench \
-	--log "$WORK/violations.log" --capture "$WORK/session.capture" 2>"$WORK/tap-stderr.log" &
+	--log "$WORK/violations.log" 2>"$WORK/tap-stderr.log" &
 TAP_PID=$!
 PIDS+=($TAP_PID)
+"$WORK/ahp-tap" http --listen 127.0.0.1:$TAPCAP_PORT --upstream http://127.0.0.1:$BACKEND_PORT \
+	--registration "$WORK/registration.json" --hook com.example.bench \
+	--log "$WORK/violations-cap.log" --capture "$WORK/session.capture" 2>"$WORK/tapcap-stderr.log" &
+TAPCAP_PID=$!
+PIDS+=($TAPCAP_PID)
 
-for p in $BACKEND_PORT $NGINX_PORT $MITM_PORT $TAP_PORT $RP_PORT; do wait_port $p; done
+for p in $BACKEND_PORT $NGINX_PORT $MITM_PORT $TAP_PORT $RP_PORT $TAPCAP_PORT; do wait_port $p; done
 
 # The request: a conforming hooks/intercept for tool.before, padded to 1024
 # bytes in tool.input; each request gets its own id (JSON-RPC id = event id).
@@ -154,11 +160,12 @@ for round in $(seq "$ROUNDS"); do
 	run mitmdump http://127.0.0.1:$MITM_PORT "$round"
 	run go-httputil http://127.0.0.1:$RP_PORT "$round"
 	run ahp-tap http://127.0.0.1:$TAP_PORT "$round"
+	run ahp-tap+capture http://127.0.0.1:$TAPCAP_PORT "$round"
 done
 
-kill -TERM $TAP_PID
-wait $TAP_PID || true
-findings=$(wc -l <"$WORK/violations.log" | tr -d ' ')
+kill -TERM $TAP_PID $TAPCAP_PID
+wait $TAP_PID $TAPCAP_PID || true
+findings=$(cat "$WORK/violations.log" "$WORK/violations-cap.log" | wc -l | tr -d ' ')
 frames=$(grep -c '"type":"frame"' "$WORK/session.capture" || true)
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
@@ -166,7 +173,7 @@ col() { awk -v n="$1" -v c="$2" '$1==n {print $c}' "$WORK/results" | median; }
 echo
 echo "| target | requests/s | p50 (ms) | p99 (ms) | requests/s per round |"
 echo "|---|---:|---:|---:|---|"
-for name in direct nginx mitmdump go-httputil ahp-tap; do
+for name in direct nginx mitmdump go-httputil ahp-tap ahp-tap+capture; do
 	per=$(awk -v n="$name" '$1==n {printf "%s%.0f", sep, $2; sep=", "}' "$WORK/results")
 	errs=$(awk -v n="$name" '$1==n && NF>4' "$WORK/results" | wc -l)
 	note=""
@@ -176,11 +183,11 @@ done
 echo
 awk -v t="$(col ahp-tap 2)" -v n="$(col nginx 2)" -v m="$(col mitmdump 2)" -v g="$(col go-httputil 2)" -v tp="$(col ahp-tap 4)" -v np="$(col nginx 4)" 'BEGIN {
 	printf "ahp-tap/nginx requests/s %.2fx (goal >= 0.7x); ahp-tap/mitmdump %.1fx (goal >= 20x); ahp-tap p99 / nginx p99 %.2fx (goal <= 2x); ahp-tap/go-httputil %.2fx\n", t/n, t/m, tp/np, t/g }'
-echo "ahp-tap audited $frames frames; violation log lines: $findings; tap summary:"
-sed 's/^/    /' "$WORK/tap-stderr.log" | tail -n 15
+echo "ahp-tap+capture captured $frames frames; violation log lines (both taps): $findings; tap summaries:"
+sed 's/^/    /' "$WORK/tap-stderr.log" "$WORK/tapcap-stderr.log" | tail -n 20
 if [ "$findings" != 0 ]; then
 	echo "first findings:"
-	head -n 3 "$WORK/violations.log" | cut -c1-400
+	cat "$WORK/violations.log" "$WORK/violations-cap.log" | head -n 3 | cut -c1-400
 fi
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "machine: $(nproc) CPUs, $(uname -sr), $(go version | awk '{print $3}'), wrk -t$THREADS -c$CONNS -d${DUR}s x $ROUNDS rounds, nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), mitmdump $(mitmdump --version 2>/dev/null | awk '/Mitmproxy/ {print $2}')"
