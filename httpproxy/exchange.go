@@ -44,16 +44,16 @@ type exchange struct {
 	reqMeta  *tap.HTTPMeta
 	httpVerb string
 
-	mu        sync.Mutex // guards the fields below: the transport may still read the request body when the response is done
-	req       auditCopy
-	reqEOF    bool // the request body was read to its end
-	reqSent   bool // the request frame went to the auditor; req is no longer ours
-	resp      auditCopy
-	respEOF   bool // the response body was read to its end
-	respMeta  *tap.HTTPMeta
-	respTime  time.Time
-	finished  bool // finish ran
-	tapFailed bool // the response was made by ahp-tap (upstream failure), not the backend
+	mu       sync.Mutex // guards the fields below: the transport may still read the request body when the response is done
+	req      auditCopy
+	reqEOF   bool // the request body was read to its end
+	reqSent  bool // the request frame went to the auditor; req is no longer ours
+	resp     auditCopy
+	respEOF  bool // the response body was read to its end
+	respMeta *tap.HTTPMeta
+	respTime time.Time
+	finished bool      // finish ran
+	failure  *tap.Note // set when ahp-tap answered (upstream failure); Kind "" when the harness went away
 }
 
 func (p *Proxy) newExchange(r *http.Request, conn, upstream string) *exchange {
@@ -81,9 +81,8 @@ func (p *Proxy) newExchange(r *http.Request, conn, upstream string) *exchange {
 // harness's body (the server does that when the handler returns), so that
 // after an upstream failure the rest of it can still be read for the audit.
 type requestBody struct {
-	rc   io.ReadCloser
-	x    *exchange
-	once sync.Once // guards the EOF hand-off
+	rc io.ReadCloser
+	x  *exchange
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {
@@ -92,12 +91,9 @@ func (b *requestBody) Read(p []byte) (int, error) {
 		b.x.copyBytes(false, p[:n])
 	}
 	if err == io.EOF {
-		b.once.Do(func() {
-			b.x.mu.Lock()
-			b.x.reqEOF = true
-			b.x.mu.Unlock()
-			b.x.sendRequest()
-		})
+		b.x.mu.Lock()
+		b.x.reqEOF = true
+		b.x.mu.Unlock()
 	}
 	return n, err
 }
@@ -180,28 +176,11 @@ func (x *exchange) responseHeaders(resp *http.Response) {
 	x.p.metrics.observeLatency(now.Sub(x.start))
 }
 
-// sendRequest hands the request frame to the auditor, once. When the body
-// was not read to its end (the upstream answered before reading it all) the
-// frame holds what was read and is marked truncated: TAP-1, not a finding
-// about the traffic.
-func (x *exchange) sendRequest() {
-	x.mu.Lock()
-	if x.reqSent {
-		x.mu.Unlock()
-		return
-	}
-	x.reqSent = true
-	c := x.req
-	if !x.reqEOF {
-		c.truncated = true
-	}
-	x.mu.Unlock()
-	x.p.submit(x.frame(tap.FromHarness, x.start, &c, x.reqMeta))
-}
-
-// finish hands the exchange to the auditor: the request frame (if its body
-// did not reach EOF yet), then the response as a frame when it carries a
-// JSON-RPC message (status 200 with a body) or as a note otherwise.
+// finish hands the exchange to the auditor, all of it or none: the request
+// frame, then the response as a frame when it carries a JSON-RPC message
+// (status 200 with a body) or as a note otherwise (or the upstream failure
+// note). A body not read to its end is audited as a truncated copy: TAP-1,
+// not a finding about the traffic.
 func (x *exchange) finish() {
 	x.mu.Lock()
 	if x.finished {
@@ -209,30 +188,38 @@ func (x *exchange) finish() {
 		return
 	}
 	x.finished = true
-	x.mu.Unlock()
-	x.sendRequest()
-
-	x.mu.Lock()
-	c, m, t, tapFailed := x.resp, x.respMeta, x.respTime, x.tapFailed
+	x.reqSent = true // later reads of the request body no longer touch req
+	rc, c, m, t, failure := x.req, x.resp, x.respMeta, x.respTime, x.failure
+	if !x.reqEOF {
+		rc.truncated = true // the upstream answered before reading it all
+	}
 	if !x.respEOF {
 		// The copy stopped early (the harness went away, or the upstream
 		// broke off): what was read is only a prefix, not a message.
 		c.truncated = true
 	}
 	x.mu.Unlock()
-	if m == nil || tapFailed {
-		return // upstream failure: reported by failed
+	items := []tap.Item{{Frame: x.frame(tap.FromHarness, x.start, &rc, x.reqMeta)}}
+	switch {
+	case failure != nil:
+		if failure.Kind == "" {
+			items = items[:1] // the harness went away: nothing answered it
+		} else {
+			items = append(items, tap.Item{Note: failure})
+		}
+	case m == nil:
+	case m.Status == http.StatusOK && c.size > 0:
+		x.p.metrics.countRequest(x.httpVerb, m.Status)
+		items = append(items, tap.Item{Frame: x.frame(tap.FromBackend, t, &c, m)})
+	default:
+		x.p.metrics.countRequest(x.httpVerb, m.Status)
+		// A response without a JSON-RPC message: its body is not a frame,
+		// but it is still searched for credentials (AUTH-1).
+		_, leaks := x.p.creds.redact(c.buf)
+		m.BodySize, m.CredentialInBody = c.size, leaks
+		items = append(items, tap.Item{Note: &tap.Note{Kind: tap.NoteHTTPResponse, Time: t, Conn: x.conn, HTTP: m}})
 	}
-	x.p.metrics.countRequest(x.httpVerb, m.Status)
-	if m.Status == http.StatusOK && c.size > 0 {
-		x.p.submit(x.frame(tap.FromBackend, t, &c, m))
-		return
-	}
-	// A response without a JSON-RPC message: its body is not a frame, but
-	// it is still searched for credentials (AUTH-1).
-	_, leaks := x.p.creds.redact(c.buf)
-	m.BodySize, m.CredentialInBody = c.size, leaks
-	x.p.note(tap.Note{Kind: tap.NoteHTTPResponse, Time: t, Conn: x.conn, HTTP: m})
+	x.p.auditor.SubmitAll(items...)
 }
 
 // frame builds the audit frame of one body: its redacted copy and envelope.

@@ -406,16 +406,16 @@ func (p *Proxy) failed(req *http.Request, x *exchange, body *requestBody, err er
 	if body != nil && !gone {
 		body.drain(int64(p.maxAudit))
 	}
-	x.mu.Lock()
-	x.tapFailed = true
-	x.mu.Unlock()
-	x.sendRequest()
 	now := time.Now()
+	n := &tap.Note{}
 	if !gone {
-		p.note(tap.Note{Kind: tap.NoteUpstreamFailure, Time: now, Conn: x.conn, Detail: cause,
+		n = &tap.Note{Kind: tap.NoteUpstreamFailure, Time: now, Conn: x.conn, Detail: cause,
 			HTTP: &tap.HTTPMeta{Status: status, Upstream: x.reqMeta.Upstream,
-				LatencyMs: float64(now.Sub(x.start).Microseconds()) / 1000}})
+				LatencyMs: float64(now.Sub(x.start).Microseconds()) / 1000}}
 	}
+	x.mu.Lock()
+	x.failure = n // finish submits it after the request frame
+	x.mu.Unlock()
 	p.metrics.countRequest(x.httpVerb, status)
 	p.metrics.countFailure(kind)
 	if gone {
@@ -437,12 +437,6 @@ func (p *Proxy) failed(req *http.Request, x *exchange, body *requestBody, err er
 	resp.Body = &responseBody{rc: io.NopCloser(strings.NewReader(msg)), x: x}
 	return resp
 }
-
-// submit hands f to the auditor. The engine reports a frame whose audit
-// copy is truncated (TAP-1): forwarded whole, not checked.
-func (p *Proxy) submit(f *tap.Frame) { p.auditor.Submit(f) }
-
-func (p *Proxy) note(n tap.Note) { p.auditor.TryNote(n) }
 
 // goproxyLogger sends goproxy's messages to the diagnostic log at debug
 // level, with credentials redacted.

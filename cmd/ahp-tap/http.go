@@ -22,6 +22,11 @@ import (
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
+// httpAuditQueue is the HTTP tap's audit queue, in frames and notes: room
+// for bursts of a few thousand exchanges (about 2 KiB each at 1 KiB bodies)
+// before audit copies are dropped.
+const httpAuditQueue = 16384
+
 // keepAnswered is how many answered exchanges the HTTP tap's conversation
 // keeps for correlation checks.
 const keepAnswered = 1024
@@ -158,7 +163,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	for _, f := range l.regFindings {
 		sink.Write(f)
 	}
-	auditor = tap.NewAuditor(engine, sink, rec, 0)
+	auditor = tap.NewAuditor(engine, sink, rec, httpAuditQueue)
 	cfg.Auditor, cfg.Metrics = auditor, metrics
 	proxy, err := httpproxy.New(cfg)
 	if err != nil {
