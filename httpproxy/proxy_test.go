@@ -933,3 +933,34 @@ func TestUpstreamBreaksOffMidBody(t *testing.T) {
 		})
 	}
 }
+
+func TestFrameTimesMeasureUpstreamLatency(t *testing.T) {
+	const delay = 50 * time.Millisecond
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		time.Sleep(delay)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"draft"}}`)
+	}))
+	defer up.Close()
+	tt := startTap(t, Config{Upstream: mustURL(t, up.URL)})
+	post(t, client(), tt.url, []byte(interceptBody), jsonHeader())
+	tt.stop()
+	var frames []*tap.Frame
+	for _, it := range readCapture(t, tt.capPath) {
+		if it.Frame != nil {
+			frames = append(frames, it.Frame)
+		}
+	}
+	if len(frames) != 2 {
+		t.Fatalf("captured %d frames, want 2", len(frames))
+	}
+	// CORR-3 judges deadlines from the frame times: they must span the
+	// upstream's answer time.
+	if got := frames[1].Time.Sub(frames[0].Time); got < delay {
+		t.Errorf("response time - request time = %v, want at least the upstream's %v", got, delay)
+	}
+	if ms := frames[1].HTTP.LatencyMs; ms < float64(delay.Milliseconds()) {
+		t.Errorf("LatencyMs = %v, want at least %d", ms, delay.Milliseconds())
+	}
+}
