@@ -206,33 +206,60 @@ var ErrNotCapture = errors.New("not an ahp-tap capture: the first line is not a 
 
 // Read reads a whole capture. Lines may be any length.
 func Read(r io.Reader) ([]Item, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
+	cr := NewReader(r)
 	var out []Item
-	for line := 1; ; line++ {
-		b, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(b)) > 0 {
-			if len(out) == 0 && !isHeader(b) {
-				// Anything but a header first (plain NDJSON, say) is
-				// not a capture; the caller may read it another way.
-				return nil, ErrNotCapture
-			}
-			it, perr := parseLine(b, line)
-			if perr != nil {
-				return out, perr
-			}
-			out = append(out, it)
-		}
+	for {
+		it, err := cr.Next()
 		if err == io.EOF {
 			return out, nil
 		}
 		if err != nil {
+			if errors.Is(err, ErrNotCapture) {
+				return nil, err
+			}
 			return out, err
+		}
+		out = append(out, it)
+	}
+}
+
+// A Reader reads a capture one record at a time, so that a replay holds
+// one record in memory rather than the whole file.
+type Reader struct {
+	br      *bufio.Reader
+	line    int  // number of the last line read
+	started bool // the header has been read
+}
+
+// NewReader returns a Reader of r.
+func NewReader(r io.Reader) *Reader { return &Reader{br: bufio.NewReaderSize(r, 1<<16)} }
+
+// Next returns the next record. It returns io.EOF after the last one, and
+// ErrNotCapture when the first record is not a header (plain NDJSON, say:
+// the caller may read it another way).
+func (r *Reader) Next() (Item, error) {
+	for {
+		b, err := r.br.ReadBytes('\n')
+		if len(b) > 0 {
+			r.line++
+		}
+		if len(bytes.TrimSpace(b)) > 0 {
+			if !r.started && !IsHeader(b) {
+				return Item{}, ErrNotCapture
+			}
+			r.started = true
+			return parseLine(b, r.line)
+		}
+		if err != nil {
+			return Item{}, err // io.EOF at the end
 		}
 	}
 }
 
-// isHeader reports whether a line is a JSON object with "type":"header".
-func isHeader(b []byte) bool {
+// IsHeader reports whether a line is a capture header record: a JSON
+// object with "type":"header". A file whose first line is not one is not a
+// capture.
+func IsHeader(b []byte) bool {
 	var probe struct{ Type string }
 	return json.Unmarshal(b, &probe) == nil && probe.Type == "header"
 }

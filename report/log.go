@@ -118,6 +118,22 @@ func (l *Log) Write(f tap.Finding) {
 	}
 }
 
+// WriteWait is Write for callers that can afford to wait (offline
+// commands such as replay, where no traffic is held up): it blocks until
+// the finding is buffered and never drops it.
+func (l *Log) WriteWait(f tap.Finding) {
+	if l == nil {
+		return
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		l.dropped.Add(1)
+		return
+	}
+	l.in <- f // the writer goroutine drains in without taking mu
+}
+
 // Dropped returns how many findings were not logged because the buffer was
 // full (or the log was closed).
 func (l *Log) Dropped() uint64 {

@@ -216,3 +216,16 @@ func TestOpenLogBestEffort(t *testing.T) {
 		t.Errorf("best-effort log on a good path wrote %q", data)
 	}
 }
+
+func TestLogWriteWaitNeverDrops(t *testing.T) {
+	var out syncBuffer
+	l := NewLog(&out, nil, nil)
+	const n = 3 * LogBuffer
+	for i := range n {
+		l.WriteWait(sample(i))
+	}
+	l.Close()
+	if got := strings.Count(out.String(), "\n"); got != n || l.Dropped() != 0 {
+		t.Errorf("wrote %d records, dropped %d; want %d and 0", got, l.Dropped(), n)
+	}
+}

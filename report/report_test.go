@@ -46,7 +46,7 @@ func TestSummaryText(t *testing.T) {
 	var b bytes.Buffer
 	s.WriteText(&b)
 	want := "summary: 1 error, 0 warnings, 0 info\n" +
-		"  harness -> backend: 1 frames, 3 bytes, sha256 ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n" +
+		"  harness -> backend: 1 frame, 3 bytes, sha256 ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n" +
 		"  BASE-2   1 error, 0 warnings, 0 info\n" +
 		"  frames not audited: 3 (forwarded unchanged)\n" +
 		"  not checked: CORR-3 (no --timeout and no registration)\n"

@@ -98,7 +98,8 @@ func (s *Summary) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "summary: %s\n", levelText(s.Levels))
 	}
 	for _, st := range s.Streams {
-		fmt.Fprintf(&b, "  %s -> %s: %d frames, %d bytes", st.Dir, other(st.Dir), st.Frames, st.Bytes)
+		fmt.Fprintf(&b, "  %s -> %s: %d %s, %d %s", st.Dir, other(st.Dir),
+			st.Frames, plural(int(st.Frames), "frame", "frames"), st.Bytes, plural(int(st.Bytes), "byte", "bytes"))
 		if st.SHA256 != "" {
 			fmt.Fprintf(&b, ", sha256 %s", st.SHA256)
 		}

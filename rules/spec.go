@@ -2,7 +2,7 @@ package rules
 
 import (
 	"bytes"
-	"crypto/sha256"
+	cryptosha256 "crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,7 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	textmessage "golang.org/x/text/message"
 
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -30,6 +30,7 @@ type Spec struct {
 	Snapshot string
 
 	entry    *jsonschema.Schema            // schema.json: any wire message
+	reg      *jsonschema.Schema            // registration.schema.json, when the snapshot has one
 	branches map[string]*jsonschema.Schema // per message shape, by file name (see branchFor)
 }
 
@@ -113,6 +114,11 @@ func LoadSpec(dir, snapshot string) (*Spec, error) {
 		return nil, fmt.Errorf("compiling %s: %v", entryID, err)
 	}
 	base := entryID[:strings.LastIndex(entryID, "/")+1]
+	if _, err := os.Stat(filepath.Join(sdir, "registration.schema.json")); err == nil {
+		if s.reg, err = c.Compile(base + "registration.schema.json"); err != nil {
+			return nil, fmt.Errorf("compiling registration.schema.json: %v", err)
+		}
+	}
 	for _, b := range specBranches {
 		if _, err := os.Stat(filepath.Join(sdir, strings.SplitN(b, "#", 2)[0])); err != nil {
 			continue // this snapshot has no such shape: the entry schema alone judges it
@@ -151,7 +157,7 @@ func verifyManifest(root, sdir, snapshot string) error {
 		if err != nil {
 			return fmt.Errorf("manifest lists %s: %v", d.Path, err)
 		}
-		sum := sha256.Sum256(b)
+		sum := cryptosha256.Sum256(b)
 		if d.SHA256 != "" && hex.EncodeToString(sum[:]) != d.SHA256 {
 			return fmt.Errorf("%s does not match the sha256 its manifest lists", d.Path)
 		}
@@ -173,9 +179,19 @@ func specRules(s *Spec) []tap.Rule {
 	var out []tap.Rule
 	for _, check := range specChecks {
 		out = append(out, specRule{spec: s, info: info("SPEC/"+check, check,
-			"the message satisfies the upstream "+s.Snapshot+" JSON Schema (--spec); failures here belong to "+check)})
+			"(with --spec DIR) the message satisfies the upstream "+s.Snapshot+" JSON Schema; this rule reports the failures that belong to "+check)})
 	}
 	return out
+}
+
+// SpecRuleInfos describes the rules --spec adds (one per check that schema
+// failures map to), for listings.
+func SpecRuleInfos() []tap.RuleInfo {
+	var out []tap.RuleInfo
+	for _, r := range specRules(&Spec{Snapshot: "<snapshot>"}) {
+		out = append(out, r.Info())
+	}
+	return append(out, specRegistration)
 }
 
 type specRule struct {
@@ -212,7 +228,7 @@ func (r specRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 // maxSpecProblems caps the schema failures reported for one message.
 const maxSpecProblems = 12
 
-var printer = message.NewPrinter(language.English)
+var specPrinter = textmessage.NewPrinter(language.English)
 
 // problems validates f and maps each schema failure to a check.
 func (s *Spec) problems(c *tap.Conversation, f *tap.Frame) []problem {
@@ -233,6 +249,13 @@ func (s *Spec) problems(c *tap.Conversation, f *tap.Frame) []problem {
 	}
 	var leaves []*jsonschema.ValidationError
 	bestLeaves(ve, &leaves)
+	return leafProblems(leaves, s.Snapshot, name, func(loc []string) string { return specCheck(loc, f) })
+}
+
+// leafProblems turns schema failures into problems (at most
+// maxSpecProblems, without repeats), each under the check checkOf names for
+// its location.
+func leafProblems(leaves []*jsonschema.ValidationError, snapshot, name string, checkOf func(loc []string) string) []problem {
 	var out []problem
 	seen := map[string]bool{}
 	for _, l := range leaves {
@@ -243,8 +266,8 @@ func (s *Spec) problems(c *tap.Conversation, f *tap.Frame) []problem {
 		case *kind.AdditionalProperties:
 			loc = append(loc, k.Properties[0])
 		}
-		ptr := pointer(loc)
-		text := l.ErrorKind.LocalizedString(printer)
+		ptr := specPointer(loc)
+		text := l.ErrorKind.LocalizedString(specPrinter)
 		if _, ok := l.ErrorKind.(*kind.Not); ok {
 			text = "it matches a shape the schema forbids at " + schemaRef(l.SchemaURL)
 		}
@@ -253,15 +276,41 @@ func (s *Spec) problems(c *tap.Conversation, f *tap.Frame) []problem {
 			continue
 		}
 		seen[key] = true
-		where := "the message"
+		where := "the document"
 		if len(l.InstanceLocation) > 0 {
-			where = pointer(l.InstanceLocation)
+			where = specPointer(l.InstanceLocation)
 		}
-		out = append(out, problem{check: specCheck(loc, f), ptr: ptr,
-			msg: fmt.Sprintf("%s does not satisfy the upstream %s schema (%s): %s", where, s.Snapshot, name, text)})
+		out = append(out, problem{check: checkOf(loc), ptr: ptr,
+			msg: fmt.Sprintf("%s does not satisfy the upstream %s schema (%s): %s", where, snapshot, name, text)})
 		if len(out) == maxSpecProblems {
 			break
 		}
+	}
+	return out
+}
+
+// specRegistration reports registration-schema failures (BASE-5).
+var specRegistration = info("SPEC/BASE-5", "BASE-5",
+	"(with --spec DIR) the registration document satisfies the upstream registration JSON Schema")
+
+// RegistrationFindings validates a registration document against the
+// snapshot's registration schema; every failure is a BASE-5 finding (the
+// registration must be valid before use, AHP-REG-001). It returns nothing
+// when the snapshot has no registration schema.
+func (s *Spec) RegistrationFindings(reg *tap.Value) []tap.Finding {
+	if s == nil || s.reg == nil || reg == nil {
+		return nil
+	}
+	err := s.reg.Validate(reg.Any())
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return nil
+	}
+	var leaves []*jsonschema.ValidationError
+	bestLeaves(ve, &leaves)
+	var out []tap.Finding
+	for _, p := range leafProblems(leaves, s.Snapshot, "registration.schema.json", func([]string) string { return "BASE-5" }) {
+		out = append(out, specRegistration.At(nil, 0, p.ptr, "%s", p.msg))
 	}
 	return out
 }
@@ -314,9 +363,11 @@ func bestLeaves(ve *jsonschema.ValidationError, out *[]*jsonschema.ValidationErr
 	case *kind.OneOf, *kind.AnyOf:
 		var best []*jsonschema.ValidationError
 		bestDepth, bestOther := -1, true
+		alts := make([][]*jsonschema.ValidationError, 0, len(ve.Causes))
 		for _, cause := range ve.Causes {
 			var ls []*jsonschema.ValidationError
 			bestLeaves(cause, &ls)
+			alts = append(alts, ls)
 			d, other := 0, false
 			for _, l := range ls {
 				d = max(d, len(l.InstanceLocation))
@@ -328,6 +379,13 @@ func bestLeaves(ve *jsonschema.ValidationError, out *[]*jsonschema.ValidationErr
 				best, bestDepth, bestOther = ls, d, other
 			}
 		}
+		if bestOther {
+			// Every alternative is of another kind: the value at the
+			// discriminator is none the schema defines. Say which it may be.
+			if l := unionOfKinds(alts); l != nil {
+				best = []*jsonschema.ValidationError{l}
+			}
+		}
 		*out = append(*out, best...)
 	default:
 		for _, cause := range ve.Causes {
@@ -336,13 +394,69 @@ func bestLeaves(ve *jsonschema.ValidationError, out *[]*jsonschema.ValidationErr
 	}
 }
 
+// unionOfKinds merges the discriminator failures of alternatives that all
+// failed at the same location ("type" must be 'allow', or 'deny', or …)
+// into one failure listing every value allowed there. It returns nil when
+// the alternatives do not share one discriminator location.
+func unionOfKinds(alts [][]*jsonschema.ValidationError) *jsonschema.ValidationError {
+	var at *jsonschema.ValidationError
+	var want []any
+	var got any
+	for _, ls := range alts {
+		found := false
+		for _, l := range ls {
+			if !discriminates(l) {
+				continue
+			}
+			if at == nil {
+				at = l
+			} else if !slices.Equal(at.InstanceLocation, l.InstanceLocation) {
+				continue
+			}
+			found = true
+			switch k := l.ErrorKind.(type) {
+			case *kind.Const:
+				got, want = k.Got, appendNew(want, k.Want)
+			case *kind.Enum:
+				got = k.Got
+				for _, w := range k.Want {
+					want = appendNew(want, w)
+				}
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+	if at == nil {
+		return nil
+	}
+	return &jsonschema.ValidationError{SchemaURL: at.SchemaURL, InstanceLocation: at.InstanceLocation,
+		ErrorKind: &kind.Enum{Got: got, Want: want}}
+}
+
+// appendNew appends v unless list holds it already (objects and arrays,
+// which cannot be compared with ==, are always appended).
+func appendNew(list []any, v any) []any {
+	switch v.(type) {
+	case map[string]any, []any:
+		return append(list, v)
+	}
+	for _, x := range list {
+		if x == v {
+			return list
+		}
+	}
+	return append(list, v)
+}
+
 // discriminates reports whether a failure says the message is of another
 // kind than the alternative describes: a wrong "type" or "method" constant
 // (an event, effect, part or message of another type).
 func discriminates(l *jsonschema.ValidationError) bool {
 	if n := len(l.InstanceLocation); n > 0 {
 		switch l.InstanceLocation[n-1] {
-		case "type", "method", "selection", "kind", "operation":
+		case "type", "method", "selection", "kind", "operation", "mode":
 			switch l.ErrorKind.(type) {
 			case *kind.Const, *kind.Enum:
 				return true
@@ -404,8 +518,8 @@ func schemaRef(u string) string {
 	return u
 }
 
-// pointer renders an instance location as a JSON Pointer.
-func pointer(loc []string) string {
+// specPointer renders an instance location as a JSON Pointer.
+func specPointer(loc []string) string {
 	var b strings.Builder
 	for _, s := range loc {
 		b.WriteByte('/')

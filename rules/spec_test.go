@@ -140,3 +140,64 @@ func TestLoadSpecManifestDigest(t *testing.T) {
 		t.Errorf("LoadSpec(bad digest) = %v, want a sha256 error", err)
 	}
 }
+
+func TestSpecRegistration(t *testing.T) {
+	s := loadSharedSpec(t)
+	for fixture, wantErr := range map[string]bool{
+		"registration/portable.valid.json":                  false,
+		"registration/model-family-selection.valid.json":    false,
+		"registration/empty-hooks.invalid.json":             true,
+		"registration/content-default-missing.invalid.json": true,
+	} {
+		data, err := os.ReadFile(filepath.Join(sharedAHP, "fixtures/draft", fixture))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg, _, _ := tap.ParseJSON(data)
+		fs := s.RegistrationFindings(reg)
+		if (len(fs) > 0) != wantErr {
+			t.Errorf("RegistrationFindings(%s) = %v, want errors: %v", fixture, fs, wantErr)
+		}
+		for _, f := range fs {
+			if f.Check != "BASE-5" || f.Rule != "SPEC/BASE-5" || f.Level != tap.Error {
+				t.Errorf("%s: finding %+v, want a SPEC/BASE-5 error", fixture, f)
+			}
+		}
+	}
+	var none *Spec
+	if none.RegistrationFindings(nil) != nil {
+		t.Error("a nil Spec must report nothing")
+	}
+}
+
+// FuzzSpec: any message through the --spec rules gives findings under
+// catalogue checks, never a panic.
+func FuzzSpec(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join(sharedAHP, "fixtures/draft/http/*.json"))
+	for _, p := range files {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"effects":[{"type":{"x":1}}]}}`))
+	if _, err := os.Stat(filepath.Join(sharedAHP, "schema/draft/schema.json")); err != nil {
+		f.Skip("no shared AHP snapshot")
+	}
+	s, err := LoadSpec(sharedAHP, "draft")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e := tap.NewEngine(tap.Config{Partial: true}, specRules(s))
+		fr := &tap.Frame{Transport: tap.File, Raw: data}
+		fr.Dir = GuessDirection(fr)
+		for _, fd := range e.Feed(fr) {
+			if _, ok := CheckByID(fd.Check); !ok || fd.Check == "TAP-2" {
+				t.Fatalf("finding %+v on %q", fd, data)
+			}
+		}
+		if reg, _, err := tap.ParseJSON(data); err == nil {
+			s.RegistrationFindings(reg)
+		}
+	})
+}

@@ -158,6 +158,9 @@ func (v *Value) Describe() string {
 // same content.
 func (v *Value) Canonical() []byte {
 	var b bytes.Buffer
+	if v != nil {
+		b.Grow(v.End - v.Start)
+	}
 	v.writeCanonical(&b)
 	return b.Bytes()
 }
@@ -183,7 +186,7 @@ func (v *Value) writeCanonical(b *bytes.Buffer) {
 	case Number:
 		b.WriteString(v.Str)
 	case String:
-		b.WriteString(strconv.Quote(v.Str))
+		writeJSONString(b, v.Str)
 	case Array:
 		b.WriteByte('[')
 		for i, e := range v.Arr {
@@ -194,26 +197,56 @@ func (v *Value) writeCanonical(b *bytes.Buffer) {
 		}
 		b.WriteByte(']')
 	case Object:
-		seen := make(map[string]*Value, len(v.Obj))
-		keys := make([]string, 0, len(v.Obj))
-		for _, m := range v.Obj {
-			if _, dup := seen[m.Key]; !dup {
-				keys = append(keys, m.Key)
-			}
-			seen[m.Key] = m.Val
-		}
-		slices.Sort(keys)
+		// Members sorted by key; a stable sort keeps duplicates in wire
+		// order, and the last one wins.
+		var small [16]Member
+		ms := append(small[:0], v.Obj...)
+		slices.SortStableFunc(ms, func(x, y Member) int { return strings.Compare(x.Key, y.Key) })
 		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
+		first := true
+		for i, m := range ms {
+			if i+1 < len(ms) && ms[i+1].Key == m.Key {
+				continue
+			}
+			if !first {
 				b.WriteByte(',')
 			}
-			b.WriteString(strconv.Quote(k))
+			first = false
+			writeJSONString(b, m.Key)
 			b.WriteByte(':')
-			seen[k].writeCanonical(b)
+			m.Val.writeCanonical(b)
 		}
 		b.WriteByte('}')
 	}
+}
+
+// writeJSONString writes s as a JSON string, escaping only what JSON
+// requires (quote, backslash, control characters); other bytes, including
+// invalid UTF-8, are copied as they are. It is the hot path of event
+// digests (BASE-6 looks at every event), hence no strconv.Quote.
+func writeJSONString(b *bytes.Buffer, s string) {
+	const hexDigits = "0123456789abcdef"
+	b.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b.WriteString(s[start:i])
+		switch c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			b.WriteString(`\u00`)
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	b.WriteString(s[start:])
+	b.WriteByte('"')
 }
 
 // Any converts v to the generic form encoding/json would produce with
@@ -267,7 +300,7 @@ type DuplicateKey struct {
 func ParseJSON(data []byte) (*Value, []DuplicateKey, error) {
 	p := parser{data: data}
 	p.space()
-	v, err := p.value("", 0)
+	v, err := p.value(0)
 	if err != nil {
 		return nil, p.dups, err
 	}
@@ -285,7 +318,37 @@ type parser struct {
 	data []byte
 	pos  int
 	dups []DuplicateKey
+	// path holds the reference tokens of the value being parsed. Pointers
+	// are built from it only for a duplicate key, so that deep or wide
+	// documents cost no string building.
+	path []pathToken
 }
+
+// A pathToken is one step of parser.path: an object key or an array index.
+type pathToken struct {
+	key   string
+	index int // array index, when key is not set
+	isKey bool
+}
+
+// pointer renders p.path as a JSON Pointer.
+func (p *parser) pointer() string {
+	var b strings.Builder
+	for _, t := range p.path {
+		b.WriteByte('/')
+		if t.isKey {
+			b.WriteString(EscapePointer(t.key))
+		} else {
+			b.WriteString(strconv.Itoa(t.index))
+		}
+	}
+	return b.String()
+}
+
+// indexAt is the member count from which an object's keys are looked up in
+// a map rather than by a scan: a scan per member is quadratic, and a hostile
+// object with 100,000 members must not stall the audit.
+const indexAt = 16
 
 func (p *parser) fail(msg string) error { return &SyntaxError{Offset: p.pos, Msg: msg} }
 
@@ -300,7 +363,7 @@ func (p *parser) space() {
 	}
 }
 
-func (p *parser) value(ptr string, depth int) (*Value, error) {
+func (p *parser) value(depth int) (*Value, error) {
 	if depth > maxDepth {
 		return nil, p.fail("nesting too deep")
 	}
@@ -310,11 +373,11 @@ func (p *parser) value(ptr string, depth int) (*Value, error) {
 	start := p.pos
 	switch c := p.data[p.pos]; {
 	case c == '{':
-		return p.object(ptr, depth)
+		return p.object(depth)
 	case c == '[':
-		return p.array(ptr, depth)
+		return p.array(depth)
 	case c == '"':
-		s, err := p.str()
+		s, err := p.known()
 		if err != nil {
 			return nil, err
 		}
@@ -459,6 +522,37 @@ func (p *parser) str() (string, error) {
 	return "", p.fail("unterminated string")
 }
 
+// known parses a string. Keys and values the protocol itself uses are
+// shared strings rather than a new allocation each (the lookup with a
+// converted []byte does not allocate); most keys of a frame are among them.
+func (p *parser) known() (string, error) {
+	start := p.pos + 1
+	if end := bytes.IndexByte(p.data[start:], '"'); end >= 0 && end <= 24 {
+		raw := p.data[start : start+end]
+		if k, ok := knownStrings[string(raw)]; ok {
+			p.pos = start + end + 1
+			return k, nil
+		}
+	}
+	return p.str()
+}
+
+// knownStrings are object keys and values common in AHP frames.
+var knownStrings = func() map[string]string {
+	m := make(map[string]string)
+	for _, k := range strings.Fields(`jsonrpc id method params result error code message data protocolVersion
+		event capabilities effects type source time harness name version session cwd workspaceRoots tool kind
+		input origin call path extensions reason operation target value items parts role text mediaType selection
+		body ref sha256 size synthesized deliverAt modify flow inject manifest turn task model request response
+		output status mode action content native parentEventId outcome execution attempt usage batch messages
+		2.0 draft hooks/intercept hooks/observe hooks/capabilities tool.before tool.after session.start
+		session.end deny allow stop continue append replace merge user assistant system developer
+		metadata omit gap text/plain native mcp shell file_write file_read intercept observe`) {
+		m[k] = k
+	}
+	return m
+}()
+
 func (p *parser) hex4() (rune, bool) {
 	if p.pos+4 > len(p.data) {
 		return 0, false
@@ -471,7 +565,7 @@ func (p *parser) hex4() (rune, bool) {
 	return rune(n), true
 }
 
-func (p *parser) object(ptr string, depth int) (*Value, error) {
+func (p *parser) object(depth int) (*Value, error) {
 	v := &Value{Kind: Object, Start: p.pos}
 	p.pos++
 	p.space()
@@ -480,12 +574,13 @@ func (p *parser) object(ptr string, depth int) (*Value, error) {
 		v.End = p.pos
 		return v, nil
 	}
+	var index map[string]struct{} // the keys so far, once there are indexAt of them
 	for {
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
 			return nil, p.fail("expected a string object key")
 		}
-		key, err := p.str()
+		key, err := p.known()
 		if err != nil {
 			return nil, err
 		}
@@ -495,17 +590,34 @@ func (p *parser) object(ptr string, depth int) (*Value, error) {
 		}
 		p.pos++
 		p.space()
-		child := ptr + "/" + EscapePointer(key)
-		val, err := p.value(child, depth+1)
+		p.path = append(p.path, pathToken{key: key, isKey: true})
+		val, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range v.Obj {
-			if m.Key == key {
-				p.dups = append(p.dups, DuplicateKey{Pointer: child, Key: key})
-				break
+		dup := false
+		if index != nil {
+			_, dup = index[key]
+			index[key] = struct{}{}
+		} else {
+			for _, m := range v.Obj {
+				if m.Key == key {
+					dup = true
+					break
+				}
+			}
+			if len(v.Obj)+1 >= indexAt {
+				index = make(map[string]struct{}, 2*indexAt)
+				for _, m := range v.Obj {
+					index[m.Key] = struct{}{}
+				}
+				index[key] = struct{}{}
 			}
 		}
+		if dup {
+			p.dups = append(p.dups, DuplicateKey{Pointer: p.pointer(), Key: key})
+		}
+		p.path = p.path[:len(p.path)-1]
 		v.Obj = append(v.Obj, Member{Key: key, Val: val})
 		p.space()
 		if p.pos >= len(p.data) {
@@ -524,7 +636,7 @@ func (p *parser) object(ptr string, depth int) (*Value, error) {
 	}
 }
 
-func (p *parser) array(ptr string, depth int) (*Value, error) {
+func (p *parser) array(depth int) (*Value, error) {
 	v := &Value{Kind: Array, Start: p.pos}
 	p.pos++
 	p.space()
@@ -535,10 +647,12 @@ func (p *parser) array(ptr string, depth int) (*Value, error) {
 	}
 	for {
 		p.space()
-		val, err := p.value(ptr+"/"+strconv.Itoa(len(v.Arr)), depth+1)
+		p.path = append(p.path, pathToken{index: len(v.Arr)})
+		val, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
+		p.path = p.path[:len(p.path)-1]
 		v.Arr = append(v.Arr, val)
 		p.space()
 		if p.pos >= len(p.data) {

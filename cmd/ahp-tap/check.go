@@ -42,14 +42,20 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 	}
 	var sources []report.Source
 	if ef.registration != "" {
-		sources = append(sources, report.Source{Name: ef.registration, Findings: l.regFindings})
+		fds := append(l.regFindings, l.opt.Spec.RegistrationFindings(l.cfg.Registration)...)
+		sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
 	}
 	for _, name := range fs.Args() {
 		data, err := m.readInput(name)
 		if err != nil {
 			return usageError("check: %v", err)
 		}
-		sources = append(sources, report.Source{Name: name, Findings: rules.CheckDocument(name, data, l.cfg, l.opt)})
+		fds := rules.CheckDocument(name, data, l.cfg, l.opt)
+		if l.opt.Spec != nil && rules.DetectKind(name, data) == rules.DocRegistration {
+			reg, _, _ := tap.ParseJSON(data)
+			fds = append(fds, l.opt.Spec.RegistrationFindings(reg)...)
+		}
+		sources = append(sources, report.Source{Name: name, Findings: fds})
 	}
 	sum := report.SummaryOf(sources)
 	if err := writeReport(m.Stdout, *format, sources, sum); err != nil {

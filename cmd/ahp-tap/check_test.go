@@ -6,9 +6,17 @@ import (
 	"testing"
 )
 
+// ownValid is a conforming tool.before intercept request of our own (the
+// first frame of the example capture), so these tests need no shared data.
+const ownValid = `{"jsonrpc":"2.0","id":"evt-1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{` +
+	`"id":"evt-1","source":"urn:uuid:0d8c6a52-3f0e-4d8e-9b1a-2f6b9a7c1e01","type":"tool.before","time":"2026-08-24T08:51:14Z",` +
+	`"harness":{"name":"example-harness","version":"2.1.0"},"session":{"id":"sess-7","cwd":"/work/repo"},` +
+	`"tool":{"name":"Bash","kind":"shell","input":{"command":"ls -la"},"origin":"native"},"call":{"id":"call-1"},"path":"main"},` +
+	`"capabilities":{"effects":["deny"]}}}`
+
 func TestCheckExitCodes(t *testing.T) {
-	valid := fixture(t, "http/intercept-request.valid.json")
-	invalid := fixture(t, "http/error-response-result.invalid.json")
+	valid := writeFile(t, "valid.json", ownValid)
+	invalid := writeFile(t, "invalid.json", `{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}`)
 	if r := runTap(t, "", "check", valid); r.code != 0 {
 		t.Errorf("check valid: exit %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -27,6 +35,14 @@ func TestCheckExitCodes(t *testing.T) {
 	// A broken file is a finding, not an I/O error.
 	if r := runTap(t, "", "check", writeFile(t, "garbage.json", "not json at all")); r.code != 1 {
 		t.Errorf("check garbage: exit %d, want 1", r.code)
+	}
+}
+
+// TestCheckUpstreamValid is issue 2's done-when: the upstream valid
+// intercept request checks clean.
+func TestCheckUpstreamValid(t *testing.T) {
+	if r := runTap(t, "", "check", fixture(t, "http/intercept-request.valid.json")); r.code != 0 {
+		t.Errorf("check intercept-request.valid.json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 
@@ -59,7 +75,7 @@ func TestCheckJSON(t *testing.T) {
 
 func TestCheckEditContextAccepted(t *testing.T) {
 	ctx := `{"event":"tool.after","current":{"output":[]}}`
-	if r := runTap(t, "", "check", "--edit-context", ctx, fixture(t, "http/intercept-request.valid.json")); r.code != 0 {
+	if r := runTap(t, "", "check", "--edit-context", ctx, writeFile(t, "valid.json", ownValid)); r.code != 0 {
 		t.Errorf("check --edit-context: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

@@ -22,6 +22,7 @@ var tapBinary string
 const sharedAHP = "../../../shared/ahp"
 
 func TestMain(m *testing.M) {
+	runChild() // stdio_test.go: the test binary as ahp-tap or a helper backend
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "ahp-tap-cli")
 	if err != nil {

@@ -1,15 +1,143 @@
 package main
 
-import "context"
+import (
+	"context"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"os/exec"
+	"sync"
 
+	"github.com/ahp-tap/ahp-tap/report"
+	"github.com/ahp-tap/ahp-tap/rules"
+	"github.com/ahp-tap/ahp-tap/stdio"
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// demoRegistration is the registration the demo's harness would hold for
+// its backend: one stdio backend, persistent, intercepting tool.before and
+// observing tool.after and session.end.
+const demoRegistration = `{
+  "protocolVersion": "draft",
+  "hooks": [
+    {
+      "id": "com.example.demo_policy",
+      "transport": {"type": "stdio", "command": "ahp-tap", "args": ["example-backend", "--mode", "demo"], "lifecycle": "persistent"},
+      "subscriptions": [
+        {"events": ["tool.before"], "mode": "intercept", "timeoutMs": 5000, "failurePolicy": "fail-closed", "content": {"default": "metadata"}},
+        {"events": ["tool.after", "session.end"], "mode": "observe", "content": {"default": "metadata"}}
+      ]
+    }
+  ]
+}`
+
+const demoHook = "com.example.demo_policy"
+
+// runDemo runs ahp-tap's main job on an embedded example: the example
+// harness talks to the example backend (`--mode demo`, which has a few
+// deliberate faults) through a live stdio tap, and the findings are printed
+// as the tap makes them.
 func (m *Main) runDemo(ctx context.Context, args []string) error {
-	return usageError("not implemented yet")
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	mode := fs.String("mode", "demo", "example-backend `MODE` to audit:"+modeHelp())
+	logPath := fs.String("log", "", "also append the findings to the violation log at `PATH`")
+	if err := parseFlags(fs, args, m.Stderr); err != nil {
+		return err
+	}
+	self, err := selfPath()
+	if err != nil {
+		return usageError("demo: %v", err)
+	}
+	reg, _, err := tap.ParseJSON([]byte(demoRegistration))
+	if err != nil {
+		return fmt.Errorf("demo registration: %w", err)
+	}
+	out := &lockedWriter{w: m.Stdout}
+	fmt.Fprintf(out, `ahp-tap demo: an example harness talks to an example backend through a live stdio tap.
+  harness:  ahp-tap example-harness
+  backend:  ahp-tap stdio --registration <embedded> --hook %s -- ahp-tap example-backend --mode %s
+The backend in this mode has deliberate faults; ahp-tap forwards every byte unchanged and reports them.
+
+`, demoHook, *mode)
+
+	// The harness is a real process speaking on its stdin and stdout; the
+	// tap sits between it and the backend, exactly as `ahp-tap stdio` does.
+	harness := exec.CommandContext(ctx, self, "example-harness")
+	harness.Stderr = out
+	toHarness, err := harness.StdinPipe()
+	if err != nil {
+		return err
+	}
+	fromHarness, err := harness.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := harness.Start(); err != nil {
+		return fmt.Errorf("demo: starting the example harness: %w", err)
+	}
+
+	collector := &report.Collector{}
+	sinks := tap.MultiSink{collector, tap.SinkFunc(func(f tap.Finding) {
+		fmt.Fprintf(out, "  ahp-tap ▸ %s\n", f)
+	})}
+	if *logPath != "" {
+		lg, err := report.OpenLog(*logPath, m.Stderr)
+		if err != nil {
+			return usageError("demo: %v", err)
+		}
+		defer lg.Close()
+		sinks = append(sinks, lg)
+	}
+	cfg := tap.Config{Transport: tap.Stdio, Registration: reg, HookID: demoHook}
+	for _, f := range rules.RegistrationFindings(reg) {
+		sinks.Write(f)
+	}
+	t := stdio.New(stdio.Config{
+		Command: self, Args: []string{"example-backend", "--mode", *mode},
+		Stdin: fromHarness, Stdout: toHarness, Stderr: out,
+		Engine: tap.NewEngine(cfg, rules.Default(rules.Options{})), Sink: sinks,
+		Hash: true, Diag: m.Stderr,
+	})
+	res, err := t.Run(ctx)
+	toHarness.Close()
+	if err != nil {
+		harness.Process.Kill()
+		harness.Wait()
+		return fmt.Errorf("demo: %w", err)
+	}
+	if err := harness.Wait(); err != nil {
+		fmt.Fprintf(out, "the example harness ended with %v\n", err)
+	}
+
+	s := collector.Summary()
+	for _, d := range []struct {
+		dir tap.Direction
+		st  stdio.DirStats
+	}{{tap.FromHarness, res.Harness}, {tap.FromBackend, res.Backend}} {
+		s.Streams = append(s.Streams, report.Stream{Dir: d.dir, Frames: uint64(d.st.Frames), Bytes: uint64(d.st.Bytes), SHA256: hex.EncodeToString(d.st.SHA256)})
+	}
+	s.NotAudited = res.NotAudited
+	fmt.Fprintln(out)
+	s.WriteText(out)
+	fmt.Fprintf(out, `
+To audit your own backend, put ahp-tap in front of it in the harness's registration:
+  ahp-tap stdio --registration hooks.json --hook ID --log findings.jsonl -- your-backend [args]
+To test your harness against a backend with known faults:
+  ahp-tap example-backend --mode MODE   (ahp-tap example-backend -h lists the modes)
+`)
+	return nil
 }
 
-func (m *Main) runExampleBackend(ctx context.Context, args []string) error {
-	return usageError("not implemented yet")
+// lockedWriter serialises writes from the harness's stderr copier and the
+// audit goroutine, so lines do not interleave.
+type lockedWriter struct {
+	mu sync.Mutex // guards w
+	w  io.Writer
 }
 
-func (m *Main) runExampleHarness(ctx context.Context, args []string) error {
-	return usageError("not implemented yet")
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -73,7 +73,8 @@ Commands:
   stdio           wrap a stdio backend: ahp-tap stdio [flags] -- CMD [ARGS...]
   http            reverse (or forward) proxy in front of an HTTP backend
   rules           list every check and rule
-  example-backend an example AHP backend on stdio, for testing harnesses
+  example-backend an example AHP backend on stdio, for testing harnesses (--mode MODE)
+  example-harness an example AHP harness that plays a short session
   ca              manage the CA for HTTPS interception (ca init DIR)
   version         print the version
 

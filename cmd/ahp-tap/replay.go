@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
@@ -53,38 +55,42 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	rp := replayer{flags: l, set: set, dir: dir}
-
-	var sources []report.Source
-	if ef.registration != "" && len(l.regFindings) > 0 {
-		sources = append(sources, report.Source{Name: ef.registration, Findings: l.regFindings})
-	}
-	for _, name := range fs.Args() {
-		data, err := m.readInput(name)
-		if err != nil {
+	var lg *report.Log
+	if *logPath != "" {
+		// Opened before the work, so a bad path fails fast.
+		if lg, err = report.OpenLog(*logPath, m.Stderr); err != nil {
 			return usageError("replay: %v", err)
 		}
-		fds, err := rp.replay(data)
+		defer lg.Close() // idempotent; flushes on the error paths too
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	rp := &replayer{flags: l, set: set, dir: dir}
+
+	var sources []report.Source
+	if ef.registration != "" {
+		fds := append(l.regFindings, l.opt.Spec.RegistrationFindings(l.cfg.Registration)...)
+		if len(fds) > 0 {
+			sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
+		}
+	}
+	for _, name := range fs.Args() {
+		fds, err := m.replayFile(rp, name)
 		if err != nil {
 			return usageError("replay %s: %v", name, err)
 		}
 		sources = append(sources, report.Source{Name: name, Findings: fds})
 	}
-	if *logPath != "" {
-		lg, err := report.OpenLog(*logPath, m.Stderr)
-		if err != nil {
-			return usageError("replay: %v", err)
+	for _, src := range sources {
+		for _, f := range src.Findings {
+			lg.WriteWait(f) // offline: wait rather than drop; a nil log (no --log) discards
 		}
-		for _, src := range sources {
-			for _, f := range src.Findings {
-				lg.Write(f)
-			}
-		}
-		lg.Close()
+	}
+	if err := lg.Close(); err != nil {
+		fmt.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
 	}
 	sum := report.SummaryOf(sources)
+	sum.NotPossible = rp.notPossible()
 	if err := writeReport(m.Stdout, *format, sources, sum); err != nil {
 		return usageError("replay: writing the report: %v", err)
 	}
@@ -99,33 +105,102 @@ type replayer struct {
 	flags *loaded         // what the command-line flags say
 	set   map[string]bool // flags given explicitly: they override the capture
 	dir   tap.Direction   // --direction, for plain NDJSON
+
+	// What the replayed segments were judged with, for the summary.
+	hadRegistration, hadHook, hadDeadline bool
 }
 
-// replay returns the findings of one capture or NDJSON stream.
-func (rp replayer) replay(data []byte) ([]tap.Finding, error) {
-	items, err := capture.Read(bytes.NewReader(data))
-	if errors.Is(err, capture.ErrNotCapture) {
-		return rp.replayStream(data), nil
+// notPossible lists the checks no replayed segment had what they need for.
+func (rp *replayer) notPossible() []report.NotPossible {
+	var out []report.NotPossible
+	if !rp.hadRegistration {
+		out = append(out, report.NotPossible{Check: "BASE-5",
+			Reason: "no registration: give --registration FILE --hook ID, or capture with them"})
+	} else if !rp.hadHook {
+		out = append(out, report.NotPossible{Check: "BASE-5",
+			Reason: "no hook selected: give --hook ID to check dispatch against its subscriptions"})
 	}
+	if !rp.hadDeadline {
+		out = append(out, report.NotPossible{Check: "CORR-3",
+			Reason: "no deadline: give --timeout, or a registration whose subscriptions set timeoutMs"})
+	}
+	return out
+}
+
+// note records what a segment's configuration makes possible.
+func (rp *replayer) note(cfg tap.Config) {
+	rp.hadRegistration = rp.hadRegistration || cfg.Registration != nil
+	rp.hadHook = rp.hadHook || cfg.HookID != ""
+	rp.hadDeadline = rp.hadDeadline || cfg.Timeout > 0 || cfg.HookID != ""
+}
+
+// replayFile replays the named file ("-": standard input).
+func (m *Main) replayFile(rp *replayer, name string) ([]tap.Finding, error) {
+	if name == "-" {
+		return rp.replay(m.Stdin)
+	}
+	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	return rp.replayCapture(items)
+	defer f.Close()
+	return rp.replay(f)
+}
+
+// replay returns the findings of one capture or NDJSON stream. It reads
+// as it goes: memory holds one record (or line) at a time, not the file.
+func (rp *replayer) replay(r io.Reader) ([]tap.Finding, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	// The first line that is not blank says what the file is.
+	var head []byte
+	for {
+		line, err := br.ReadBytes('\n')
+		head = append(head, line...)
+		if len(bytes.TrimSpace(line)) > 0 || err != nil {
+			if err != nil && err != io.EOF {
+				return nil, err
+			}
+			break
+		}
+	}
+	all := io.MultiReader(bytes.NewReader(head), br)
+	if !capture.IsHeader(head) {
+		return rp.replayStream(all)
+	}
+	return rp.replayCapture(capture.NewReader(all))
 }
 
 // replayStream checks a plain NDJSON stream as stdio traffic. A stream from
 // one side only (--direction) is an excerpt: a request without its
-// response is no finding.
-func (rp replayer) replayStream(data []byte) []tap.Finding {
+// response is no finding. Without --direction each line's sender is
+// guessed (rules.GuessDirection).
+func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 	cfg := rp.flags.cfg
 	cfg.Transport = tap.Stdio
 	cfg.Partial = rp.dir != 0
+	rp.note(cfg)
 	e := tap.NewEngine(cfg, rules.Default(rp.flags.opt))
 	var out []tap.Finding
-	for _, f := range rules.StreamFrames(data, rp.dir) {
+	s := tap.Splitter{Emit: func(line []byte, fr tap.Framing, size int, truncated bool) {
+		f := &tap.Frame{Dir: rp.dir, Transport: tap.Stdio, Raw: bytes.Clone(line), Framing: fr, Size: size, Truncated: truncated}
+		if f.Dir == 0 {
+			f.Dir = rules.GuessDirection(f)
+		}
 		out = append(out, e.Feed(f)...)
+	}}
+	buf := make([]byte, 1<<16)
+	for {
+		n, err := r.Read(buf)
+		s.Write(buf[:n])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	return append(out, e.Finish()...)
+	s.Close()
+	return append(out, e.Finish()...), nil
 }
 
 // replayCapture feeds a capture's frames and notes, in file order, through
@@ -135,7 +210,7 @@ func (rp replayer) replayStream(data []byte) []tap.Finding {
 // and per-event processes shared an event store (--state), so frames and
 // notes go to the engine of their conn, all sharing one event store. On
 // HTTP a segment is one proxy run with one engine.
-func (rp replayer) replayCapture(items []capture.Item) ([]tap.Finding, error) {
+func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 	var (
 		out     []tap.Finding
 		engines = map[string]*tap.Engine{} // stdio: by conn
@@ -166,7 +241,14 @@ func (rp replayer) replayCapture(items []capture.Item) ([]tap.Finding, error) {
 		}
 		return seg.engine
 	}
-	for _, it := range items {
+	for {
+		it, err := cr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 		switch {
 		case it.Header != nil:
 			cfg, regFindings, err := rp.config(it.Header)
@@ -179,6 +261,7 @@ func (rp replayer) replayCapture(items []capture.Item) ([]tap.Finding, error) {
 				out = append(out, regFindings...)
 			}
 			cfg.Events = events
+			rp.note(cfg)
 			seg = &segment{cfg: cfg}
 		case it.Frame != nil:
 			e := engineFor(it.Frame.Conn)
@@ -201,7 +284,7 @@ type segment struct {
 
 // config builds the engine configuration of a capture segment: the live
 // run's settings from its header, overridden by flags given explicitly.
-func (rp replayer) config(h *capture.Header) (tap.Config, []tap.Finding, error) {
+func (rp *replayer) config(h *capture.Header) (tap.Config, []tap.Finding, error) {
 	cfg := rp.flags.cfg
 	cfg.Transport = h.Transport
 	if h.Snapshot != "" && !rp.set["protocol-version"] {
@@ -217,7 +300,7 @@ func (rp replayer) config(h *capture.Header) (tap.Config, []tap.Finding, error) 
 			return cfg, nil, fmt.Errorf("header registrationDoc is not JSON: %v", err)
 		}
 		cfg.Registration = reg
-		regFindings = rules.RegistrationFindings(reg)
+		regFindings = append(rules.RegistrationFindings(reg), rp.flags.opt.Spec.RegistrationFindings(reg)...)
 		if !rp.set["hook"] {
 			cfg.HookID = h.Hook
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -121,6 +122,15 @@ func TestReplayLog(t *testing.T) {
 			t.Errorf("log record has no %q: %s", k, lines[0])
 		}
 	}
+	// More findings than the log's buffer: replay waits, nothing is dropped.
+	many := writeFile(t, "many.jsonl", strings.Repeat("[1]\n", 10000))
+	manyLog := filepath.Join(t.TempDir(), "many.log")
+	if r := runTap(t, "", "replay", "--direction", "backend", "--log", manyLog, many); r.code != 1 {
+		t.Errorf("replay many: exit %d, want 1", r.code)
+	}
+	if data, _ := os.ReadFile(manyLog); bytes.Count(data, []byte("\n")) != 10000 {
+		t.Errorf("log of 10000 findings has %d lines", bytes.Count(data, []byte("\n")))
+	}
 	if r := runTap(t, "", "replay", "--log", filepath.Join(t.TempDir(), "no", "dir", "x.log"), exampleCapture); r.code != 2 {
 		t.Errorf("replay --log into a missing dir: exit %d, want 2", r.code)
 	}
@@ -129,8 +139,16 @@ func TestReplayLog(t *testing.T) {
 func TestReplayPlainNDJSON(t *testing.T) {
 	valid := fixture(t, "stdio/intercept-request.valid.jsonl")
 	// One side only: an unanswered request is no finding.
-	if r := runTap(t, "", "replay", "--direction", "harness", valid); r.code != 0 {
+	r := runTap(t, "", "replay", "--direction", "harness", valid)
+	if r.code != 0 {
 		t.Errorf("replay --direction harness: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Without a registration or --timeout the summary says what was not checked.
+	if !strings.Contains(r.stdout, "not checked: CORR-3") || !strings.Contains(r.stdout, "not checked: BASE-5") {
+		t.Errorf("summary does not name the checks not possible:\n%s", r.stdout)
+	}
+	if r := runTap(t, "", "replay", "--direction", "harness", "--timeout", "1s", valid); strings.Contains(r.stdout, "not checked: CORR-3") {
+		t.Errorf("with --timeout, CORR-3 is possible:\n%s", r.stdout)
 	}
 	bad := writeFile(t, "bad.jsonl", "[1,2]\n")
 	if r := runTap(t, "", "replay", "--direction", "backend", bad); r.code != 1 || !strings.Contains(r.stdout, "BASE-1") {
@@ -178,7 +196,7 @@ func TestReplayMatchesLive(t *testing.T) {
 
 	rdata, _ := os.ReadFile(path)
 	rp := replayer{flags: &loaded{cfg: tap.Config{Snapshot: tap.DefaultSnapshot}}, set: map[string]bool{}}
-	replayed, err := rp.replay(rdata)
+	replayed, err := rp.replay(bytes.NewReader(rdata))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,5 +219,23 @@ func TestReplayMatchesLive(t *testing.T) {
 		if lk[k] != n {
 			t.Errorf("replayed finding %s: %d times in replay, %d live", k, n, lk[k])
 		}
+	}
+}
+
+func TestReplayStdin(t *testing.T) {
+	data, err := os.ReadFile(exampleCapture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile := runTap(t, "", "replay", "--format", "json", exampleCapture)
+	fromStdin := runTap(t, "\n"+string(data), "replay", "--format", "json", "-")
+	strip := func(s string) string { return strings.ReplaceAll(s, `"source": "`+exampleCapture+`"`, `"source": "-"`) }
+	if fromStdin.code != fromFile.code || strip(fromFile.stdout) != fromStdin.stdout {
+		t.Errorf("replay - (with a leading blank line) differs from replay FILE:\n%s\nvs\n%s", fromStdin.stdout, fromFile.stdout)
+	}
+	// Plain NDJSON on stdin, with a 5 MB line: read as a stream.
+	big := `{"jsonrpc":"2.0","method":"hooks/observe","params":{"pad":"` + strings.Repeat("x", 5<<20) + `"}}`
+	if r := runTap(t, big+"\n[1]\n", "replay", "--direction", "harness", "-"); r.code != 1 || !strings.Contains(r.stdout, "#2 harness error BASE-1") {
+		t.Errorf("replay - (NDJSON): exit %d, stdout %q; want 1 and a BASE-1 finding on line 2", r.code, r.stdout)
 	}
 }

@@ -30,6 +30,8 @@ func (m *Main) runRules(ctx context.Context, args []string) error {
 		ruleInfos = append(ruleInfos, r.Info())
 	}
 	ruleInfos = append(ruleInfos, tap.TapIncomplete, tap.TapInternal)
+	// With --spec DIR, schema failures report under these rules.
+	ruleInfos = append(ruleInfos, rules.SpecRuleInfos()...)
 	if *format == "json" {
 		type check struct {
 			ID          string    `json:"id"`

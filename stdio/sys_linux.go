@@ -1,0 +1,49 @@
+package stdio
+
+import (
+	"runtime"
+	"syscall"
+	"unsafe"
+)
+
+// sysProcAttr runs the backend in its own process group (so that signals
+// reach everything it started) and has the kernel kill it if ahp-tap dies
+// without a chance to clean up (SIGKILL, a crash).
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// defaultAction resets sig to the kernel's default action, bypassing the Go
+// runtime, which would otherwise turn a SIGSEGV or SIGABRT sent to itself
+// into a stack dump and exit status 2. An all-zero struct sigaction is
+// SIG_DFL with no flags on every Linux architecture.
+func defaultAction(sig syscall.Signal) {
+	var act [8]uint64
+	_, _, _ = syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act[0])), 0, 8, 0, 0)
+}
+
+// backgroundThread pins the calling goroutine to its OS thread and lowers
+// that thread's scheduling priority as p says, so that auditing gets the
+// CPU the forwarding loops, the harness and the backend leave over. The
+// thread is never unpinned: it ends with the goroutine.
+func backgroundThread(p Priority) {
+	switch p {
+	case PriorityNormal:
+		return
+	case PriorityIdle:
+		runtime.LockOSThread()
+		// SCHED_IDLE: run only when nothing else wants the CPU.
+		var param [1]int32
+		_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, uintptr(syscall.Gettid()), schedIdle, uintptr(unsafe.Pointer(&param[0])))
+		if errno == 0 {
+			return
+		}
+		fallthrough // not permitted here: fall back to nice
+	default:
+		runtime.LockOSThread()
+		_ = syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), auditNice)
+	}
+}
+
+// schedIdle is Linux's SCHED_IDLE policy.
+const schedIdle = 5

@@ -1,0 +1,22 @@
+//go:build unix && !linux
+
+package stdio
+
+import (
+	"os/signal"
+	"syscall"
+)
+
+// sysProcAttr runs the backend in its own process group so that signals
+// reach everything it started.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+// defaultAction restores the default handling of sig as far as the Go
+// runtime allows.
+func defaultAction(sig syscall.Signal) { signal.Reset(sig) }
+
+// backgroundThread is a no-op where threads cannot be given their own
+// priority.
+func backgroundThread(Priority) {}

@@ -1,0 +1,136 @@
+package tap
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// gateRule blocks in Check until gate is closed, and counts frames.
+type gateRule struct {
+	gate chan struct{}
+	seen *atomic.Int64
+}
+
+func (r gateRule) Info() RuleInfo {
+	return RuleInfo{ID: "TEST/gate", Check: "TEST", Level: Info, Summary: "test"}
+}
+
+func (r gateRule) Check(c *Conversation, f *Frame) []Finding {
+	<-r.gate
+	r.seen.Add(1)
+	return nil
+}
+
+// noteRule records the order of frames and notes.
+type noteRule struct{ log *[]string }
+
+func (r noteRule) Info() RuleInfo { return RuleInfo{ID: "TEST/note", Check: "TEST", Level: Info} }
+func (r noteRule) Check(c *Conversation, f *Frame) []Finding {
+	*r.log = append(*r.log, string(f.Raw))
+	return nil
+}
+func (r noteRule) Note(c *Conversation, n Note) []Finding {
+	*r.log = append(*r.log, "note:"+string(n.Kind))
+	return []Finding{{Check: "TEST", Level: Info, Message: "noted"}}
+}
+
+type findingList struct {
+	mu sync.Mutex
+	fs []Finding
+}
+
+func (l *findingList) Write(f Finding) {
+	l.mu.Lock()
+	l.fs = append(l.fs, f)
+	l.mu.Unlock()
+}
+
+func TestAuditorDropsWhenFullAndCloseDrains(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	gate := make(chan struct{})
+	var seen atomic.Int64
+	var sink findingList
+	a := NewAuditor(NewEngine(Config{}, []Rule{gateRule{gate, &seen}}), &sink, nil, 8)
+	accepted := 0
+	for range 100 {
+		if a.Submit(&Frame{Raw: []byte(`{}`)}) {
+			accepted++
+		}
+	}
+	// The audit goroutine holds at most one frame, the queue 8.
+	if accepted > 9 || a.Dropped() != uint64(100-accepted) {
+		t.Errorf("accepted %d, dropped %d; want at most 9 accepted and the rest counted", accepted, a.Dropped())
+	}
+	close(gate)
+	a.Close()
+	a.Close() // idempotent
+	if int(seen.Load()) != accepted {
+		t.Errorf("checked %d frames, want every accepted one (%d)", seen.Load(), accepted)
+	}
+	if a.Submit(&Frame{}) {
+		t.Error("Submit after Close = true")
+	}
+	var drop *Finding
+	for i := range sink.fs {
+		if sink.fs[i].Check == "TAP-1" {
+			drop = &sink.fs[i]
+		}
+	}
+	if drop == nil || drop.Level != Warn {
+		t.Fatalf("findings %v: want one TAP-1 warn for the drops", sink.fs)
+	}
+}
+
+func TestAuditorNotesInOrder(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var log []string
+	var sink findingList
+	a := NewAuditor(NewEngine(Config{}, []Rule{noteRule{&log}}), &sink, nil, 0)
+	a.Submit(&Frame{Raw: []byte("1")})
+	a.Submit(&Frame{Raw: []byte("2")})
+	a.Note(Note{Kind: NoteEOF})
+	a.Submit(&Frame{Raw: []byte("3")})
+	a.Close()
+	if got := len(log); got != 4 || log[2] != "note:eof" || log[3] != "3" {
+		t.Errorf("order = %v, want 1 2 note:eof 3", log)
+	}
+	if len(sink.fs) != 1 || sink.fs[0].Message != "noted" {
+		t.Errorf("findings = %v, want the note rule's finding", sink.fs)
+	}
+	a.Note(Note{Kind: NoteEnd}) // after Close: does nothing, does not hang
+}
+
+// panicRule panics on every frame.
+type panicRule struct{}
+
+func (panicRule) Info() RuleInfo                            { return RuleInfo{ID: "TEST/panic", Check: "TEST"} }
+func (panicRule) Check(c *Conversation, f *Frame) []Finding { panic("boom") }
+func (panicRule) Finish(c *Conversation) []Finding          { panic("boom at end") }
+
+func TestEnginePanickingRule(t *testing.T) {
+	e := NewEngine(Config{}, []Rule{panicRule{}})
+	fs := e.Feed(&Frame{Raw: []byte(`{}`)})
+	if len(fs) != 1 || fs[0].Check != "TAP-2" || fs[0].Level != Error || fs[0].Seq != 1 {
+		t.Errorf("Feed with a panicking rule = %v, want one TAP-2 error about frame 1", fs)
+	}
+	if fs := e.Finish(); len(fs) != 1 || fs[0].Check != "TAP-2" {
+		t.Errorf("Finish with a panicking rule = %v, want one TAP-2", fs)
+	}
+	if fs := e.Finish(); len(fs) != 0 {
+		t.Errorf("second Finish = %v, want nothing", fs)
+	}
+}
+
+func TestEngineTruncatedFrame(t *testing.T) {
+	e := NewEngine(Config{}, nil)
+	fs := e.Feed(&Frame{Raw: []byte(`{"jsonrpc":`), Truncated: true, Size: 5 << 20})
+	if len(fs) != 1 || fs[0].Check != "TAP-1" || fs[0].Level != Warn {
+		t.Errorf("Feed(truncated) = %v, want one TAP-1 warn", fs)
+	}
+	if fs := e.Feed(&Frame{Raw: []byte(`{}`)}); len(fs) != 0 {
+		t.Errorf("Feed(whole frame) = %v, want nothing", fs)
+	}
+}

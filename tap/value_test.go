@@ -1,0 +1,276 @@
+package tap
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func mustParse(t *testing.T, s string) (*Value, []DuplicateKey) {
+	t.Helper()
+	v, dups, err := ParseJSON([]byte(s))
+	if err != nil {
+		t.Fatalf("ParseJSON(%q) = %v", s, err)
+	}
+	return v, dups
+}
+
+func TestParseDuplicateKeys(t *testing.T) {
+	v, dups := mustParse(t, `{"a":1,"b":{"c":true,"c":false},"a":2}`)
+	want := []DuplicateKey{{Pointer: "/b/c", Key: "c"}, {Pointer: "/a", Key: "a"}}
+	if len(dups) != len(want) || dups[0] != want[0] || dups[1] != want[1] {
+		t.Errorf("dups = %v, want %v", dups, want)
+	}
+	if got := v.Get("a").Str; got != "2" {
+		t.Errorf(`Get("a") = %s, want 2 (last duplicate wins)`, got)
+	}
+	if len(v.Obj) != 3 {
+		t.Errorf("members = %d, want 3 (duplicates kept in wire order)", len(v.Obj))
+	}
+	// Keys needing escapes in the pointer.
+	_, dups = mustParse(t, `{"x":[{"a/b~c":1,"a/b~c":2}]}`)
+	if len(dups) != 1 || dups[0].Pointer != "/x/0/a~1b~0c" {
+		t.Errorf("dups = %v, want one at /x/0/a~1b~0c", dups)
+	}
+	// Same key in sibling objects is no duplicate.
+	if _, dups = mustParse(t, `[{"a":1},{"a":2}]`); len(dups) != 0 {
+		t.Errorf("dups = %v, want none", dups)
+	}
+}
+
+func TestParseManyKeysDuplicateAtEnd(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("{")
+	const n = 50000
+	for i := range n {
+		b.WriteString(`"k` + itoa(i) + `":0,`)
+	}
+	b.WriteString(`"k7":1}`)
+	v, dups := mustParse(t, b.String())
+	if len(v.Obj) != n+1 || len(dups) != 1 || dups[0].Pointer != "/k7" {
+		t.Errorf("members %d, dups %v; want %d and one at /k7", len(v.Obj), dups, n+1)
+	}
+	if got := v.Get("k7").Str; got != "1" {
+		t.Errorf(`Get("k7") = %s, want 1`, got)
+	}
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+func TestAbsentVersusNull(t *testing.T) {
+	v, _ := mustParse(t, `{"id":null,"params":{}}`)
+	if id := v.Get("id"); id == nil || !id.IsNull() {
+		t.Errorf(`Get("id") = %v, want an explicit null`, id)
+	}
+	if r := v.Get("result"); r != nil || v.Has("result") {
+		t.Errorf(`Get("result") = %v, want absent (nil)`, r)
+	}
+	if v.Get("params").IsNull() || !v.Get("params").Is(Object) {
+		t.Error("params should be an empty object")
+	}
+	var absent *Value
+	if absent.Get("x") != nil || absent.IsNull() || absent.Path("a", "b") != nil || absent.Digest() != "" {
+		t.Error("methods on an absent value must report absence")
+	}
+}
+
+func TestIDsAreNeverCoerced(t *testing.T) {
+	keys := map[string]string{}
+	for _, lit := range []string{`1`, `1.0`, `"1"`, `1e0`, `null`, `-0`, `0`} {
+		v, _ := mustParse(t, lit)
+		k := IDKey(v)
+		if prev, ok := keys[k]; ok {
+			t.Errorf("IDKey(%s) = IDKey(%s) = %q; ids must stay distinct", lit, prev, k)
+		}
+		keys[k] = lit
+		if got := IDText(v); got != lit {
+			t.Errorf("IDText(%s) = %s, want it as written", lit, got)
+		}
+	}
+	if IDKey(nil) != "" {
+		t.Error(`IDKey(absent) != ""`)
+	}
+	one, _ := mustParse(t, `1`)
+	oneF, _ := mustParse(t, `1.0`)
+	if one.Digest() == oneF.Digest() {
+		t.Error("1 and 1.0 have one digest; numbers must be kept as written")
+	}
+}
+
+func TestCanonicalDigest(t *testing.T) {
+	a, _ := mustParse(t, `{"b":[1,"x"],"a":{"d":null,"c":true}}`)
+	b, _ := mustParse(t, " { \"a\" : {\"c\":true,\"d\":null}, \"b\":[1,\"\\u0078\"] } ")
+	if a.Digest() != b.Digest() {
+		t.Errorf("same content, different digests:\n%s\n%s", a.Canonical(), b.Canonical())
+	}
+	c, _ := mustParse(t, `{"b":["x",1],"a":{"d":null,"c":true}}`)
+	if a.Digest() == c.Digest() {
+		t.Error("array order must change the digest")
+	}
+}
+
+func TestCanonicalStrings(t *testing.T) {
+	v, _ := mustParse(t, `{"k\"\\":"a\u0001\n\"é\u2028"}`)
+	want := "{\"k\\\"\\\\\":\"a\\u0001\\u000a\\\"é\u2028\"}"
+	if got := string(v.Canonical()); got != want {
+		t.Errorf("Canonical() = %s, want %s", got, want)
+	}
+}
+
+func TestParseStringsAndNumbers(t *testing.T) {
+	for lit, want := range map[string]string{
+		`"a\u2028b"`:         "a\u2028b",
+		`"\ud83d\ude00"`:     "😀",
+		`"\ud800"`:           "\uFFFD",
+		`"\"\\\/\b\f\n\r\t"`: "\"\\/\b\f\n\r\t",
+		`"é"`:                "é",
+	} {
+		v, _ := mustParse(t, lit)
+		if v.Kind != String || v.Str != want {
+			t.Errorf("ParseJSON(%s) = %q, want %q", lit, v.Str, want)
+		}
+	}
+	for _, lit := range []string{`0`, `-1`, `1.5e-3`, `1E+9`, `123456789012345678901234567890`} {
+		v, _ := mustParse(t, lit)
+		if v.Kind != Number || v.Str != lit {
+			t.Errorf("ParseJSON(%s) = %v %q, want the literal", lit, v.Kind, v.Str)
+		}
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	for _, s := range []string{
+		``, ` `, `{`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `{a:1}`, `01`, `1.`, `+1`, `.5`, `1e`, `-`,
+		`"abc`, "\"a\x01b\"", `"\x"`, `"\u12g4"`, `tru`, `nul`, `{} {}`, `[1] x`, `NaN`, `'a'`,
+	} {
+		if _, _, err := ParseJSON([]byte(s)); err == nil {
+			t.Errorf("ParseJSON(%q) = nil error, want a syntax error", s)
+		} else if se := new(SyntaxError); !errors.As(err, &se) {
+			t.Errorf("ParseJSON(%q) error %T, want *SyntaxError", s, err)
+		}
+	}
+}
+
+func TestParseDeepNesting(t *testing.T) {
+	ok := strings.Repeat("[", 5000) + strings.Repeat("]", 5000)
+	if _, _, err := ParseJSON([]byte(ok)); err != nil {
+		t.Errorf("5000 levels: %v", err)
+	}
+	deep := strings.Repeat(`{"a":`, maxDepth+5) + "1" + strings.Repeat("}", maxDepth+5)
+	if _, _, err := ParseJSON([]byte(deep)); err == nil || !strings.Contains(err.Error(), "deep") {
+		t.Errorf("%d levels: err = %v, want nesting too deep", maxDepth+5, err)
+	}
+	// A million unclosed brackets: an error, not a stack overflow.
+	if _, _, err := ParseJSON(bytes.Repeat([]byte("["), 1<<20)); err == nil {
+		t.Error("1M unclosed brackets parsed")
+	}
+}
+
+func TestParseBigInput(t *testing.T) {
+	big := strings.Repeat("x", 20<<20)
+	v, _ := mustParse(t, `{"jsonrpc":"2.0","method":"hooks/observe","params":{"text":"`+big+`"}}`)
+	if got := v.Path("params", "text").Str; len(got) != len(big) {
+		t.Errorf("20 MB string decoded to %d bytes", len(got))
+	}
+	var arr strings.Builder
+	arr.WriteString("[")
+	for i := range 200000 {
+		if i > 0 {
+			arr.WriteString(",")
+		}
+		arr.WriteString(`{"i":1}`)
+	}
+	arr.WriteString("]")
+	if v, _ := mustParse(t, arr.String()); len(v.Arr) != 200000 {
+		t.Errorf("array of 200000 decoded to %d", len(v.Arr))
+	}
+}
+
+func TestFrameDecode(t *testing.T) {
+	f := &Frame{Raw: []byte("{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{\"s\":\"\xff\"}}")}
+	f.Decode()
+	if !f.BadUTF8 || f.Tree == nil {
+		t.Errorf("BadUTF8 = %v, Tree = %v; want true and a tree (the JSON is still readable)", f.BadUTF8, f.Tree)
+	}
+	if _, ok := f.Msg.(*Notification); !ok {
+		t.Errorf("Msg = %T, want *Notification", f.Msg)
+	}
+	for raw, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":1,"method":"m","params":{}}`: "*tap.Request",
+		`{"jsonrpc":"2.0","id":null,"method":"m"}`:          "*tap.Request",
+		`{"jsonrpc":"2.0","method":"m"}`:                    "*tap.Notification",
+		`{"jsonrpc":"2.0","id":1,"result":{}}`:              "*tap.Response",
+		`{"jsonrpc":"2.0","id":1,"error":{}}`:               "*tap.Response",
+		`{"jsonrpc":"2.0"}`:                                 "<nil>",
+		`[{"jsonrpc":"2.0","method":"m"}]`:                  "<nil>",
+	} {
+		f := &Frame{Raw: []byte(raw)}
+		f.Decode()
+		if got := typeName(f.Msg); got != want {
+			t.Errorf("Decode(%s).Msg = %s, want %s", raw, got, want)
+		}
+	}
+	tr := &Frame{Raw: []byte(`{"jsonrpc"`), Truncated: true, Size: 1 << 20}
+	tr.Decode()
+	if tr.Tree != nil || tr.SyntaxErr != nil || tr.Size != 1<<20 {
+		t.Error("a truncated frame must not be decoded")
+	}
+}
+
+func typeName(m Message) string {
+	switch m.(type) {
+	case *Request:
+		return "*tap.Request"
+	case *Notification:
+		return "*tap.Notification"
+	case *Response:
+		return "*tap.Response"
+	}
+	return "<nil>"
+}
+
+// TestParseAgreesWithEncodingJSON: our parser accepts exactly what the
+// standard library accepts, on a set of tricky inputs (the fuzz target
+// FuzzParseJSON checks the same on any input).
+func TestParseAgreesWithEncodingJSON(t *testing.T) {
+	for _, s := range []string{`{"a":[1,2,{"b":null}]}`, `"\u0000"`, `-0.0e-0`, `[]`, `{}`, "\t1\n", `"\/"`, `1 2`, `[1}`} {
+		_, _, err := ParseJSON([]byte(s))
+		if (err == nil) != json.Valid([]byte(s)) {
+			t.Errorf("ParseJSON(%q) err = %v, json.Valid = %v", s, err, json.Valid([]byte(s)))
+		}
+	}
+}
+
+// FuzzParseJSON: our parser accepts exactly the documents encoding/json
+// accepts, and never panics.
+func FuzzParseJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2.0,"3",null,true]}`, `{"a":1,"a":2}`, `"\ud800\udc00"`, `[[[]]]`, "\xff", `-0e+1`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) > 9000 {
+			return // both have a nesting limit; they need not agree at it
+		}
+		v, _, err := ParseJSON(data)
+		if (err == nil) != json.Valid(data) {
+			t.Fatalf("ParseJSON(%q) err = %v, json.Valid = %v", data, err, json.Valid(data))
+		}
+		if err == nil {
+			_ = v.Any()
+			c := v.Canonical()
+			// The canonical form is JSON, and canonical again.
+			w, _, err := ParseJSON(c)
+			if err != nil {
+				t.Fatalf("Canonical(%q) = %q, not JSON: %v", data, c, err)
+			}
+			if c2 := w.Canonical(); !bytes.Equal(c, c2) {
+				t.Fatalf("Canonical not stable: %q then %q", c, c2)
+			}
+		}
+	})
+}
