@@ -1,5 +1,248 @@
 package rules
 
-import "github.com/ahp-tap/ahp-tap/tap"
+import (
+	"time"
 
-func correlationRules() []tap.Rule { return nil }
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// correlationRules returns the outcome rule first: CORR-3 overrides the
+// outcome of a late response, and later families (EFF-1, EDIT-7) may mark a
+// response invalid.
+func correlationRules() []tap.Rule {
+	return []tap.Rule{
+		outcomeRule{info("CORR-2/outcome", "CORR-2",
+			"records how each answered exchange ended (no effect, deny, effects, error, invalid); reports nothing")},
+		idEqualsEventRule{info("CORR-1/id-event", "CORR-1",
+			"the JSON-RPC id of hooks/intercept equals params.event.id")},
+		answeredOnceRule{info("CORR-2/answered-once", "CORR-2",
+			"every request is answered exactly once; no response for an unknown or already answered id")},
+		lateRule{info("CORR-3/late", "CORR-3",
+			"a response after the subscription's timeoutMs (or --timeout) is late and must be ignored")},
+	}
+}
+
+// outcomeRule records on the Exchange how a matched response ends it, in
+// the AHP Inspector's words: an empty effect list is no_effect (not
+// "allow"), an accepted deny is explicit_deny. BASE-6 reads the outcome of
+// an event's earlier delivery from the EventStore, where the conversation
+// copies it. It reports nothing itself.
+type outcomeRule struct{ info tap.RuleInfo }
+
+func (r outcomeRule) Info() tap.RuleInfo { return r.info }
+
+func (r outcomeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
+	m, ok := f.Msg.(*tap.Response)
+	x := c.Exchange()
+	if !ok || x == nil || c.Correlation() != tap.Matched {
+		return nil
+	}
+	x.Outcome = judgeOutcome(c, x, m)
+	return nil
+}
+
+// judgeOutcome classifies a response to x. A result the harness must reject
+// (wrong version, no effects list, an effect that is not an object of a
+// defined or advertised extension type, an unadvertised or out-of-place
+// effect) is invalid_response: an operational failure, even when it holds a
+// deny (§4.6).
+func judgeOutcome(c *tap.Conversation, x *tap.Exchange, m *tap.Response) string {
+	switch {
+	case m.Error != nil && m.Result == nil:
+		return tap.OutcomeErrorAnswer
+	case m.Error != nil || !m.Result.Is(tap.Object):
+		return tap.OutcomeInvalid
+	case x.Method != methodIntercept:
+		return "" // a discovery or unknown-method answer decides nothing
+	}
+	res := m.Result
+	if v, _ := res.Get("protocolVersion").Text(); v != c.Snapshot {
+		return tap.OutcomeInvalid
+	}
+	effects := res.Get("effects")
+	if !effects.Is(tap.Array) || res.Has("manifest") {
+		return tap.OutcomeInvalid
+	}
+	if len(authorityProblems(x, res)) > 0 {
+		return tap.OutcomeInvalid
+	}
+	deny := false
+	advertised := textSet(x.Capabilities.Get("effects"))
+	for _, e := range effects.Elems() {
+		t, ok := e.Get("type").Text()
+		if !ok || (!coreEffectNames[t] && !(reverseDNSName.MatchString(t) && advertised[t])) {
+			// AHP-CORE-003, AHP-CAP-001: an unknown or unadvertised effect
+			// type rejects the whole response.
+			return tap.OutcomeInvalid
+		}
+		deny = deny || t == "deny"
+	}
+	switch {
+	case len(effects.Elems()) == 0:
+		return tap.OutcomeNoEffect
+	case deny:
+		return tap.OutcomeDeny
+	}
+	return tap.OutcomeEffects
+}
+
+// idEqualsEventRule checks CORR-1 (AHP-CORE-004): the JSON-RPC id of
+// hooks/intercept is the string params.event.id (§2.4).
+type idEqualsEventRule struct{ info tap.RuleInfo }
+
+func (r idEqualsEventRule) Info() tap.RuleInfo { return r.info }
+
+func (r idEqualsEventRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
+	m, ok := f.Msg.(*tap.Request)
+	if !ok || m.Method != methodIntercept {
+		return nil
+	}
+	evID, ok := f.Event().Get("id").Text()
+	if !ok {
+		return nil // EVT-1 reports a missing or non-string event id
+	}
+	if id, ok := m.ID.Text(); ok && id == evID {
+		return nil
+	}
+	return []tap.Finding{r.info.At(f, 0, "/id", "hooks/intercept id is %s but params.event.id is %s; the JSON-RPC id must be the same string", show(m.ID), quoted(evID))}
+}
+
+// answeredOnceRule checks CORR-2 (AHP-RPC-001): every request is answered
+// exactly once with its id. It says nothing in a standalone excerpt
+// (c.Partial), where the other half of an exchange is not expected.
+type answeredOnceRule struct{ info tap.RuleInfo }
+
+func (r answeredOnceRule) Info() tap.RuleInfo { return r.info }
+
+// answeredOnceState remembers the exchanges already reported unanswered
+// when their backend's stream ended, so Finish does not report them twice,
+// and how many requests and answers each id has had: a retry re-sends a
+// request with the same id (AHP-CORE-004), and each copy may be answered.
+type answeredOnceState struct {
+	reported map[*tap.Exchange]bool
+	sent     map[string]int // requests per IDKey
+	answers  map[string]int // responses per IDKey
+}
+
+func (r answeredOnceRule) state(c *tap.Conversation) *answeredOnceState {
+	return c.RuleState(r.info.ID, func() any {
+		return &answeredOnceState{
+			reported: make(map[*tap.Exchange]bool),
+			sent:     make(map[string]int),
+			answers:  make(map[string]int),
+		}
+	}).(*answeredOnceState)
+}
+
+func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
+	trackNotifications(c, f) // shared with BASE-7, whichever runs first
+	if c.Partial {
+		return nil
+	}
+	st := r.state(c)
+	if req, ok := f.Msg.(*tap.Request); ok {
+		st.sent[tap.IDKey(req.ID)]++
+		return nil
+	}
+	m, ok := f.Msg.(*tap.Response)
+	if !ok || m.ID == nil {
+		return nil // BASE-1 reports a response without id
+	}
+	key := tap.IDKey(m.ID)
+	st.answers[key]++
+	switch c.Correlation() {
+	case tap.Duplicate:
+		if st.answers[key] <= st.sent[key] {
+			return nil // the answer to the other copy of a retried request
+		}
+		prev := c.Answered(key)
+		return []tap.Finding{r.info.At(f, 0, "/id", "response id %s answers a request that was already answered (#%d); every request is answered exactly once", tap.IDText(m.ID), prev.Response.Seq)}
+	case tap.Unsolicited:
+		if notificationAnswered(c, f) || malformedAnswered(c, f) {
+			return nil // BASE-7 reports answers to notifications; a null-id error answers an unparseable message
+		}
+		return []tap.Finding{r.info.At(f, 0, "/id", "response id %s matches no request that was sent; a response must carry the id of a pending request", tap.IDText(m.ID))}
+	}
+	return nil
+}
+
+// Note reports the requests still pending when the backend's side of their
+// connection ended: its stdout closed, its process exited, or it could not
+// be reached. Nothing can answer them any more.
+func (r answeredOnceRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
+	if c.Partial {
+		return nil
+	}
+	var why string
+	switch {
+	case n.Kind == tap.NoteEOF && n.Dir == tap.FromBackend:
+		why = "the backend closed its output"
+	case n.Kind == tap.NoteExit:
+		why = "the backend process exited"
+	case n.Kind == tap.NoteUpstreamFailure:
+		why = "the backend could not be reached"
+	default:
+		return nil
+	}
+	st := r.state(c)
+	var out []tap.Finding
+	for _, x := range c.Pending() {
+		if st.reported[x] || x.Request.Conn != n.Conn {
+			continue
+		}
+		st.reported[x] = true
+		lvl, outcome := tap.Error, tap.OutcomeUnanswered
+		if n.Kind == tap.NoteUpstreamFailure {
+			// An operational failure of the link, not a backend that kept
+			// quiet: a fact the reader needs, not a protocol violation.
+			lvl, outcome = tap.Warn, tap.OutcomeFailure
+		}
+		x.Outcome = outcome
+		out = append(out, r.info.At(x.Request, lvl, "/id", "request id %s was never answered: %s", tap.IDText(x.Request.RPCID()), why))
+	}
+	return out
+}
+
+// Finish reports every request still unanswered at the end of the stream.
+func (r answeredOnceRule) Finish(c *tap.Conversation) []tap.Finding {
+	if c.Partial {
+		return nil
+	}
+	st := r.state(c)
+	var out []tap.Finding
+	for _, x := range c.Pending() {
+		if st.reported[x] {
+			continue
+		}
+		x.Outcome = tap.OutcomeUnanswered
+		out = append(out, r.info.At(x.Request, 0, "/id", "request id %s was never answered before the stream ended", tap.IDText(x.Request.RPCID())))
+	}
+	return out
+}
+
+// lateRule checks CORR-3 (AHP-FAIL-002): a response that arrives after the
+// exchange's deadline (the subscription's timeoutMs, else --timeout) is
+// late; the harness must ignore it and apply its failure policy. Latency is
+// the difference of the two frames' times.
+type lateRule struct{ info tap.RuleInfo }
+
+func (r lateRule) Info() tap.RuleInfo { return r.info }
+
+func (r lateRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
+	x := c.Exchange()
+	if _, ok := f.Msg.(*tap.Response); !ok || x == nil || c.Correlation() != tap.Matched || x.Deadline <= 0 {
+		return nil
+	}
+	if x.Method != methodIntercept {
+		return nil // AHP-FAIL-002 bounds interception; discovery has no deadline
+	}
+	if f.Time.IsZero() || x.Request.Time.IsZero() {
+		return nil
+	}
+	took := f.Time.Sub(x.Request.Time)
+	if took <= x.Deadline {
+		return nil
+	}
+	x.Outcome = tap.OutcomeLate
+	return []tap.Finding{r.info.At(f, 0, "", "response came %v after its request, later than the %v deadline; the harness must ignore it and apply the failure policy", took.Round(time.Millisecond), x.Deadline)}
+}

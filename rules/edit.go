@@ -1,5 +1,283 @@
 package rules
 
-import "github.com/ahp-tap/ahp-tap/tap"
+import (
+	"fmt"
+	"slices"
+	"strings"
 
-func editRules() []tap.Rule { return nil }
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// The edit rules (EDIT-3…EDIT-8) report what the edit evaluator
+// (editeval.go) and the elicitation checks find. Every rule reads one
+// shared analysis of the frame (editAnalysis), computed once per frame:
+// the evaluator runs once per response however many EDIT rules are on.
+
+// editRules builds one rule per check; each reports only its check.
+func editRules() []tap.Rule {
+	return []tap.Rule{
+		editRule{info("EDIT-3/attachments", "EDIT-3", "attachments stay immutable references; no whole-list replace over metadata, omit or gap text parts")},
+		editRule{info("EDIT-4/target", "EDIT-4", "modify values fit the target and the boundary")},
+		editRule{info("EDIT-5/semantics", "EDIT-5", "merge value and target are the same kind; replace, append and shallow merge semantics")},
+		editRule{info("EDIT-6/capability", "EDIT-6", "an edit needs the exact advertised modify capability and body selection")},
+		editRule{info("EDIT-7/atomic", "EDIT-7", "one invalid effect rejects every effect in the response")},
+		editRule{info("EDIT-8/elicitation", "EDIT-8", "body-selected elicitation request/result text is complete MCP JSON that agrees with the envelope")},
+	}
+}
+
+// An editRule reports the problems of its check from the frame's shared
+// edit analysis.
+type editRule struct{ info tap.RuleInfo }
+
+func (r editRule) Info() tap.RuleInfo { return r.info }
+
+func (r editRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
+	var out []tap.Finding
+	for _, p := range editAnalysis(c, f) {
+		if p.check == r.info.Check {
+			out = append(out, r.info.At(f, 0, p.ptr, "%s", p.msg))
+		}
+	}
+	return out
+}
+
+// editCache holds the analysis of the frame last analysed.
+type editCache struct {
+	seq   uint64
+	done  bool
+	probs []problem
+}
+
+// editAnalysis analyses f once per conversation and frame and returns the
+// problems of every EDIT-3…EDIT-8 check.
+func editAnalysis(c *tap.Conversation, f *tap.Frame) []problem {
+	ec := c.RuleState("edit/frame", func() any { return &editCache{} }).(*editCache)
+	if ec.done && ec.seq == f.Seq {
+		return ec.probs
+	}
+	ec.seq, ec.done, ec.probs = f.Seq, true, analyseEdits(c, f)
+	return ec.probs
+}
+
+func analyseEdits(c *tap.Conversation, f *tap.Frame) []problem {
+	if f.Truncated || f.Tree == nil {
+		return nil
+	}
+	switch m := f.Msg.(type) {
+	case *tap.Request, *tap.Notification:
+		// EDIT-8 judges events wherever they travel, intercepted or observed.
+		if meth := f.Method(); meth == "hooks/intercept" || meth == "hooks/observe" {
+			return elicitationProblems(forms(c), f.Event(), "/params/event")
+		}
+	case *tap.Response:
+		if !m.Result.Is(tap.Object) || m.Error != nil || !m.Result.Has("effects") {
+			return nil
+		}
+		ctx, ok := responseContext(c)
+		if !ok {
+			return nil
+		}
+		res := EvaluateEdits(ctx, m.Result.Get("effects"))
+		if x := c.Exchange(); x != nil {
+			x.Edit = res // the exchange record shows what a harness should apply
+		}
+		return responseProblems(res, m.Result.Get("effects"), frameProblems(c, f))
+	}
+	return nil
+}
+
+// responseContext is the context a response is judged in: the request it
+// answers when the stream holds it, else the --edit-context, else none
+// (context-free checks only). ok is false for responses to requests other
+// than hooks/intercept.
+func responseContext(c *tap.Conversation) (EditContext, bool) {
+	if x := c.Exchange(); x != nil {
+		if x.Method != "hooks/intercept" {
+			return EditContext{}, false
+		}
+		var sel *tap.Value
+		if c.Hook != nil && x.Subscription != nil {
+			sel = x.Subscription.Get("content")
+		}
+		ctx := EventEditContext(x.Event, x.Capabilities, sel)
+		ctx.Form = forms(c).formFor(x.Event)
+		return ctx, true
+	}
+	if c.EditContext != nil {
+		if ctx, err := ParseEditContext(c.EditContext); err == nil {
+			return ctx, true
+		}
+	}
+	return EditContext{}, true
+}
+
+// responseProblems turns an evaluation into the problems the EDIT rules
+// report. Problems of the effect list as such belong to the effect and
+// content rules (EFF-1, EDIT-1, EDIT-2) and BASE-9; an EDIT-4 shape problem
+// that the shared shape walk already reported at the same place is not
+// repeated. EDIT-7 is one problem on the response, naming the effects an
+// invalid edit takes down; when the effect list itself is invalid, EFF-1
+// already says so and names them.
+func responseProblems(res EditResult, effects *tap.Value, shaped []problem) []problem {
+	if res.Accepted {
+		return nil
+	}
+	already := make(map[string]bool, len(shaped))
+	for _, p := range shaped {
+		already[p.ptr] = true
+	}
+	var out []problem
+	invalid := make(map[int]bool)
+	listFaults := false // the effect list as such is invalid: EFF-1 names what it takes down
+	for _, r := range res.Reasons {
+		if r.Stage == "effects" {
+			listFaults = true
+		}
+		if i := effectIndex(r.Pointer); i >= 0 {
+			invalid[i] = true
+		}
+		switch r.Check {
+		case "EDIT-3", "EDIT-5", "EDIT-6":
+			out = append(out, problem{check: r.Check, ptr: r.Pointer, msg: r.Message})
+		case "EDIT-4":
+			if !already[r.Pointer] {
+				out = append(out, problem{check: r.Check, ptr: r.Pointer, msg: r.Message})
+			}
+		}
+	}
+	var bad, taken []string
+	for i, e := range effects.Elems() {
+		typ, _ := e.Get("type").Text()
+		if typ == "" {
+			typ = "effect"
+		}
+		if invalid[i] {
+			bad = append(bad, fmt.Sprintf("%d (%s)", i, typ))
+		} else {
+			taken = append(taken, fmt.Sprintf("%d (%s)", i, typ))
+		}
+	}
+	if len(bad) > 0 && len(taken) > 0 && !listFaults {
+		// AHP-EDIT-001, §4.6: the whole response is validated before any
+		// change is published; one invalid effect rejects all of them.
+		out = append(out, problem{check: "EDIT-7", ptr: EffectsPointer, msg: fmt.Sprintf(
+			"the response must be rejected as a whole: effect %s is invalid, so the valid effect %s must not be applied either",
+			strings.Join(bad, ", "), strings.Join(taken, ", "))})
+	}
+	return out
+}
+
+// elicitationProblems applies EDIT-8 to an event: a body-selected
+// elicitation request or result text part must hold complete MCP JSON
+// that fits the pinned MCP 2025-11-25 contract and agrees with the
+// envelope. Metadata, omit and gap views are never parsed.
+func elicitationProblems(fm *formMemory, ev *tap.Value, ptr string) []problem {
+	t, _ := ev.Get("type").Text()
+	if t != "user.elicitation.request" && t != "user.elicitation.result" {
+		return nil
+	}
+	el := ev.Get("elicitation")
+	elPtr := tap.Ptr(ptr, "elicitation")
+	mode, _ := el.Get("mode").Text()
+	member, what := "request", "elicitation/create params"
+	if t == "user.elicitation.result" {
+		member, what = "result", "ElicitResult"
+	}
+	part := el.Get(member)
+	text, ok := part.Get("text").Text()
+	if sel, _ := part.Get("selection").Text(); sel != "body" || part.Has("gap") || !ok {
+		return nil // AHP-CONTENT-001: metadata, omit and gap views are not payloads
+	}
+	textPtr := tap.Ptr(elPtr, member, "text")
+	var out []problem
+	add := func(p, format string, args ...any) {
+		out = append(out, problem{check: "EDIT-8", ptr: p, msg: fmt.Sprintf(format, args...)})
+	}
+	doc, faults := parseMCP(text)
+	if doc == nil || !doc.Is(tap.Object) {
+		for _, f := range faults {
+			add(textPtr, "the elicitation %s text must be complete MCP %s JSON, but it %s", member, what, f.msg)
+		}
+		return out
+	}
+	if member == "request" {
+		faults = append(faults, mcpRequestFaults(doc)...)
+	} else {
+		faults = append(faults, mcpResultFaults(doc)...)
+	}
+	for _, f := range faults {
+		add(textPtr, "the elicitation %s text is not valid MCP 2025-11-25 %s: %s", member, what, f)
+	}
+	if member == "request" && len(faults) == 0 {
+		fm.remember(ev, doc.Get("requestedSchema"))
+	}
+	if member == "request" {
+		// MCP omits mode for a form request.
+		parsed := "form"
+		if m, ok := doc.Get("mode").Text(); ok {
+			parsed = m
+		}
+		if mode != "" && slices.Contains([]string{"form", "url"}, parsed) && parsed != mode {
+			add(tap.Ptr(elPtr, "mode"), "elicitation mode %q disagrees with the MCP request's mode %q (an omitted MCP mode means form)", mode, parsed)
+		}
+		return out
+	}
+	action, _ := el.Get("action").Text()
+	if a, ok := doc.Get("action").Text(); ok && action != "" && a != action && slices.Contains([]string{"accept", "decline", "cancel"}, a) {
+		add(tap.Ptr(elPtr, "action"), "elicitation action %q disagrees with the MCP result's action %q", action, a)
+	}
+	parsedAction, _ := doc.Get("action").Text()
+	if doc.Has("content") && (action != "accept" || parsedAction != "accept" || mode != "form") {
+		add(textPtr, "the MCP result carries content, which belongs only to an accepted form result; this one has mode %q and action %q", mode, action)
+	} else if form := fm.formFor(ev); doc.Get("content").Is(tap.Object) && len(faults) == 0 {
+		for _, f := range formAnswerFaults(form, doc.Get("content")) {
+			add(textPtr, "the MCP result's content does not fit the form the request asked for: %s", f)
+		}
+	}
+	return out
+}
+
+// formMemory remembers the requested form schema of each elicitation
+// request seen, by event, so that the result event that names it as its
+// parent can be checked against it. It keeps the latest maxForms.
+type formMemory struct {
+	order []string
+	forms map[string]*tap.Value
+}
+
+const maxForms = 1024
+
+// forms is the conversation's form memory.
+func forms(c *tap.Conversation) *formMemory {
+	return c.RuleState("edit/forms", func() any { return &formMemory{forms: make(map[string]*tap.Value)} }).(*formMemory)
+}
+
+func formKey(source, id string) string { return source + "\x00" + id }
+
+func (fm *formMemory) remember(ev, schema *tap.Value) {
+	id, _ := ev.Get("id").Text()
+	src, _ := ev.Get("source").Text()
+	if schema == nil || id == "" {
+		return
+	}
+	k := formKey(src, id)
+	if _, ok := fm.forms[k]; !ok {
+		fm.order = append(fm.order, k)
+	}
+	fm.forms[k] = schema
+	if len(fm.order) > maxForms {
+		delete(fm.forms, fm.order[0])
+		fm.order = fm.order[1:]
+	}
+}
+
+// formFor is the requested form of the request an event's parentEventId
+// names (same source), or nil.
+func (fm *formMemory) formFor(ev *tap.Value) *tap.Value {
+	parent, _ := ev.Get("parentEventId").Text()
+	src, _ := ev.Get("source").Text()
+	if fm == nil || parent == "" {
+		return nil
+	}
+	return fm.forms[formKey(src, parent)]
+}

@@ -68,12 +68,19 @@ func (r envelopeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 			add("/params", `"params" must be an object, found %s`, m.Params.Describe())
 		}
 		out = append(out, r.noResponseMembers(f, t)...)
+		if m.Method == "hooks/observe" {
+			// AHP-RPC-002: observation is a notification; it is never answered.
+			add("/id", `"hooks/observe" is a notification and must not carry an "id"`)
+		}
 	case *tap.Notification:
 		out = append(out, r.checkMethod(f, t)...)
 		if !m.Params.Is(tap.Object) {
 			add("/params", `"params" must be an object, found %s`, m.Params.Describe())
 		}
 		out = append(out, r.noResponseMembers(f, t)...)
+		if m.Method == "hooks/intercept" || m.Method == "hooks/capabilities" {
+			add("", "%q is a request and must carry an \"id\"", m.Method)
+		}
 	case *tap.Response:
 		if m.ID == nil {
 			add("/id", `a response must carry the "id" of the request it answers`)

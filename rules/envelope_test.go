@@ -26,6 +26,8 @@ func TestEnvelope(t *testing.T) {
 		{"float id", harnessFrame(`{"jsonrpc":"2.0","id":1.5,"method":"m","params":{}}`), 1},
 		{"params array", harnessFrame(`{"jsonrpc":"2.0","id":1,"method":"m","params":[]}`), 1},
 		{"error code string", backendFrame(`{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}`), 1},
+		{"observe with id", harnessFrame(`{"jsonrpc":"2.0","id":"a","method":"hooks/observe","params":{}}`), 1},
+		{"intercept without id", harnessFrame(`{"jsonrpc":"2.0","method":"hooks/intercept","params":{}}`), 1},
 		{"unknown field is fine", harnessFrame(`{"jsonrpc":"2.0","id":"a","method":"m","params":{},"x-extra":1}`), 0},
 	}
 	for _, tt := range tests {

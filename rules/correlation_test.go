@@ -1,0 +1,281 @@
+package rules
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// Builders for the conversation-level tests (BASE-2..9, CORR-1..3).
+
+// t0 is the time of a test conversation's first frame.
+var t0 = time.Date(2026, 8, 24, 8, 51, 14, 0, time.UTC)
+
+// atMs sets f's time to t0 plus ms milliseconds and returns f.
+func atMs(f *tap.Frame, ms int) *tap.Frame {
+	f.Time = t0.Add(time.Duration(ms) * time.Millisecond)
+	return f
+}
+
+// onConn sets f's connection and returns f.
+func onConn(f *tap.Frame, conn string) *tap.Frame {
+	f.Conn = conn
+	return f
+}
+
+// convEvent is a valid tool.before-like event of type typ with id id; more
+// holds extra members (",\"k\":v" text) appended to the event object.
+func convEvent(id, typ, more string) string {
+	return fmt.Sprintf(`{"id":%q,"source":"https://harness.example/runtime/42","type":%q,"time":"2026-08-24T08:51:14Z","harness":{"name":"h","version":"1"},"session":{"id":"s1"},"call":{"id":"c1"}%s}`, id, typ, more)
+}
+
+// convIntercept is a hooks/intercept request whose JSON-RPC id is id.
+func convIntercept(id, event, caps string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"hooks/intercept","params":{"protocolVersion":"draft","event":%s,"capabilities":%s}}`, id, event, caps)
+}
+
+// convObserve is a hooks/observe notification.
+func convObserve(event string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","method":"hooks/observe","params":{"protocolVersion":"draft","event":%s}}`, event)
+}
+
+// convResult is a success response with the given effects.
+func convResult(id, effects string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"protocolVersion":"draft","effects":%s}}`, id, effects)
+}
+
+// convError is an error response.
+func convError(id string, code int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"error":{"code":%d,"message":"m"}}`, id, code)
+}
+
+const denyCaps = `{"effects":["deny"]}`
+
+// exchangesOf runs frames through rules and returns the engine's exchanges
+// after Finish.
+func exchangesOf(cfg tap.Config, rs []tap.Rule, frames ...*tap.Frame) ([]*tap.Exchange, []tap.Finding) {
+	e := tap.NewEngine(cfg, rs)
+	var out []tap.Finding
+	for _, f := range frames {
+		out = append(out, e.Feed(f)...)
+	}
+	out = append(out, e.Finish()...)
+	return e.Conversation().Exchanges(), out
+}
+
+func TestIDEqualsEvent(t *testing.T) {
+	ev := convEvent("evt_1", "tool.before", "")
+	tests := []struct {
+		name string
+		js   string
+		want int
+	}{
+		{"equal", convIntercept("evt_1", ev, denyCaps), 0},
+		{"different", convIntercept("evt_2", ev, denyCaps), 1},
+		{"integer id", `{"jsonrpc":"2.0","id":1,"method":"hooks/intercept","params":{"protocolVersion":"draft","event":` + ev + `,"capabilities":{"effects":["deny"]}}}`, 1},
+		{"capabilities id is free", `{"jsonrpc":"2.0","id":"discovery","method":"hooks/capabilities","params":{"protocolVersion":"draft"}}`, 0},
+		{"no event id is EVT-1's", convIntercept("x", `{"type":"tool.before"}`, denyCaps), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := runRules(tap.Config{Partial: true}, correlationRules(), harnessFrame(tt.js))
+			wantFindings(t, fs, "CORR-1", tt.want)
+		})
+	}
+}
+
+func TestAnsweredOnce(t *testing.T) {
+	req := func() *tap.Frame {
+		return harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps))
+	}
+	res := func(id string) *tap.Frame { return backendFrame(convResult(id, `[]`)) }
+	tests := []struct {
+		name    string
+		partial bool
+		frames  []*tap.Frame
+		want    int
+	}{
+		{"answered once", false, []*tap.Frame{req(), res("e1")}, 0},
+		{"unanswered at end", false, []*tap.Frame{req()}, 1},
+		{"answered twice", false, []*tap.Frame{req(), res("e1"), res("e1")}, 1},
+		{"retry: both copies answered", false, []*tap.Frame{req(), req(), res("e1"), res("e1")}, 0},
+		{"retry: three answers to two copies", false, []*tap.Frame{req(), req(), res("e1"), res("e1"), res("e1")}, 1},
+		{"retry: only the retry answered", false, []*tap.Frame{req(), req(), res("e1")}, 0},
+		{"unknown id", false, []*tap.Frame{req(), res("e1"), res("zz")}, 1},
+		{"numeric id is not the string id", false, []*tap.Frame{req(), backendFrame(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"draft","effects":[]}}`)}, 2},
+		{"excerpt: lone request", true, []*tap.Frame{req()}, 0},
+		{"excerpt: lone response", true, []*tap.Frame{res("e1")}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := runRules(tap.Config{Partial: tt.partial}, correlationRules(), tt.frames...)
+			wantFindings(t, fs, "CORR-2", tt.want)
+		})
+	}
+}
+
+func TestAnsweredOnceNotes(t *testing.T) {
+	e := tap.NewEngine(tap.Config{}, correlationRules())
+	e.Feed(onConn(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps)), "p1"))
+	e.Feed(onConn(harnessFrame(convIntercept("e2", convEvent("e2", "tool.before", ""), denyCaps)), "p2"))
+	// The harness closing stdin ends nothing: the backend may still answer.
+	if fs := e.Note(tap.Note{Kind: tap.NoteEOF, Dir: tap.FromHarness, Conn: "p1"}); len(fs) != 0 {
+		t.Errorf("harness EOF: findings %s, want none", dump(fs))
+	}
+	fs := e.Note(tap.Note{Kind: tap.NoteExit, Conn: "p1"})
+	wantFindings(t, fs, "CORR-2", 1)
+	fs = e.Note(tap.Note{Kind: tap.NoteUpstreamFailure, Conn: "p2"})
+	if len(fs) != 1 || fs[0].Level != tap.Warn {
+		t.Errorf("upstream failure: findings %s, want one warning", dump(fs))
+	}
+	// Both were reported once; Finish has nothing left to say.
+	wantFindings(t, e.Finish(), "CORR-2", 0)
+	xs := e.Conversation().Exchanges()
+	if xs[0].Outcome != tap.OutcomeUnanswered || xs[1].Outcome != tap.OutcomeFailure {
+		t.Errorf("outcomes = %q, %q, want %q, %q", xs[0].Outcome, xs[1].Outcome, tap.OutcomeUnanswered, tap.OutcomeFailure)
+	}
+}
+
+func TestLate(t *testing.T) {
+	req := func() *tap.Frame {
+		return atMs(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps)), 0)
+	}
+	tests := []struct {
+		name    string
+		timeout time.Duration
+		resAt   int
+		want    int
+		outcome string
+	}{
+		{"in time", 500 * time.Millisecond, 499, 0, tap.OutcomeNoEffect},
+		{"on the deadline", 500 * time.Millisecond, 500, 0, tap.OutcomeNoEffect},
+		{"late", 500 * time.Millisecond, 501, 1, tap.OutcomeLate},
+		{"no deadline known", 0, 60000, 0, tap.OutcomeNoEffect},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			xs, fs := exchangesOf(tap.Config{Timeout: tt.timeout}, correlationRules(), req(), atMs(backendFrame(convResult("e1", `[]`)), tt.resAt))
+			wantFindings(t, fs, "CORR-3", tt.want)
+			if got := xs[0].Outcome; got != tt.outcome {
+				t.Errorf("Outcome = %q, want %q", got, tt.outcome)
+			}
+		})
+	}
+}
+
+func TestLateOnlyForInterception(t *testing.T) {
+	fs := runRules(tap.Config{Timeout: 100 * time.Millisecond}, correlationRules(),
+		atMs(harnessFrame(`{"jsonrpc":"2.0","id":"d","method":"hooks/capabilities","params":{"protocolVersion":"draft"}}`), 0),
+		atMs(backendFrame(`{"jsonrpc":"2.0","id":"d","result":{"protocolVersion":"draft","manifest":{}}}`), 5000))
+	wantFindings(t, fs, "CORR-3", 0)
+}
+
+func TestLateUsesSubscriptionTimeout(t *testing.T) {
+	reg, _, err := tap.ParseJSON([]byte(`{"protocolVersion":"draft","hooks":[{"id":"com.example.p","transport":{"type":"http","url":"https://p.example/h"},
+		"subscriptions":[{"events":["tool.*"],"mode":"intercept","timeoutMs":100,"failurePolicy":"fail-open","content":{"default":"omit"}}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := tap.Config{Registration: reg, HookID: "com.example.p", Timeout: time.Hour}
+	fs := runRules(cfg, correlationRules(),
+		atMs(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps)), 0),
+		atMs(backendFrame(convResult("e1", `[]`)), 150))
+	wantFindings(t, fs, "CORR-3", 1)
+}
+
+func TestOutcome(t *testing.T) {
+	caps := `{"effects":["deny","message","flow"],"flow":{"operations":["stop"]}}`
+	tests := []struct {
+		name string
+		res  string
+		want string
+	}{
+		{"no effect", convResult("e1", `[]`), tap.OutcomeNoEffect},
+		{"deny", convResult("e1", `[{"type":"message","text":"x"},{"type":"deny","reason":"r"}]`), tap.OutcomeDeny},
+		{"effects", convResult("e1", `[{"type":"flow","operation":"stop","reason":"r"}]`), tap.OutcomeEffects},
+		{"error", convError("e1", -32004), tap.OutcomeErrorAnswer},
+		{"unknown effect takes down a deny", convResult("e1", `[{"type":"deny","reason":"r"},{"type":"grant"}]`), tap.OutcomeInvalid},
+		{"unadvertised extension effect", convResult("e1", `[{"type":"com.example.q"}]`), tap.OutcomeInvalid},
+		{"unadvertised effect", convResult("e1", `[{"type":"allow"}]`), tap.OutcomeInvalid},
+		{"wrong version", `{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"0.1","effects":[]}}`, tap.OutcomeInvalid},
+		{"no effects list", `{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"draft"}}`, tap.OutcomeInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			xs, _ := exchangesOf(tap.Config{}, correlationRules(),
+				harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), caps)), backendFrame(tt.res))
+			if got := xs[0].Outcome; got != tt.want {
+				t.Errorf("Outcome = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// myChecks are the checks of the conversation-level rules.
+var myChecks = []string{"BASE-2", "BASE-3", "BASE-4", "BASE-5", "BASE-6", "BASE-7", "BASE-8", "BASE-9", "CORR-1", "CORR-2", "CORR-3"}
+
+// TestConformingConversation replays conforming fixture exchanges as one
+// live conversation (not an excerpt) through the default rules: none of the
+// conversation-level checks may report a warning or an error.
+func TestConformingConversation(t *testing.T) {
+	pairs := [][2]string{
+		{"http/intercept-request.valid.json", "http/deny-response.valid.json"},
+		{"stdio/intercept-request.valid.jsonl", "stdio/no-effect-response.valid.jsonl"},
+	}
+	reg, _, err := tap.ParseJSON([]byte(`{"protocolVersion":"draft","hooks":[{"id":"com.example.p","transport":{"type":"http","url":"https://p.example/h"},
+		"subscriptions":[{"events":["tool.*"],"mode":"intercept","timeoutMs":500,"failurePolicy":"fail-open","content":{"default":"omit"}},
+		{"events":["*"],"mode":"observe","content":{"default":"omit"}}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frames []*tap.Frame
+	ms := 0
+	add := func(path string, dir tap.Direction) {
+		data, err := os.ReadFile(filepath.Join(sharedAHP, "fixtures/draft", path))
+		if err != nil {
+			t.Skipf("no shared corpus: %v", err)
+		}
+		f := &tap.Frame{Dir: dir, Transport: tap.File, Raw: bytes.TrimSpace(data)}
+		frames = append(frames, atMs(f, ms))
+		ms += 10
+	}
+	for _, p := range pairs {
+		add(p[0], tap.FromHarness)
+		add(p[1], tap.FromBackend)
+	}
+	for _, p := range []string{"http/observe-tool-before.valid.json", "http/observe-session-start.valid.json", "http/profile-harness-present.valid.json", "http/capabilities-request.valid.json"} {
+		add(p, tap.FromHarness)
+	}
+	frames = append(frames, atMs(backendFrame(`{"jsonrpc":"2.0","id":"discovery","result":{"protocolVersion":"draft","manifest":{}}}`), ms))
+	fs := runRules(tap.Config{Registration: reg, HookID: "com.example.p"}, Default(Options{}), frames...)
+	for _, f := range fs {
+		if slices.Contains(myChecks, f.Check) && f.Level >= tap.Warn {
+			t.Errorf("conforming conversation: %v", f)
+		}
+	}
+}
+
+// BenchmarkConversationRules feeds intercept exchanges (request, deny
+// response) through the conversation-level rule families.
+func BenchmarkConversationRules(b *testing.B) {
+	var rs []tap.Rule
+	for _, fam := range [][]tap.Rule{versionRules(), unknownRules(), extensionRules(), dispatchRules(), retryRules(), errorRules(), harnessRules(), authorityRules(), correlationRules()} {
+		rs = append(rs, fam...)
+	}
+	e := tap.NewEngine(tap.Config{Timeout: time.Second}, rs)
+	caps := `{"effects":["deny","message"]}`
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		id := fmt.Sprintf("evt_%d", i)
+		req := atMs(harnessFrame(convIntercept(id, convEvent(id, "tool.before", `,"extensions":{"org.w3c.trace_context":{}}`), caps)), i)
+		res := atMs(backendFrame(convResult(id, `[{"type":"deny","reason":"r","code":"com.example.p"}]`)), i+1)
+		e.Feed(req)
+		e.Feed(res)
+	}
+}

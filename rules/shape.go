@@ -1,0 +1,588 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// This file is a small declarative validator for JSON shapes, written for
+// speed: it walks the decoded *tap.Value tree once, keeps the JSON Pointer of
+// the node being checked as a stack of tokens, and renders a pointer or a
+// message only when it reports a problem. A conforming frame costs no
+// allocation beyond the pooled checker.
+//
+// Shapes are built from three pieces:
+//   - an obj lists an object's fields (required, optional, forbidden), says
+//     whether it is closed (unknown members are problems) and may add
+//     cross-field rules;
+//   - a shape is any function func(*checker, *tap.Value) that checks one
+//     value; str, nonEmpty, enum, integer, boolean, objectAny, list… build them;
+//   - every problem carries the catalogue check of the shape that found it,
+//     so the content model reports EDIT-1/EDIT-2 wherever it is used.
+
+// A shape checks one present value and reports what is wrong with it.
+type shape func(c *checker, v *tap.Value)
+
+// A field is one member of an object shape.
+type field struct {
+	name string
+	req  bool   // the member must be present
+	ban  bool   // the member must be absent
+	val  shape  // how the member's value must look (nil: any JSON)
+	why  string // why a banned member must be absent, for the message
+}
+
+// req, opt and ban build fields.
+func req(name string, s shape) field { return field{name: name, req: true, val: s} }
+func opt(name string, s shape) field { return field{name: name, val: s} }
+func ban(name, why string) field     { return field{name: name, ban: true, why: why} }
+
+// An obj is the shape of a JSON object.
+type obj struct {
+	check  string // catalogue check its problems belong to
+	what   string // what the object is, for messages ("the tool object")
+	closed bool   // unknown members are problems (the spec closes it)
+	// skip names members a closed object leaves to another check.
+	skip   func(key string) bool
+	fields []field
+	// also runs after the fields: conditional and cross-field rules.
+	also func(c *checker, v *tap.Value)
+}
+
+// pathTok is one JSON Pointer token: a key, or an array index when idx ≥ 0.
+type pathTok struct {
+	key string
+	idx int
+}
+
+// A checker collects problems while shapes walk a value.
+type checker struct {
+	base  string    // JSON Pointer of the value the walk started at
+	path  []pathTok // tokens below base, innermost last
+	probs []problem
+}
+
+var checkers = sync.Pool{New: func() any { return &checker{path: make([]pathTok, 0, 16)} }}
+
+// newChecker returns a pooled checker rooted at ptr; release it with done.
+func newChecker(ptr string) *checker {
+	c := checkers.Get().(*checker)
+	c.base, c.path, c.probs = ptr, c.path[:0], nil
+	return c
+}
+
+// done returns the problems found and gives the checker back to the pool.
+func (c *checker) done() []problem {
+	ps := c.probs
+	c.probs = nil
+	checkers.Put(c)
+	return ps
+}
+
+// run checks v against s, starting at ptr, and returns the problems.
+func run(v *tap.Value, ptr string, s shape) []problem {
+	c := newChecker(ptr)
+	s(c, v)
+	return c.done()
+}
+
+func (c *checker) key(k string) { c.path = append(c.path, pathTok{key: k, idx: -1}) }
+func (c *checker) index(i int)  { c.path = append(c.path, pathTok{idx: i}) }
+func (c *checker) pop()         { c.path = c.path[:len(c.path)-1] }
+
+// at checks v (which may be nil, meaning absent) under key k.
+func (c *checker) at(k string, v *tap.Value, s shape) {
+	c.key(k)
+	s(c, v)
+	c.pop()
+}
+
+// ptr renders the pointer of the node being checked.
+func (c *checker) ptr() string {
+	if len(c.path) == 0 {
+		return c.base
+	}
+	var b strings.Builder
+	b.WriteString(c.base)
+	for _, t := range c.path {
+		b.WriteByte('/')
+		if t.idx >= 0 {
+			b.WriteString(strconv.Itoa(t.idx))
+		} else {
+			b.WriteString(tap.EscapePointer(t.key))
+		}
+	}
+	return b.String()
+}
+
+// name is the member name or index the checker is at, for messages.
+func (c *checker) name() string {
+	if len(c.path) == 0 {
+		return "the value"
+	}
+	t := c.path[len(c.path)-1]
+	if t.idx >= 0 {
+		if len(c.path) > 1 && c.path[len(c.path)-2].idx < 0 {
+			return fmt.Sprintf("%q item %d", c.path[len(c.path)-2].key, t.idx)
+		}
+		return fmt.Sprintf("item %d", t.idx)
+	}
+	return strconv.Quote(t.key)
+}
+
+// report records a problem at the current node.
+func (c *checker) report(check, format string, args ...any) {
+	c.probs = append(c.probs, problem{check: check, ptr: c.ptr(), msg: fmt.Sprintf(format, args...)})
+}
+
+// reportAt records a problem at member k of the current node.
+func (c *checker) reportAt(check, k, format string, args ...any) {
+	c.key(k)
+	c.report(check, format, args...)
+	c.pop()
+}
+
+// failed reports whether any problem has been recorded since mark.
+func (c *checker) failed(mark int) bool { return len(c.probs) > mark }
+
+// mark returns a position to compare with failed.
+func (c *checker) mark() int { return len(c.probs) }
+
+// object returns the shape checking an object against o.
+func (o *obj) shape() shape { return func(c *checker, v *tap.Value) { o.check1(c, v) } }
+
+// check1 checks one value against o.
+func (o *obj) check1(c *checker, v *tap.Value) {
+	if !v.Is(tap.Object) {
+		c.report(o.check, "%s must be %s, found %s", c.name(), o.what, v.Describe())
+		return
+	}
+	o.members(c, v)
+}
+
+// members checks the fields of object v (known to be an object).
+func (o *obj) members(c *checker, v *tap.Value) {
+	if o.closed {
+		for _, m := range v.Obj {
+			if o.field(m.Key) == nil && (o.skip == nil || !o.skip(m.Key)) {
+				c.reportAt(o.check, m.Key, "%s is closed: unknown member %q is not allowed", o.what, m.Key)
+			}
+		}
+	}
+	for i := range o.fields {
+		f := &o.fields[i]
+		mv := v.Get(f.name)
+		switch {
+		case f.ban:
+			if mv != nil {
+				if f.why != "" {
+					c.reportAt(o.check, f.name, "%q must be absent: %s", f.name, f.why)
+				} else {
+					c.reportAt(o.check, f.name, "%q is not allowed in %s", f.name, o.what)
+				}
+			}
+		case mv == nil:
+			if f.req {
+				c.reportAt(o.check, f.name, "%s must carry %q", o.what, f.name)
+			}
+		case f.val != nil:
+			c.at(f.name, mv, f.val)
+		}
+	}
+	if o.also != nil {
+		o.also(c, v)
+	}
+}
+
+func (o *obj) field(name string) *field {
+	for i := range o.fields {
+		if o.fields[i].name == name {
+			return &o.fields[i]
+		}
+	}
+	return nil
+}
+
+// ---- value shapes -------------------------------------------------------
+
+// anyJSON accepts every value.
+func anyJSON(*checker, *tap.Value) {}
+
+// str: a string.
+func str(check string) shape {
+	return func(c *checker, v *tap.Value) {
+		if !v.Is(tap.String) {
+			c.report(check, "%s must be a string, found %s", c.name(), show(v))
+		}
+	}
+}
+
+// nonEmpty: a string of at least one character.
+func nonEmpty(check string) shape {
+	return func(c *checker, v *tap.Value) {
+		if s, ok := v.Text(); !ok || s == "" {
+			c.report(check, "%s must be a non-empty string, found %s", c.name(), show(v))
+		}
+	}
+}
+
+// boolean: true or false.
+func boolean(check string) shape {
+	return func(c *checker, v *tap.Value) {
+		if !v.Is(tap.Bool) {
+			c.report(check, "%s must be a boolean, found %s", c.name(), show(v))
+		}
+	}
+}
+
+// objectAny: any object (open, contents not checked).
+func objectAny(check string) shape {
+	return func(c *checker, v *tap.Value) {
+		if !v.Is(tap.Object) {
+			c.report(check, "%s must be an object, found %s", c.name(), v.Describe())
+		}
+	}
+}
+
+// integer: an integer ≥ min (1.0 counts as an integer, Draft 2020-12).
+func integer(check string, min int64) shape {
+	return func(c *checker, v *tap.Value) {
+		n, ok := v.Int()
+		if !ok {
+			c.report(check, "%s must be an integer, found %s", c.name(), show(v))
+			return
+		}
+		if n < min {
+			c.report(check, "%s must be an integer ≥ %d, found %s", c.name(), min, v.Str)
+		}
+	}
+}
+
+// number: a number ≥ min.
+func number(check string, min float64) shape {
+	return func(c *checker, v *tap.Value) {
+		f, ok := v.Float()
+		if !ok {
+			c.report(check, "%s must be a number, found %s", c.name(), show(v))
+			return
+		}
+		if f < min {
+			c.report(check, "%s must be a number ≥ %v, found %s", c.name(), min, v.Str)
+		}
+	}
+}
+
+// constant: exactly the string want.
+func constant(check, want string) shape {
+	return func(c *checker, v *tap.Value) {
+		if s, ok := v.Text(); !ok || s != want {
+			c.report(check, "%s must be %q, found %s", c.name(), want, show(v))
+		}
+	}
+}
+
+// enum: one of the strings in set.
+func enum(check string, set ...string) shape {
+	list := quoteList(set)
+	return func(c *checker, v *tap.Value) {
+		s, ok := v.Text()
+		if ok {
+			for _, w := range set {
+				if s == w {
+					return
+				}
+			}
+		}
+		c.report(check, "%s must be one of %s, found %s", c.name(), list, show(v))
+	}
+}
+
+// inSet reports whether s is one of set.
+func inSet(s string, set ...string) bool {
+	for _, w := range set {
+		if s == w {
+			return true
+		}
+	}
+	return false
+}
+
+// quoteList renders ["a","b","c"] as `"a", "b" or "c"`.
+func quoteList(set []string) string {
+	var b strings.Builder
+	for i, s := range set {
+		switch {
+		case i == 0:
+		case i == len(set)-1:
+			b.WriteString(" or ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(s))
+	}
+	return b.String()
+}
+
+// list: an array of at least min items, each checked by item (nil: any);
+// unique additionally requires distinct items.
+func list(check string, min int, item shape) shape {
+	return func(c *checker, v *tap.Value) {
+		if !v.Is(tap.Array) {
+			c.report(check, "%s must be an array, found %s", c.name(), v.Describe())
+			return
+		}
+		if len(v.Arr) < min {
+			c.report(check, "%s must hold at least %d item(s), found %d", c.name(), min, len(v.Arr))
+		}
+		if item == nil {
+			return
+		}
+		for i, e := range v.Arr {
+			c.index(i)
+			item(c, e)
+			c.pop()
+		}
+	}
+}
+
+// uniqueStrings: an array of at least min distinct strings, each checked by item.
+func uniqueStrings(check string, min int, item shape) shape {
+	inner := list(check, min, item)
+	return func(c *checker, v *tap.Value) {
+		inner(c, v)
+		if !v.Is(tap.Array) {
+			return
+		}
+		for i := 1; i < len(v.Arr); i++ {
+			for j := 0; j < i; j++ {
+				if v.Arr[i].Kind == tap.String && v.Arr[j].Kind == tap.String && v.Arr[i].Str == v.Arr[j].Str {
+					c.index(i)
+					c.report(check, "%s repeats %q; items must be unique", c.name(), v.Arr[i].Str)
+					c.pop()
+					break
+				}
+			}
+		}
+	}
+}
+
+// has reports whether object v has member k.
+func has(v *tap.Value, k string) bool { return v.Get(k) != nil }
+
+// text returns member k of v as a string ("" when absent or not a string).
+func text(v *tap.Value, k string) string {
+	s, _ := v.Get(k).Text()
+	return s
+}
+
+// ---- rules over the shared walk -------------------------------------------
+
+// A shapeRule reports the problems of one check that the shared shape walk
+// of a frame found (see frameProblems). The walk runs once per frame, how
+// many of the shape rules are enabled notwithstanding.
+type shapeRule struct{ info tap.RuleInfo }
+
+func (r shapeRule) Info() tap.RuleInfo { return r.info }
+
+func (r shapeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
+	var out []tap.Finding
+	for _, p := range frameProblems(c, f) {
+		if p.check == r.info.Check {
+			out = append(out, r.info.At(f, 0, p.ptr, "%s", p.msg))
+		}
+	}
+	return out
+}
+
+// frameCache holds the shape problems of the frame last walked. The frame
+// is known by its sequence number and address; the address is kept as a
+// number so that the cache never keeps a frame alive (Rule contract).
+type frameCache struct {
+	seq   uint64
+	addr  uintptr
+	probs []problem
+}
+
+// frameProblems walks f once (per conversation and frame) with every shape
+// rule's validators and returns all problems, of every check.
+func frameProblems(c *tap.Conversation, f *tap.Frame) []problem {
+	fc := c.RuleState("shape/frame", func() any { return &frameCache{} }).(*frameCache)
+	addr := uintptr(unsafe.Pointer(f))
+	if fc.addr == addr && fc.seq == f.Seq {
+		return fc.probs
+	}
+	fc.seq, fc.addr, fc.probs = f.Seq, addr, walkFrame(c, f)
+	return fc.probs
+}
+
+// walkFrame runs the shape validators that apply to f.
+func walkFrame(c *tap.Conversation, f *tap.Frame) []problem {
+	if f.Truncated || f.Tree == nil {
+		return nil
+	}
+	switch m := f.Msg.(type) {
+	case *tap.Request, *tap.Notification:
+		// A request or notification of the wrong kind (an observe with an
+		// id) is BASE-1's; its event is still checked here.
+		params := f.Params()
+		if !params.Is(tap.Object) {
+			return nil // BASE-1
+		}
+		switch f.Method() {
+		case "hooks/intercept":
+			ps := eventProblems(params.Get("event"), "/params/event", true)
+			return append(ps, interceptCapabilityProblems(params, "/params")...)
+		case "hooks/observe":
+			return eventProblems(params.Get("event"), "/params/event", false)
+		case "hooks/capabilities":
+			return capabilitiesRequestProblems(params, "/params")
+		}
+	case *tap.Response:
+		if !m.Result.Is(tap.Object) || m.Error != nil {
+			return nil
+		}
+		var method string
+		switch x := c.Exchange(); {
+		case x != nil:
+			method = x.Method
+		case m.Result.Has("manifest") && !m.Result.Has("effects"):
+			// No request known (a standalone file, or a response CORR-2
+			// reports): judge the result by its shape.
+			method = "hooks/capabilities"
+		default:
+			method = "hooks/intercept"
+		}
+		switch method {
+		case "hooks/intercept":
+			return interceptResultProblems(m.Result, "/result")
+		case "hooks/capabilities":
+			return capabilitiesResultProblems(m.Result, "/result")
+		}
+	}
+	return nil
+}
+
+// ---- formats --------------------------------------------------------------
+
+// isAbsoluteURI reports whether s is an RFC 3986 URI with a scheme: scheme
+// ":" followed by URI characters only, every "%" starting a valid escape.
+func isAbsoluteURI(s string) bool {
+	if s == "" || !isAlpha(s[0]) {
+		return false
+	}
+	i := 1
+	for i < len(s) && (isAlpha(s[i]) || isDigit(s[i]) || s[i] == '+' || s[i] == '-' || s[i] == '.') {
+		i++
+	}
+	if i == len(s) || s[i] != ':' {
+		return false
+	}
+	for i++; i < len(s); i++ {
+		b := s[i]
+		switch {
+		case b == '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return false
+			}
+			i += 2
+		case isAlpha(b) || isDigit(b) || strings.IndexByte("-._~:/?#[]@!$&'()*+,;=", b) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// isRFC3339 reports whether s is an RFC 3339 date-time:
+// YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM), with valid ranges (a leap second
+// allowed). Compact forms and white space are not RFC 3339.
+func isRFC3339(s string) bool {
+	if len(s) < 20 {
+		return false
+	}
+	num := func(from, n int) (int, bool) {
+		v := 0
+		for i := from; i < from+n; i++ {
+			if !isDigit(s[i]) {
+				return 0, false
+			}
+			v = v*10 + int(s[i]-'0')
+		}
+		return v, true
+	}
+	year, ok1 := num(0, 4)
+	month, ok2 := num(5, 2)
+	day, ok3 := num(8, 2)
+	hour, ok4 := num(11, 2)
+	min, ok5 := num(14, 2)
+	sec, ok6 := num(17, 2)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || s[4] != '-' || s[7] != '-' || s[13] != ':' || s[16] != ':' {
+		return false
+	}
+	if t := s[10]; t != 'T' && t != 't' {
+		return false
+	}
+	if month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || min > 59 || sec > 60 {
+		return false
+	}
+	i := 19
+	if s[i] == '.' {
+		i++
+		start := i
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	if i >= len(s) {
+		return false
+	}
+	offset := 0 // minutes east of UTC
+	switch s[i] {
+	case 'Z', 'z':
+		if i+1 != len(s) {
+			return false
+		}
+	case '+', '-':
+		if len(s)-i != 6 || s[i+3] != ':' {
+			return false
+		}
+		oh, ok1 := num(i+1, 2)
+		om, ok2 := num(i+4, 2)
+		if !ok1 || !ok2 || oh > 23 || om > 59 {
+			return false
+		}
+		offset = oh*60 + om
+		if s[i] == '-' {
+			offset = -offset
+		}
+	default:
+		return false
+	}
+	// A leap second exists only at 23:59:60 UTC.
+	return sec < 60 || ((hour*60+min-offset)%1440+1440)%1440 == 23*60+59
+}
+
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+func isAlpha(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+func isHex(b byte) bool   { return isDigit(b) || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' }
