@@ -64,7 +64,7 @@ func TestHTTPMessage(t *testing.T) {
 			m.Header = map[string][]string{"Content-Type": {"text/plain"}}
 		})}, 1},
 		{"no content type", []*tap.Frame{httpReq(httpIntercept, func(m *tap.HTTPMeta) { m.Header = nil })}, 1},
-		{"empty body", []*tap.Frame{httpReq("", nil)}, 1},
+		{"empty body is BASE-1's", []*tap.Frame{httpReq("", nil)}, 0},
 		{"response text/html", []*tap.Frame{httpReq(httpIntercept, nil), httpResp(httpResult, func(m *tap.HTTPMeta) {
 			m.Header = map[string][]string{"Content-Type": {"text/html"}}
 		})}, 1},
@@ -167,4 +167,11 @@ func TestAuth(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An empty POST body is one fault: BASE-1 reports it, HTTP-1 does not repeat it.
+func TestHTTPEmptyBodyIsOneFinding(t *testing.T) {
+	fs := runRules(tap.Config{Partial: true}, Default(Options{}), httpReq("", nil))
+	wantFindings(t, fs, "BASE-1", 1)
+	wantFindings(t, fs, "HTTP-1", 0)
 }
