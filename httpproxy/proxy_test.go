@@ -964,3 +964,21 @@ func TestFrameTimesMeasureUpstreamLatency(t *testing.T) {
 		t.Errorf("LatencyMs = %v, want at least %d", ms, delay.Milliseconds())
 	}
 }
+
+func TestNoHeadersAdded(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header()["Date"] = nil // the upstream sends no Date and no Content-Type
+		w.Header()["Content-Type"] = nil
+		w.WriteHeader(200)
+		io.WriteString(w, `<html>not sniffed</html>`)
+	}))
+	defer up.Close()
+	tt := startTap(t, Config{Upstream: mustURL(t, up.URL)})
+	resp, _ := post(t, client(), tt.url, []byte(interceptBody), jsonHeader())
+	for _, h := range []string{"Content-Type", "Date"} {
+		if v, ok := resp.Header[h]; ok {
+			t.Errorf("the harness got %s %q, which the upstream did not send", h, v)
+		}
+	}
+}
