@@ -183,6 +183,13 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		go func() { _ = msrv.Serve(mln) }()
 		fmt.Fprintf(m.Stderr, "ahp-tap http: metrics on http://%s/metrics\n", mln.Addr())
 	}
+	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			// AHP-HTTP-001: plain http is for loopback only; the harness's
+			// bearer token would cross the network in clear.
+			fmt.Fprintf(m.Stderr, "ahp-tap http: warning: listening on %s, not loopback: harnesses reach the tap over plain http, credentials in clear\n", ln.Addr())
+		}
+	}
 	if cfg.Forward {
 		mode := "HTTPS CONNECT tunnelled unaudited"
 		if cfg.MITMCA != nil {
