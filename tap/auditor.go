@@ -111,6 +111,44 @@ func (a *Auditor) Note(n Note) {
 	})
 }
 
+// An Item is a frame or a transport note for SubmitAll: exactly one of
+// Frame and Note is set.
+type Item struct {
+	Frame *Frame
+	Note  *Note
+}
+
+// SubmitAll queues items in order, all of them or none, without blocking,
+// so that related items (a request and what answered it) are audited
+// together or dropped together: a dropped request must not turn its
+// response into an unsolicited one. It reports false, counting every item
+// as dropped, when the queue has no room for all of them.
+func (a *Auditor) SubmitAll(items ...Item) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	// Every sender (Submit, Do, SubmitAll) sends under mu, and the audit
+	// goroutine only takes: the room seen here cannot shrink before the
+	// sends below.
+	if a.closed || cap(a.in)-len(a.in) < len(items) {
+		a.dropped.Add(uint64(len(items)))
+		return false
+	}
+	for _, it := range items {
+		if it.Frame != nil {
+			a.in <- auditItem{f: it.Frame}
+			continue
+		}
+		n := *it.Note
+		a.in <- auditItem{job: &auditJob{fn: func(e *Engine) []Finding {
+			if a.recorder != nil {
+				a.recorder.RecordNote(n)
+			}
+			return e.Note(n)
+		}, done: make(chan struct{})}}
+	}
+	return true
+}
+
 // An auditItem is a frame to check or a job to run, in queue order.
 type auditItem struct {
 	f   *Frame

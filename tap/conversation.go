@@ -147,6 +147,7 @@ type Conversation struct {
 	prior     *EventRecord // the earlier sighting of the current frame's event
 	ruleState map[string]any
 	last      time.Time // time of the latest frame
+	keep      int       // Config.KeepAnswered
 }
 
 func newConversation(cfg Config) *Conversation {
@@ -162,6 +163,7 @@ func newConversation(cfg Config) *Conversation {
 		pending:      make(map[string]*Exchange),
 		answered:     make(map[string]*Exchange),
 		ruleState:    make(map[string]any),
+		keep:         cfg.KeepAnswered,
 	}
 	if c.Snapshot == "" {
 		c.Snapshot = DefaultSnapshot
@@ -299,6 +301,7 @@ func (c *Conversation) end(f *Frame) {
 		x.Response = f
 		delete(c.pending, x.Key)
 		c.answered[x.Key] = x
+		c.forget()
 		if k, ok := eventKey(x.Event); ok {
 			if r, ok := c.events.Load(k); ok {
 				r.Outcome = x.Outcome
@@ -331,4 +334,30 @@ func (c *Conversation) remember(f *Frame, x *Exchange) {
 		r.DeadlineMs = x.Deadline.Milliseconds()
 	}
 	c.events.Store(k, r)
+}
+
+// forget drops the oldest answered exchanges beyond Config.KeepAnswered.
+// It compacts order only when it has grown to twice the bound, so the cost
+// per frame stays constant.
+func (c *Conversation) forget() {
+	if c.keep <= 0 || len(c.order) < 2*c.keep {
+		return
+	}
+	drop := len(c.answered) - c.keep
+	kept := c.order[:0]
+	for _, x := range c.order {
+		if drop > 0 && x.Response != nil {
+			if c.answered[x.Key] == x {
+				delete(c.answered, x.Key)
+			}
+			drop--
+			continue
+		}
+		if x.Response == nil && c.pending[x.Key] != x {
+			continue // superseded by a retry with the same id
+		}
+		kept = append(kept, x)
+	}
+	clear(c.order[len(kept):]) // let the dropped exchanges be collected
+	c.order = kept
 }

@@ -27,6 +27,11 @@ type Config struct {
 	// response whose request is not in it, or a request whose response is
 	// not, is no finding.
 	Partial bool
+	// KeepAnswered bounds how many answered exchanges the conversation
+	// keeps (0: all). A long-running tap sets it so memory stays bounded;
+	// a response duplicating an exchange forgotten since is then reported
+	// as unsolicited rather than duplicate.
+	KeepAnswered int
 }
 
 // An Engine feeds frames, in order, through a rule set and one

@@ -84,7 +84,20 @@ type HTTPMeta struct {
 	LatencyMs float64 `json:"latencyMs,omitempty"`
 	// AuthorizationCount is how many Authorization headers the request had.
 	AuthorizationCount int `json:"authorizationCount,omitempty"`
+	// BodySize is the size of the body on the wire, in bytes. It is set on
+	// every HTTP frame and HTTP note (a note's body is not recorded).
+	BodySize int64 `json:"bodySize,omitempty"`
+	// CredentialInBody counts the places where a credential the tap saw
+	// in an Authorization header appeared in this body (AUTH-1). Each was
+	// replaced by RedactedCredential in the audit copy before anything
+	// was checked or written.
+	CredentialInBody int `json:"credentialInBody,omitempty"`
 }
+
+// RedactedCredential replaces a credential wherever it appears in an audit
+// copy (a body, a header, a URL), so that no finding, log or capture ever
+// holds it (AHP-AUTH-001).
+const RedactedCredential = "[ahp-tap: credential redacted]"
 
 // A Frame is a record of what crossed the wire: the exact bytes of one
 // message (one stdio line without its line ending, or one HTTP body) and,

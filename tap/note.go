@@ -18,6 +18,9 @@ type Note struct {
 	Signal   string `json:"signal,omitempty"`
 	// Detail is free text for people (an operational failure's cause).
 	Detail string `json:"detail,omitempty"`
+	// HTTP is the HTTP envelope of a NoteHTTPResponse, or of the request
+	// a NoteUpstreamFailure was about.
+	HTTP *HTTPMeta `json:"http,omitempty"`
 }
 
 // NoteKind says what a Note reports.
@@ -35,6 +38,10 @@ const (
 	// NoteUpstreamFailure: the backend could not be reached or failed at
 	// the transport level (refused, reset, timed out).
 	NoteUpstreamFailure NoteKind = "upstream_failure"
+	// NoteHTTPResponse: an HTTP response that carried no JSON-RPC message
+	// (an empty body, or a status other than 200): HTTP holds its status
+	// and headers, and the body is not a frame.
+	NoteHTTPResponse NoteKind = "http_response"
 	// NoteEnd: the whole link ended (the tap is shutting down).
 	NoteEnd NoteKind = "end"
 )

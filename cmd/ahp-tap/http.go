@@ -1,11 +1,252 @@
 package main
 
-import "context"
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime/debug"
+	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/httpproxy"
+	"github.com/ahp-tap/ahp-tap/report"
+	"github.com/ahp-tap/ahp-tap/rules"
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// httpAuditQueue is the HTTP tap's audit queue, in frames and notes: room
+// for bursts of a few thousand exchanges (about 2 KiB each at 1 KiB bodies)
+// before audit copies are dropped.
+const httpAuditQueue = 16384
+
+// keepAnswered is how many answered exchanges the HTTP tap's conversation
+// keeps for correlation checks.
+const keepAnswered = 1024
+
+// runHTTP runs the HTTP tap: a reverse proxy in front of --upstream, or a
+// forward proxy (--forward) the harness reaches through HTTP_PROXY and
+// HTTPS_PROXY. It serves until SIGINT/SIGTERM, then stops accepting,
+// finishes the requests in flight (up to --drain), flushes the log and the
+// capture, prints a summary and exits 0.
 func (m *Main) runHTTP(ctx context.Context, args []string) error {
-	return usageError("not implemented yet")
+	fs := flag.NewFlagSet("http", flag.ContinueOnError)
+	var ef engineFlags
+	ef.register(fs)
+	listen := fs.String("listen", "127.0.0.1:8787", "`ADDR` to listen on (the harness's registration url points here)")
+	upstream := fs.String("upstream", "", "backend `URL` (reverse mode): a request for path P goes to URL's path followed by P")
+	forward := fs.Bool("forward", false, "forward-proxy mode: the harness sets HTTP_PROXY/HTTPS_PROXY to the tap")
+	mitmCA := fs.String("mitm-ca", "", "with --forward: terminate HTTPS with the CA in `DIR` (made by 'ahp-tap ca init DIR') and audit it; without it CONNECT is tunnelled unaudited")
+	upstreamCA := fs.String("upstream-ca", "", "trust only the CA certificates in PEM `FILE` for the upstream's TLS (default: the system's roots)")
+	logPath := fs.String("log", "", "append findings to the violation log at `PATH` (- for stderr; created 0600)")
+	capPath := fs.String("capture", "", "record every audited body and note to the capture file `PATH` (created 0600; credentials redacted)")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics")
+	maxAudit := fs.Int("max-audit-body", httpproxy.DefaultMaxAuditBody, "cap the audit copy of each body at `BYTES`; larger bodies are forwarded whole and reported unchecked (TAP-1)")
+	upTimeout := fs.Duration("upstream-timeout", httpproxy.DefaultUpstreamTimeout, "answer 504 when the upstream sends no response headers within `D`")
+	drain := fs.Duration("drain", httpproxy.DefaultDrain, "on SIGINT/SIGTERM, wait up to `D` for requests in flight")
+	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
+	if err := parseFlags(fs, args, m.Stderr); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("http: unexpected argument %q", fs.Arg(0))
+	}
+	cfg := httpproxy.Config{Forward: *forward, MaxAuditBody: *maxAudit, UpstreamTimeout: *upTimeout, Drain: *drain}
+	switch {
+	case *forward && *upstream != "":
+		return usageError("http: give --upstream (reverse mode) or --forward, not both")
+	case !*forward && *upstream == "":
+		return usageError("http: --upstream URL is required (or --forward)")
+	case *mitmCA != "" && !*forward:
+		return usageError("http: --mitm-ca needs --forward")
+	case *maxAudit <= 0:
+		return usageError("http: --max-audit-body must be positive")
+	case *upTimeout <= 0 || *drain <= 0:
+		return usageError("http: --upstream-timeout and --drain must be positive")
+	}
+	if *upstream != "" {
+		u, err := url.Parse(*upstream)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageError("http: --upstream %q is not an absolute http:// or https:// URL", *upstream)
+		}
+		if u.User != nil {
+			return usageError("http: --upstream must not carry credentials; the harness sends its own Authorization header")
+		}
+		cfg.Upstream = u
+	}
+	if *upstreamCA != "" {
+		pem, err := os.ReadFile(*upstreamCA)
+		if err != nil {
+			return usageError("http: --upstream-ca: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return usageError("http: --upstream-ca %s holds no PEM certificate", *upstreamCA)
+		}
+		cfg.RootCAs = pool
+	}
+	if *mitmCA != "" {
+		ca, err := httpproxy.LoadCA(*mitmCA)
+		if err != nil {
+			return usageError("http: --mitm-ca: %v", err)
+		}
+		cfg.MITMCA = ca
+	}
+	l, err := ef.load()
+	if err != nil {
+		return err
+	}
+
+	level := zerolog.WarnLevel
+	if *verbose {
+		level = zerolog.DebugLevel
+	}
+	diag := zerolog.New(zerolog.ConsoleWriter{Out: m.Stderr, NoColor: true, TimeFormat: time.RFC3339}).
+		Level(level).With().Timestamp().Str("tap", "http").Logger()
+	cfg.Log = diag
+
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return usageError("http: %v", err)
+	}
+	defer ln.Close()
+	var mln net.Listener
+	if *metricsAddr != "" {
+		if mln, err = net.Listen("tcp", *metricsAddr); err != nil {
+			return usageError("http: --metrics: %v", err)
+		}
+		defer mln.Close()
+	}
+	var vlog *report.Log
+	if *logPath != "" {
+		if vlog, err = report.OpenLog(*logPath, m.Stderr); err != nil {
+			return usageError("http: %v", err)
+		}
+	}
+	var rec tap.Recorder
+	var cw *capture.Writer
+	if *capPath != "" {
+		h := capture.Header{Tool: "ahp-tap " + version, Snapshot: l.cfg.Snapshot, Transport: tap.HTTP,
+			Registration: ef.registration, Hook: ef.hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: l.regDoc}
+		if cw, err = capture.Create(*capPath, h); err != nil {
+			vlog.Close()
+			return usageError("http: cannot open capture: %v", err)
+		}
+		rec = cw
+	}
+
+	if os.Getenv("GOGC") == "" {
+		// The audit decodes every body into a tree; collecting less often
+		// leaves more CPU to forwarding for a little more memory
+		// (BENCHMARKS.md, http section). GOGC in the environment wins.
+		debug.SetGCPercent(400)
+	}
+	l.cfg.Transport = tap.HTTP
+	// A staging tap runs for days: bound what the conversation remembers.
+	l.cfg.KeepAnswered = keepAnswered
+	l.cfg.Events = httpproxy.NewEventStore(httpproxy.DefaultKeepEvents)
+	engine := tap.NewEngine(l.cfg, rules.Default(l.opt))
+	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow
+	var auditor *tap.Auditor
+	metrics := httpproxy.NewMetrics(func() uint64 { return auditor.Dropped() })
+	sink := tap.MultiSink{collector, metrics.Sink()}
+	if vlog != nil {
+		sink = append(sink, vlog)
+	}
+	for _, f := range l.regFindings {
+		sink.Write(f)
+	}
+	auditor = tap.NewAuditor(engine, sink, rec, httpAuditQueue)
+	cfg.Auditor, cfg.Metrics = auditor, metrics
+	proxy, err := httpproxy.New(cfg)
+	if err != nil {
+		auditor.Close()
+		vlog.Close()
+		if cw != nil {
+			cw.Close()
+		}
+		return usageError("http: %v", err)
+	}
+
+	var msrv *http.Server
+	if mln != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metrics.Handler())
+		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = msrv.Serve(mln) }()
+		fmt.Fprintf(m.Stderr, "ahp-tap http: metrics on http://%s/metrics\n", mln.Addr())
+	}
+	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			// AHP-HTTP-001: plain http is for loopback only; the harness's
+			// bearer token would cross the network in clear.
+			fmt.Fprintf(m.Stderr, "ahp-tap http: warning: listening on %s, not loopback: harnesses reach the tap over plain http, credentials in clear\n", ln.Addr())
+		}
+	}
+	if cfg.Forward {
+		mode := "HTTPS CONNECT tunnelled unaudited"
+		if cfg.MITMCA != nil {
+			mode = "HTTPS intercepted with the CA in " + *mitmCA
+		}
+		fmt.Fprintf(m.Stderr, "ahp-tap http: forward proxy on %s (%s); set HTTP_PROXY/HTTPS_PROXY=http://%s\n", ln.Addr(), mode, ln.Addr())
+	} else {
+		fmt.Fprintf(m.Stderr, "ahp-tap http: listening on http://%s, forwarding to %s\n", ln.Addr(), cfg.Upstream.Redacted())
+	}
+
+	serveErr := proxy.Serve(ctx, ln)
+	if msrv != nil {
+		_ = msrv.Close()
+	}
+	proxy.Close()
+	auditor.Close() // drains the queue, end-of-stream rules, TAP-1 for drops
+	logErr := vlog.Close()
+	var capErr error
+	if cw != nil {
+		capErr = errors.Join(cw.Err(), cw.Close())
+	}
+	s := collector.Summary()
+	s.NotAudited = auditor.Dropped()
+	if vlog != nil {
+		s.LogDropped = vlog.Dropped()
+	}
+	_ = s.WriteText(m.Stderr)
+	switch {
+	case serveErr != nil:
+		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", serveErr)}
+	case logErr != nil:
+		return &exitError{code: 2, msg: fmt.Sprintf("http: closing the log: %v", logErr)}
+	case capErr != nil:
+		return &exitError{code: 2, msg: fmt.Sprintf("http: writing the capture: %v", capErr)}
+	}
+	return nil
 }
 
+// runCA manages the CA for HTTPS interception: `ahp-tap ca init DIR`.
 func (m *Main) runCA(ctx context.Context, args []string) error {
-	return usageError("not implemented yet")
+	if len(args) != 2 || args[0] != "init" {
+		return usageError("usage: ahp-tap ca init DIR")
+	}
+	dir := args[1]
+	cert, err := httpproxy.InitCA(dir, time.Now())
+	if err != nil {
+		return usageError("ca init: %v", err)
+	}
+	fmt.Fprintf(m.Stdout, `Created an interception CA in %s (files 0600):
+  certificate: %s
+  private key: %s
+
+Whoever trusts this certificate lets anyone holding the private key impersonate
+ANY HTTPS site to them. Install it only in the trust store of the harness you
+are testing (for example SSL_CERT_FILE or NODE_EXTRA_CA_CERTS for that one
+process), never system-wide; keep the key private; delete the directory when done.
+Then run: ahp-tap http --forward --mitm-ca %s
+`, dir, cert, dir+"/"+httpproxy.CAKeyFile, dir)
+	return nil
 }

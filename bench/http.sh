@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# HTTP benchmark: wrk posts a 1 KiB hooks/intercept body at 16 connections
+#   1. directly to a minimal Go backend (bench/httpbackend),
+#   2. through nginx as a reverse proxy (one worker, upstream keep-alive),
+#   3. through mitmdump --mode reverse:...,
+#   4. through Go's httputil.ReverseProxy with no audit (bench/httprp): what
+#      net/http itself costs, for reference,
+#   5. through ahp-tap http with every check on (rules.Default, a registration,
+#      a violation log),
+#   6. the same with a capture file as well (--capture),
+# all on loopback, one after the other, in one run. Prints a Markdown table.
+#
+# Usage: bench/http.sh [DURATION_SECONDS] [ROUNDS]   (defaults 5 and 3)
+# Each round runs every target once (2 s warm-up, then DURATION); the table
+# gives the median over the rounds, so a burst of other load on the machine
+# hits all targets alike instead of one.
+# Installs wrk, nginx and mitmproxy with apt-get when they are missing.
+set -euo pipefail
+
+DUR=${1:-5}
+ROUNDS=${2:-3}
+CONNS=16
+THREADS=2
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$(mktemp -d /tmp/ahp-tap-bench-http.XXXXXX)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+command -v nginx >/dev/null || need+=(nginx)
+command -v mitmdump >/dev/null || need+=(mitmproxy)
+if ((${#need[@]})); then
+	echo "installing ${need[*]}" >&2
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+BACKEND_PORT=9801 NGINX_PORT=9802 MITM_PORT=9803 TAP_PORT=9804 RP_PORT=9805 TAPCAP_PORT=9806
+
+echo "building ahp-tap and the backend" >&2
+(cd "$ROOT" && go build -o "$WORK/ahp-tap" ./cmd/ahp-tap && go build -o "$WORK/httpbackend" ./bench/httpbackend && go build -o "$WORK/httprp" ./bench/httprp)
+
+wait_port() { # wait until something listens on 127.0.0.1:$1
+	for _ in $(seq 100); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+		sleep 0.1
+	done
+	echo "nothing listens on port $1" >&2
+	return 1
+}
+
+"$WORK/httpbackend" -listen 127.0.0.1:$BACKEND_PORT &
+PIDS+=($!)
+
+cat >"$WORK/nginx.conf" <<NGINX
+worker_processes 1;
+daemon off;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $WORK/nginx-body;
+  proxy_temp_path $WORK/nginx-proxy;
+  upstream backend { server 127.0.0.1:$BACKEND_PORT; keepalive 64; }
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    location / {
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+NGINX
+nginx -c "$WORK/nginx.conf" -p "$WORK" &
+PIDS+=($!)
+
+mitmdump -q --mode "reverse:http://127.0.0.1:$BACKEND_PORT" --listen-host 127.0.0.1 --listen-port $MITM_PORT \
+	--set connection_strategy=lazy >/dev/null 2>&1 &
+PIDS+=($!)
+
+"$WORK/httprp" -listen 127.0.0.1:$RP_PORT -upstream http://127.0.0.1:$BACKEND_PORT &
+PIDS+=($!)
+
+cat >"$WORK/registration.json" <<REG
+{"protocolVersion":"draft","hooks":[{"id":"com.example.bench","transport":{"type":"http","url":"http://127.0.0.1:$TAP_PORT/agent-hooks"},
+ "subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"fail-closed","content":{"default":"body"}}]}]}
+REG
+"$WORK/ahp-tap" http --listen 127.0.0.1:$TAP_PORT --upstream http://127.0.0.1:$BACKEND_PORT \
+	--registration "$WORK/registration.json" --hook com.example.bench \
+	--log "$WORK/violations.log" 2>"$WORK/tap-stderr.log" &
+TAP_PID=$!
+PIDS+=($TAP_PID)
+"$WORK/ahp-tap" http --listen 127.0.0.1:$TAPCAP_PORT --upstream http://127.0.0.1:$BACKEND_PORT \
+	--registration "$WORK/registration.json" --hook com.example.bench \
+	--log "$WORK/violations-cap.log" --capture "$WORK/session.capture" 2>"$WORK/tapcap-stderr.log" &
+TAPCAP_PID=$!
+PIDS+=($TAPCAP_PID)
+
+for p in $BACKEND_PORT $NGINX_PORT $MITM_PORT $TAP_PORT $RP_PORT $TAPCAP_PORT; do wait_port $p; done
+
+# The request: a conforming hooks/intercept for tool.before, padded to 1024
+# bytes in tool.input; each request gets its own id (JSON-RPC id = event id).
+cat >"$WORK/post.lua" <<'LUA'
+-- Every request carries its own id (JSON-RPC id = event id), unique across
+-- threads and across wrk runs (the run nonce comes as the script argument),
+-- so the tap sees distinct events, not retries.
+local nthreads = 0
+function setup(thread)
+  nthreads = nthreads + 1
+  thread:set("tid", nthreads)
+end
+function init(args)
+  nonce = args[1] or "000000"
+  counter = 0
+end
+local function body(id)
+  return '{"jsonrpc":"2.0","id":"' .. id .. '","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"' .. id ..
+    '","source":"https://harness.example/bench","type":"tool.before","time":"2026-12-02T09:00:00Z",' ..
+    '"harness":{"name":"bench-harness","version":"1.0.0"},"session":{"id":"sess-bench"},' ..
+    '"tool":{"name":"read_file","kind":"file_read","input":{"path":"README.md","note":"PAD"},"origin":"native"},' ..
+    '"call":{"id":"call-' .. id .. '"},"path":"example"},"capabilities":{"effects":["deny"]}}}'
+end
+local pad = 1024 - #body("000000-t0-000000000") + 3
+function request()
+  counter = counter + 1
+  local id = string.format("%s-t%d-%09d", nonce, tid % 10, counter)
+  local b = body(id):gsub("PAD", string.rep("x", pad))
+  return wrk.format("POST", "/agent-hooks", {["Content-Type"] = "application/json", ["Authorization"] = "Bearer bench-token-0123456789"}, b)
+end
+LUA
+
+nonce() { date +%N | cut -c1-6; } # differs between wrk runs, so ids never repeat
+
+run() { # name url round -> appends "name rps p50 p99 errors" to $WORK/results
+	local name=$1 url=$2 round=$3
+	wrk -t$THREADS -c$CONNS -d2s -s "$WORK/post.lua" "$url" -- "$(nonce)" >/dev/null 2>&1 || true
+	wrk -t$THREADS -c$CONNS -d"${DUR}s" --latency -s "$WORK/post.lua" "$url" -- "$(nonce)" >"$WORK/$name.$round.wrk" 2>&1
+	awk -v name="$name" '
+		/^Requests\/sec/ {rps=$2}
+		$1=="50%" {p50=$2}
+		$1=="99%" {p99=$2}
+		/Non-2xx|Socket errors/ {err=err $0 " "}
+		END {print name, rps, ms(p50), ms(p99), err}
+		function ms(v) { if (v ~ /us$/) return v/1000; if (v ~ /ms$/) return v+0; if (v ~ /s$/) return v*1000; return v }
+	' "$WORK/$name.$round.wrk" >>"$WORK/results"
+}
+
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS rounds of ${DUR}s per target at $CONNS connections" >&2
+for round in $(seq "$ROUNDS"); do
+	run direct http://127.0.0.1:$BACKEND_PORT "$round"
+	run nginx http://127.0.0.1:$NGINX_PORT "$round"
+	run mitmdump http://127.0.0.1:$MITM_PORT "$round"
+	run go-httputil http://127.0.0.1:$RP_PORT "$round"
+	run ahp-tap http://127.0.0.1:$TAP_PORT "$round"
+	run ahp-tap+capture http://127.0.0.1:$TAPCAP_PORT "$round"
+done
+
+kill -TERM $TAP_PID $TAPCAP_PID
+wait $TAP_PID $TAPCAP_PID || true
+findings=$(cat "$WORK/violations.log" "$WORK/violations-cap.log" | wc -l | tr -d ' ')
+frames=$(grep -c '"type":"frame"' "$WORK/session.capture" || true)
+
+median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+col() { awk -v n="$1" -v c="$2" '$1==n {print $c}' "$WORK/results" | median; }
+echo
+echo "| target | requests/s | p50 (ms) | p99 (ms) | requests/s per round |"
+echo "|---|---:|---:|---:|---|"
+for name in direct nginx mitmdump go-httputil ahp-tap ahp-tap+capture; do
+	per=$(awk -v n="$name" '$1==n {printf "%s%.0f", sep, $2; sep=", "}' "$WORK/results")
+	errs=$(awk -v n="$name" '$1==n && NF>4' "$WORK/results" | wc -l)
+	note=""
+	((errs > 0)) && note=" (errors in $errs rounds)"
+	printf '| %s | %.0f | %.2f | %.2f | %s%s |\n' "$name" "$(col "$name" 2)" "$(col "$name" 3)" "$(col "$name" 4)" "$per" "$note"
+done
+echo
+awk -v t="$(col ahp-tap 2)" -v n="$(col nginx 2)" -v m="$(col mitmdump 2)" -v g="$(col go-httputil 2)" -v tp="$(col ahp-tap 4)" -v np="$(col nginx 4)" 'BEGIN {
+	printf "ahp-tap/nginx requests/s %.2fx (goal >= 0.7x); ahp-tap/mitmdump %.1fx (goal >= 20x); ahp-tap p99 / nginx p99 %.2fx (goal <= 2x); ahp-tap/go-httputil %.2fx\n", t/n, t/m, tp/np, t/g }'
+echo "ahp-tap+capture captured $frames frames; violation log lines (both taps): $findings; tap summaries:"
+sed 's/^/    /' "$WORK/tap-stderr.log" "$WORK/tapcap-stderr.log" | tail -n 20
+if [ "$findings" != 0 ]; then
+	echo "first findings:"
+	cat "$WORK/violations.log" "$WORK/violations-cap.log" | head -n 3 | cut -c1-400
+fi
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(nproc) CPUs, $(uname -sr), $(go version | awk '{print $3}'), wrk -t$THREADS -c$CONNS -d${DUR}s x $ROUNDS rounds, nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), mitmdump $(mitmdump --version 2>/dev/null | awk '/Mitmproxy/ {print $2}')"

@@ -1,0 +1,239 @@
+package httpproxy
+
+import (
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// preallocBody bounds the audit buffer reserved from a Content-Length
+// before any byte has arrived.
+const preallocBody = 64 << 10
+
+// auditCopy is the capped copy of one body that goes to the auditor. The
+// forwarded body is never capped; only this copy is.
+type auditCopy struct {
+	buf       []byte
+	limit     int
+	size      int64 // bytes seen on the wire
+	truncated bool  // buf holds only a prefix of the body
+}
+
+func (c *auditCopy) write(p []byte) {
+	c.size += int64(len(p))
+	if room := c.limit - len(c.buf); room < len(p) {
+		c.truncated = true
+		if room <= 0 {
+			return
+		}
+		p = p[:room]
+	}
+	c.buf = append(c.buf, p...)
+}
+
+// An exchange is one HTTP request and its response as the auditor sees
+// them. The forwarding path fills it through auditedBody readers; finish
+// hands the frames to the auditor in order: the request, then the response.
+type exchange struct {
+	p        *Proxy
+	conn     string
+	start    time.Time
+	reqMeta  *tap.HTTPMeta
+	httpVerb string
+
+	mu       sync.Mutex // guards the fields below: the transport may still read the request body when the response is done
+	req      auditCopy
+	reqEOF   bool // the request body was read to its end
+	reqSent  bool // the request frame went to the auditor; req is no longer ours
+	resp     auditCopy
+	respEOF  bool // the response body was read to its end
+	respMeta *tap.HTTPMeta
+	respTime time.Time
+	finished bool      // finish ran
+	failure  *tap.Note // set when ahp-tap answered (upstream failure); Kind "" when the harness went away
+}
+
+func (p *Proxy) newExchange(r *http.Request, conn, upstream string) *exchange {
+	p.creds.add(r.Header)
+	x := &exchange{p: p, conn: conn, start: time.Now(), httpVerb: r.Method}
+	x.req.limit, x.resp.limit = p.maxAudit, p.maxAudit
+	x.reqEOF = r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0
+	if r.ContentLength > 0 {
+		// A size hint only: a Content-Length is the harness's claim, so
+		// at most preallocBody is reserved before the bytes arrive.
+		x.req.buf = make([]byte, 0, min(r.ContentLength, int64(p.maxAudit), preallocBody))
+	}
+	x.reqMeta = &tap.HTTPMeta{
+		Method:             r.Method,
+		URL:                p.creds.redactString(r.URL.Redacted()),
+		Header:             p.creds.metaHeader(r.Header),
+		Upstream:           p.creds.redactString(upstream),
+		AuthorizationCount: len(r.Header.Values("Authorization")),
+	}
+	return x
+}
+
+// requestBody is the harness's request body on its way upstream; its bytes
+// are also copied into the exchange's audit copy. Close does not close the
+// harness's body (the server does that when the handler returns), so that
+// after an upstream failure the rest of it can still be read for the audit.
+type requestBody struct {
+	rc io.ReadCloser
+	x  *exchange
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.x.copyBytes(false, p[:n])
+	}
+	if err == io.EOF {
+		b.x.mu.Lock()
+		b.x.reqEOF = true
+		b.x.mu.Unlock()
+	}
+	return n, err
+}
+
+func (b *requestBody) Close() error { return nil }
+
+// drain reads what is left of the request body into the audit copy, up to
+// the audit limit, after the upstream failed before reading it all.
+func (b *requestBody) drain(limit int64) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(b, limit+1))
+}
+
+// responseBody is the upstream's response body on its way to the harness;
+// its bytes are also copied into the exchange's audit copy. EOF or Close,
+// whichever comes first, finishes the exchange.
+type responseBody struct {
+	rc   io.ReadCloser
+	x    *exchange
+	once sync.Once // runs finish once
+	// abort makes a read error abort the harness's response (panic with
+	// http.ErrAbortHandler) for callers that would otherwise end a
+	// broken-off body cleanly: goproxy's plain-HTTP forwarding, which
+	// runs on the net/http server's goroutine.
+	abort bool
+}
+
+func (b *responseBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.x.copyBytes(true, p[:n])
+	}
+	switch {
+	case err == io.EOF:
+		b.x.mu.Lock()
+		b.x.respEOF = true
+		b.x.mu.Unlock()
+		// Finish now, before the caller writes the last bytes to the
+		// harness: once the harness has its answer, the audit has the
+		// exchange (goproxy's MITM loop closes the body only later).
+		b.once.Do(b.x.finish)
+	case err != nil && b.abort:
+		b.x.p.log.Warn().Str("conn", b.x.conn).Str("upstream", b.x.reqMeta.Upstream).
+			Msg(b.x.p.creds.redactString("the upstream broke off the response body: " + err.Error()))
+		panic(http.ErrAbortHandler)
+	}
+	return n, err
+}
+
+func (b *responseBody) Close() error {
+	err := b.rc.Close()
+	b.once.Do(b.x.finish)
+	return err
+}
+
+func (x *exchange) copyBytes(response bool, p []byte) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if response {
+		x.resp.write(p)
+	} else if !x.reqSent {
+		x.req.write(p)
+	}
+}
+
+// responseHeaders records the upstream's response envelope.
+func (x *exchange) responseHeaders(resp *http.Response) {
+	now := time.Now()
+	m := &tap.HTTPMeta{
+		Status:    resp.StatusCode,
+		Header:    x.p.creds.metaHeader(resp.Header),
+		Upstream:  x.reqMeta.Upstream,
+		LatencyMs: float64(now.Sub(x.start).Microseconds()) / 1000,
+	}
+	x.mu.Lock()
+	x.respMeta, x.respTime = m, now
+	if resp.ContentLength > 0 && x.resp.buf == nil {
+		x.resp.buf = make([]byte, 0, min(resp.ContentLength, int64(x.p.maxAudit), preallocBody))
+	}
+	x.mu.Unlock()
+	x.p.metrics.observeLatency(now.Sub(x.start))
+}
+
+// finish hands the exchange to the auditor, all of it or none: the request
+// frame, then the response as a frame when it carries a JSON-RPC message
+// (status 200 with a body) or as a note otherwise (or the upstream failure
+// note). A body not read to its end is audited as a truncated copy: TAP-1,
+// not a finding about the traffic.
+func (x *exchange) finish() {
+	x.mu.Lock()
+	if x.finished {
+		x.mu.Unlock()
+		return
+	}
+	x.finished = true
+	x.reqSent = true // later reads of the request body no longer touch req
+	rc, c, m, t, failure := x.req, x.resp, x.respMeta, x.respTime, x.failure
+	if !x.reqEOF {
+		rc.truncated = true // the upstream answered before reading it all
+	}
+	if !x.respEOF {
+		// The copy stopped early (the harness went away, or the upstream
+		// broke off): what was read is only a prefix, not a message.
+		c.truncated = true
+	}
+	x.mu.Unlock()
+	items := []tap.Item{{Frame: x.frame(tap.FromHarness, x.start, &rc, x.reqMeta)}}
+	switch {
+	case failure != nil:
+		if failure.Kind == "" {
+			items = items[:1] // the harness went away: nothing answered it
+		} else {
+			items = append(items, tap.Item{Note: failure})
+		}
+	case m == nil:
+	case m.Status == http.StatusOK && c.size > 0:
+		x.p.metrics.countRequest(x.httpVerb, m.Status)
+		items = append(items, tap.Item{Frame: x.frame(tap.FromBackend, t, &c, m)})
+	default:
+		x.p.metrics.countRequest(x.httpVerb, m.Status)
+		// A response without a JSON-RPC message: its body is not a frame,
+		// but it is still searched for credentials (AUTH-1).
+		_, leaks := x.p.creds.redact(c.buf)
+		m.BodySize, m.CredentialInBody = c.size, leaks
+		items = append(items, tap.Item{Note: &tap.Note{Kind: tap.NoteHTTPResponse, Time: t, Conn: x.conn, HTTP: m}})
+	}
+	x.p.auditor.SubmitAll(items...)
+}
+
+// frame builds the audit frame of one body: its redacted copy and envelope.
+func (x *exchange) frame(dir tap.Direction, t time.Time, c *auditCopy, m *tap.HTTPMeta) *tap.Frame {
+	raw, leaks := x.p.creds.redact(c.buf)
+	m.BodySize, m.CredentialInBody = c.size, leaks
+	return &tap.Frame{
+		Dir:       dir,
+		Time:      t,
+		Transport: tap.HTTP,
+		Conn:      x.conn,
+		Raw:       raw,
+		HTTP:      m,
+		Truncated: c.truncated,
+		Size:      int(c.size),
+	}
+}

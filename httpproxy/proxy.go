@@ -1,0 +1,455 @@
+// Package httpproxy is ahp-tap's HTTP adapter: a reverse proxy in front of
+// an AHP backend, or a forward proxy the harness reaches through
+// HTTP_PROXY/HTTPS_PROXY, built on github.com/elazarl/goproxy (imported only
+// here). It forwards every request and response unchanged (method, headers,
+// body bytes; the status back) and hands a capped copy of each body, with
+// its HTTP envelope, to a tap.Auditor off the forwarding path.
+package httpproxy
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/elazarl/goproxy"
+	"github.com/rs/zerolog"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// Defaults for Config.
+const (
+	DefaultMaxAuditBody    = 16 << 20
+	DefaultUpstreamTimeout = 60 * time.Second
+	DefaultDrain           = 10 * time.Second
+)
+
+// Config says where a Proxy forwards to and how.
+type Config struct {
+	// Upstream is the backend in reverse mode: a request for path P goes
+	// to Upstream's path followed by P. Nil in forward mode.
+	Upstream *url.URL
+	// Forward selects forward-proxy mode (HTTP_PROXY/HTTPS_PROXY).
+	Forward bool
+	// MITMCA, in forward mode, is the CA that signs certificates for the
+	// HTTPS hosts the harness reaches; nil tunnels CONNECT untouched.
+	MITMCA *tls.Certificate
+	// RootCAs are the roots trusted for upstream TLS; nil means the
+	// system's roots. Verification is never turned off.
+	RootCAs *x509.CertPool
+	// UpstreamTimeout bounds the wait for the upstream's response headers;
+	// past it the harness gets 504 (0: DefaultUpstreamTimeout).
+	UpstreamTimeout time.Duration
+	// MaxAuditBody caps the audit copy of each body (0: DefaultMaxAuditBody).
+	// Forwarded bodies are never capped.
+	MaxAuditBody int
+	// Drain bounds how long Serve waits for requests in flight when its
+	// context ends (0: DefaultDrain).
+	Drain time.Duration
+	// Auditor receives a frame per body and notes for the rest. Required.
+	Auditor *tap.Auditor
+	// Metrics, when not nil, counts requests, latency and failures.
+	Metrics *Metrics
+	// Log is the diagnostic log (zero value: nothing).
+	Log zerolog.Logger
+}
+
+// A Proxy forwards AHP traffic and feeds the auditor. It is an
+// http.Handler; Serve runs it on a listener.
+type Proxy struct {
+	upstream *url.URL
+	forward  bool
+	maxAudit int
+	drain    time.Duration
+	auditor  *tap.Auditor
+	metrics  *Metrics
+	log      zerolog.Logger
+
+	tr    *http.Transport          // upstream transport: verifies TLS, never compresses, never follows redirects
+	gp    *goproxy.ProxyHttpServer // the goproxy front: forward requests, CONNECT, and NonproxyHandler for reverse mode
+	creds credentials              // credentials seen, for redaction and AUTH-1; memory only
+	conns atomic.Uint64            // numbers accepted connections
+	bufs  sync.Pool                // *[]byte copy buffers for reverse-mode responses
+	certs certStore                // MITM leaf certificates by host
+}
+
+type connKey struct{}
+
+// New builds a Proxy from cfg.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.Auditor == nil {
+		return nil, errors.New("httpproxy: Config.Auditor is required")
+	}
+	if cfg.Forward == (cfg.Upstream != nil) {
+		return nil, errors.New("httpproxy: give exactly one of an upstream URL and forward mode")
+	}
+	if cfg.Upstream != nil && cfg.Upstream.Scheme != "http" && cfg.Upstream.Scheme != "https" {
+		return nil, fmt.Errorf("httpproxy: upstream %q is not an http:// or https:// URL", cfg.Upstream.Redacted())
+	}
+	if cfg.MITMCA != nil && !cfg.Forward {
+		return nil, errors.New("httpproxy: a MITM CA is only used in forward mode")
+	}
+	p := &Proxy{
+		upstream: cfg.Upstream,
+		forward:  cfg.Forward,
+		maxAudit: cfg.MaxAuditBody,
+		drain:    cfg.Drain,
+		auditor:  cfg.Auditor,
+		metrics:  cfg.Metrics,
+		log:      cfg.Log,
+	}
+	if p.maxAudit <= 0 {
+		p.maxAudit = DefaultMaxAuditBody
+	}
+	if p.drain <= 0 {
+		p.drain = DefaultDrain
+	}
+	timeout := cfg.UpstreamTimeout
+	if timeout <= 0 {
+		timeout = DefaultUpstreamTimeout
+	}
+	p.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
+	p.tr = &http.Transport{
+		// Proxy is nil: the tap's own HTTP_PROXY must not reroute (or loop)
+		// the traffic it forwards.
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: timeout,
+		// Bodies pass through as they are: no Accept-Encoding is added and
+		// nothing is decompressed.
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	gp := goproxy.NewProxyHttpServer()
+	gp.Tr = p.tr
+	gp.ConnectDial = nil // dial directly with Tr.DialContext, never through the tap's own proxy settings
+	gp.KeepHeader = true
+	gp.KeepAcceptEncoding = true
+	gp.PreventCanonicalization = true
+	gp.Verbose = false
+	gp.Logger = goproxyLogger{p}
+	if p.forward {
+		gp.NonproxyHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "ahp-tap is a forward proxy here: set HTTP_PROXY/HTTPS_PROXY to it rather than posting to it", http.StatusBadRequest)
+		})
+		var mitm func(string, *goproxy.ProxyCtx) (*tls.Config, error)
+		if cfg.MITMCA != nil {
+			gp.CertStore = &p.certs
+			mitm = goproxy.TLSConfigFromCA(cfg.MITMCA)
+		}
+		gp.OnRequest().HandleConnectFunc(func(host string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
+			ctx.UserData = connID(ctx.Req.Context())
+			if mitm != nil {
+				return &goproxy.ConnectAction{Action: goproxy.ConnectMitm, TLSConfig: mitm}, host
+			}
+			// Without a CA the tunnel is opaque: bytes pass untouched and
+			// unaudited.
+			return goproxy.OkConnect, host
+		})
+		gp.OnRequest().DoFunc(func(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+			conn, mitmd := ctx.UserData.(string) // set by the CONNECT handler for intercepted requests
+			if !mitmd {
+				conn = connID(req.Context())
+			}
+			ctx.RoundTripper = goproxy.RoundTripperFunc(func(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
+				resp := p.forwardRoundTrip(req, conn)
+				if rb, ok := resp.Body.(*responseBody); ok {
+					// Plain HTTP runs on the server's goroutine, where a
+					// panic aborts the response; goproxy's MITM loop has
+					// no such recovery, so there it only closes the tunnel.
+					rb.abort = !mitmd
+				}
+				return resp, nil
+			})
+			return req, nil
+		})
+	} else {
+		// A harness posting to the tap as if it were the backend sends a
+		// relative URL: goproxy hands those to NonproxyHandler.
+		gp.NonproxyHandler = http.HandlerFunc(p.reverse)
+	}
+	p.gp = gp
+	return p, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !p.forward && (r.Method == http.MethodConnect || r.URL.IsAbs()) {
+		// Reverse mode is not an open proxy.
+		http.Error(w, "ahp-tap is a reverse proxy here: post to it as if it were the backend", http.StatusBadRequest)
+		return
+	}
+	p.gp.ServeHTTP(w, r)
+}
+
+// Serve accepts connections on ln until ctx ends, then stops accepting,
+// waits up to the drain bound for requests in flight, and returns. It does
+// not close the auditor.
+func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           p,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          log.New(serverLog{p}, "", 0),
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, "http/"+strconv.FormatUint(p.conns.Add(1), 10))
+		},
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), p.drain)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		p.log.Warn().Dur("drain", p.drain).Msg("requests still in flight after the drain bound; closing their connections")
+		_ = srv.Close()
+	}
+	<-errc
+	p.tr.CloseIdleConnections()
+	return nil
+}
+
+// Close releases the upstream connections. It is idempotent.
+func (p *Proxy) Close() error {
+	p.tr.CloseIdleConnections()
+	return nil
+}
+
+func connID(ctx context.Context) string {
+	if s, ok := ctx.Value(connKey{}).(string); ok {
+		return s
+	}
+	return "http"
+}
+
+// target is the upstream URL for a request path in reverse mode: the
+// upstream's path followed by the request's path; the request's query
+// follows the upstream's.
+func (p *Proxy) target(in *url.URL) *url.URL {
+	u := *p.upstream
+	u.Path = joinPath(p.upstream.Path, in.Path)
+	if p.upstream.RawPath != "" || in.RawPath != "" {
+		u.RawPath = joinPath(p.upstream.EscapedPath(), in.EscapedPath())
+	}
+	switch {
+	case p.upstream.RawQuery == "":
+		u.RawQuery = in.RawQuery
+	case in.RawQuery != "":
+		u.RawQuery = p.upstream.RawQuery + "&" + in.RawQuery
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return &u
+}
+
+func joinPath(base, p string) string {
+	switch {
+	case base == "" || base == "/":
+		if p == "" {
+			return "/"
+		}
+		return p
+	case p == "" || p == "/":
+		if p == "/" && !strings.HasSuffix(base, "/") {
+			return base + "/"
+		}
+		return base
+	}
+	return strings.TrimSuffix(base, "/") + "/" + strings.TrimPrefix(p, "/")
+}
+
+// reverse is reverse mode: forward r to the upstream, stream the answer back.
+func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
+	u := p.target(r.URL)
+	x := p.newExchange(r, connID(r.Context()), u.Redacted())
+	out := &http.Request{
+		Method:     r.Method,
+		URL:        u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		// The harness's headers go upstream as they are; only Host names
+		// the upstream, as it must for TLS and virtual hosting.
+		Header:        r.Header,
+		Host:          u.Host,
+		ContentLength: r.ContentLength,
+		Body:          http.NoBody,
+	}
+	out = out.WithContext(r.Context())
+	var body *requestBody
+	if r.ContentLength != 0 {
+		body = &requestBody{rc: r.Body, x: x}
+		out.Body = body
+	}
+	keepUserAgent(out.Header)
+	resp := p.roundTrip(out, x, body)
+	defer resp.Body.Close() // finishes the exchange
+	h := w.Header()
+	for k, vs := range resp.Header {
+		h[k] = vs // direct assignment: names stay as the upstream wrote them
+	}
+	w.WriteHeader(resp.StatusCode)
+	bp := p.bufs.Get().(*[]byte)
+	n, readErr, writeErr := copyBody(w, resp.Body, *bp)
+	p.bufs.Put(bp)
+	switch {
+	case readErr != nil:
+		p.log.Warn().Str("conn", x.conn).Str("upstream", x.reqMeta.Upstream).Int64("bytes", n).
+			Msg(p.creds.redactString("the upstream broke off the response body: " + readErr.Error()))
+		// Abort the harness's response rather than end it cleanly: a
+		// short body must look broken, never complete. The deferred Close
+		// still finishes the exchange (as a truncated audit copy).
+		panic(http.ErrAbortHandler)
+	case writeErr != nil:
+		p.log.Debug().Str("conn", x.conn).Msg(p.creds.redactString("the harness stopped reading the response: " + writeErr.Error()))
+		return
+	}
+	for k, vs := range resp.Trailer {
+		h[http.TrailerPrefix+k] = vs
+	}
+}
+
+// copyBody copies src to dst like io.CopyBuffer, and says which side
+// failed: a read error is the upstream's, a write error the harness's.
+func copyBody(dst io.Writer, src io.Reader, buf []byte) (n int64, readErr, writeErr error) {
+	for {
+		nr, rerr := src.Read(buf)
+		if nr > 0 {
+			nw, werr := dst.Write(buf[:nr])
+			n += int64(nw)
+			if werr == nil && nw != nr {
+				werr = io.ErrShortWrite
+			}
+			if werr != nil {
+				return n, nil, werr
+			}
+		}
+		if rerr == io.EOF {
+			return n, nil, nil
+		}
+		if rerr != nil {
+			return n, rerr, nil
+		}
+	}
+}
+
+// forwardRoundTrip is forward mode (plain HTTP, or HTTPS with MITM):
+// goproxy calls it to send req upstream.
+func (p *Proxy) forwardRoundTrip(req *http.Request, conn string) *http.Response {
+	x := p.newExchange(req, conn, req.URL.Redacted())
+	var body *requestBody
+	if req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0 {
+		body = &requestBody{rc: req.Body, x: x}
+		req.Body = body
+	}
+	keepUserAgent(req.Header)
+	return p.roundTrip(req, x, body)
+}
+
+// keepUserAgent stops the transport from adding its own User-Agent to a
+// request that had none: the header set goes upstream unchanged.
+func keepUserAgent(h http.Header) {
+	if _, ok := h["User-Agent"]; !ok {
+		h["User-Agent"] = []string{""}
+	}
+}
+
+// roundTrip sends req upstream. It always returns a response: the
+// upstream's, with a body that feeds the audit copy and finishes the
+// exchange on Close, or ahp-tap's own 502/504 when the upstream failed.
+// Redirects are returned, never followed (a Transport does not follow them).
+func (p *Proxy) roundTrip(req *http.Request, x *exchange, body *requestBody) *http.Response {
+	resp, err := p.tr.RoundTrip(req)
+	if err != nil {
+		return p.failed(req, x, body, err)
+	}
+	x.responseHeaders(resp)
+	// Keep net/http from adding headers the upstream did not send.
+	if _, ok := resp.Header["Content-Type"]; !ok {
+		resp.Header["Content-Type"] = nil
+	}
+	if _, ok := resp.Header["Date"]; !ok {
+		resp.Header["Date"] = nil
+	}
+	resp.Body = &responseBody{rc: resp.Body, x: x}
+	return resp
+}
+
+// failed answers the harness when the upstream could not be reached or
+// did not answer in time, and records an operational failure.
+func (p *Proxy) failed(req *http.Request, x *exchange, body *requestBody, err error) *http.Response {
+	status, kind, cause := classify(err, p.tr.ResponseHeaderTimeout)
+	cause = p.creds.redactString(cause)
+	gone := req.Context().Err() != nil && errors.Is(err, context.Canceled)
+	if gone {
+		status, kind, cause = 499, "harness_gone", "the harness closed the connection before the upstream answered"
+	}
+	if body != nil && !gone {
+		body.drain(int64(p.maxAudit))
+	}
+	now := time.Now()
+	n := &tap.Note{}
+	if !gone {
+		n = &tap.Note{Kind: tap.NoteUpstreamFailure, Time: now, Conn: x.conn, Detail: cause,
+			HTTP: &tap.HTTPMeta{Status: status, Upstream: x.reqMeta.Upstream,
+				LatencyMs: float64(now.Sub(x.start).Microseconds()) / 1000}}
+	}
+	x.mu.Lock()
+	x.failure = n // finish submits it after the request frame
+	x.mu.Unlock()
+	p.metrics.countRequest(x.httpVerb, status)
+	p.metrics.countFailure(kind)
+	if gone {
+		p.log.Debug().Str("conn", x.conn).Msg(cause)
+	} else {
+		p.log.Warn().Str("conn", x.conn).Str("upstream", x.reqMeta.Upstream).Int("status", status).Msg(cause)
+	}
+	msg := "ahp-tap: " + cause + "\n"
+	resp := &http.Response{
+		Status:        fmt.Sprintf("%d %s", status, http.StatusText(status)),
+		StatusCode:    status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {"text/plain; charset=utf-8"}, "Content-Length": {strconv.Itoa(len(msg))}},
+		ContentLength: int64(len(msg)),
+		Request:       req,
+	}
+	resp.Body = &responseBody{rc: io.NopCloser(strings.NewReader(msg)), x: x}
+	return resp
+}
+
+// goproxyLogger sends goproxy's messages to the diagnostic log at debug
+// level, with credentials redacted.
+type goproxyLogger struct{ p *Proxy }
+
+func (l goproxyLogger) Printf(format string, v ...any) {
+	l.p.log.Debug().Msg(l.p.creds.redactString(strings.TrimSpace(fmt.Sprintf(format, v...))))
+}
+
+// serverLog sends net/http's server errors to the diagnostic log.
+type serverLog struct{ p *Proxy }
+
+func (l serverLog) Write(b []byte) (int, error) {
+	l.p.log.Debug().Msg(l.p.creds.redactString(strings.TrimSpace(string(b))))
+	return len(b), nil
+}
