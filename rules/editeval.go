@@ -456,7 +456,9 @@ func (ev *evaluation) modify(ptr string, e *tap.Value) {
 	// EDIT-6, AHP-CAP-001: the exact target and operation must be advertised.
 	if caps := ctx.Capabilities; caps != nil {
 		if !listsString(caps.Get("effects"), "modify") {
-			ev.reject("EDIT-6", tap.Ptr(ptr, "type"), "edit", "the request did not advertise modify in capabilities.effects")
+			// The effect type itself is unadvertised: BASE-9 reports that;
+			// the reason still rejects the response, once.
+			ev.reject("BASE-9", tap.Ptr(ptr, "type"), "edit", "the request did not advertise modify in capabilities.effects")
 		} else if b := caps.Path("modify", target, op); !b.Is(tap.Bool) || !b.Bool {
 			ev.reject("EDIT-6", tap.Ptr(ptr, "operation"), "edit", "the request did not advertise capabilities.modify.%s.%s: true, so modify(%s, %s) is not allowed", target, op, target, op)
 		}

@@ -230,14 +230,15 @@ func TestEvaluateCapabilitiesAndSelection(t *testing.T) {
 		name      string
 		caps, sel string
 		ok        bool
+		check     string // the check the rejection is reported under
 	}{
-		{"unknown capabilities", ``, ``, true},
-		{"advertised", `{"effects":["modify"],"modify":{"prompt":{"merge":true}}}`, ``, true},
-		{"replace only", `{"effects":["modify"],"modify":{"prompt":{"replace":true,"merge":false}}}`, ``, false},
-		{"other target", `{"effects":["modify"],"modify":{"request":{"merge":true}}}`, ``, false},
-		{"modify not in effects", `{"effects":["deny"],"modify":{"prompt":{"merge":true}}}`, ``, false},
-		{"body selected", `{"effects":["modify"],"modify":{"prompt":{"merge":true}}}`, `{"default":"metadata","text":"body"}`, true},
-		{"text not body", `{"effects":["modify"],"modify":{"prompt":{"merge":true}}}`, `{"default":"body","text":"metadata"}`, false},
+		{"unknown capabilities", ``, ``, true, ""},
+		{"advertised", `{"effects":["modify"],"modify":{"prompt":{"merge":true}}}`, ``, true, ""},
+		{"replace only", `{"effects":["modify"],"modify":{"prompt":{"replace":true,"merge":false}}}`, ``, false, ""},
+		{"other target", `{"effects":["modify"],"modify":{"request":{"merge":true}}}`, ``, false, ""},
+		{"modify not in effects", `{"effects":["deny"],"modify":{"prompt":{"merge":true}}}`, ``, false, "BASE-9"},
+		{"body selected", `{"effects":["modify"],"modify":{"prompt":{"merge":true}}}`, `{"default":"metadata","text":"body"}`, true, ""},
+		{"text not body", `{"effects":["modify"],"modify":{"prompt":{"merge":true}}}`, `{"default":"body","text":"metadata"}`, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -252,8 +253,12 @@ func TestEvaluateCapabilitiesAndSelection(t *testing.T) {
 			if r.Accepted != tt.ok {
 				t.Fatalf("accepted = %v, want %v (reasons %v)", r.Accepted, tt.ok, r.Reasons)
 			}
-			if !tt.ok && !hasCheck(r, "EDIT-6") {
-				t.Errorf("reasons = %v, want EDIT-6", reasonChecks(r))
+			want := tt.check
+			if want == "" {
+				want = "EDIT-6"
+			}
+			if !tt.ok && !hasCheck(r, want) {
+				t.Errorf("reasons = %v, want %s", reasonChecks(r), want)
 			}
 		})
 	}
