@@ -853,22 +853,6 @@ func TestTarget(t *testing.T) {
 	}
 }
 
-func TestEventStoreIsBounded(t *testing.T) {
-	s := NewEventStore(3)
-	for i := range 10 {
-		s.Store(tap.EventKey{Source: "s", ID: fmt.Sprint(i)}, tap.EventRecord{Seq: uint64(i)})
-	}
-	if len(s.m) != 3 {
-		t.Errorf("store holds %d events, want 3", len(s.m))
-	}
-	if _, ok := s.Load(tap.EventKey{Source: "s", ID: "9"}); !ok {
-		t.Errorf("the newest event was forgotten")
-	}
-	if _, ok := s.Load(tap.EventKey{Source: "s", ID: "0"}); ok {
-		t.Errorf("the oldest event is still there")
-	}
-}
-
 func TestForwardUpstreamDown(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()

@@ -91,10 +91,25 @@ type EventStore interface {
 	Store(k EventKey, r EventRecord)
 }
 
-// MemoryStore is the in-process EventStore.
+// DefaultKeepEvents is how many events a MemoryStore remembers by default
+// to judge retries (BASE-6).
+const DefaultKeepEvents = 100_000
+
+// DefaultKeepAnswered is how many answered exchanges a conversation keeps
+// by default, so a tap that runs for days stays in bounded memory.
+const DefaultKeepAnswered = 1024
+
+// MemoryStore is the in-process EventStore. It remembers at most Max events
+// (0: DefaultKeepEvents), forgetting the oldest first; a retry of an event
+// forgotten since is judged as a first delivery. It is safe for concurrent
+// use.
 type MemoryStore struct {
-	mu sync.Mutex // guards m
-	m  map[EventKey]EventRecord
+	Max int
+
+	mu   sync.Mutex // guards the fields below
+	m    map[EventKey]EventRecord
+	ring []EventKey // insertion order; next is the oldest once full
+	next int
 }
 
 // Load implements EventStore.
@@ -111,6 +126,21 @@ func (s *MemoryStore) Store(k EventKey, r EventRecord) {
 	defer s.mu.Unlock()
 	if s.m == nil {
 		s.m = make(map[EventKey]EventRecord)
+	}
+	if _, ok := s.m[k]; ok {
+		s.m[k] = r
+		return
+	}
+	max := s.Max
+	if max <= 0 {
+		max = DefaultKeepEvents
+	}
+	if len(s.ring) < max {
+		s.ring = append(s.ring, k)
+	} else {
+		delete(s.m, s.ring[s.next])
+		s.ring[s.next] = k
+		s.next = (s.next + 1) % max
 	}
 	s.m[k] = r
 }
@@ -164,6 +194,9 @@ func newConversation(cfg Config) *Conversation {
 		answered:     make(map[string]*Exchange),
 		ruleState:    make(map[string]any),
 		keep:         cfg.KeepAnswered,
+	}
+	if c.keep == 0 {
+		c.keep = DefaultKeepAnswered
 	}
 	if c.Snapshot == "" {
 		c.Snapshot = DefaultSnapshot

@@ -28,7 +28,7 @@ type Config struct {
 	// not, is no finding.
 	Partial bool
 	// KeepAnswered bounds how many answered exchanges the conversation
-	// keeps (0: all). A long-running tap sets it so memory stays bounded;
+	// keeps (0: DefaultKeepAnswered, negative: all), so memory stays bounded;
 	// a response duplicating an exchange forgotten since is then reported
 	// as unsolicited rather than duplicate.
 	KeepAnswered int

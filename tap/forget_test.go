@@ -27,13 +27,29 @@ func TestKeepAnsweredBoundsTheConversation(t *testing.T) {
 	if p := c.Pending(); len(p) != 1 || p[0].Key != "s:open" {
 		t.Errorf("Pending() = %v, want the open request", p)
 	}
-	unbounded := NewEngine(Config{}, nil)
+	unbounded := NewEngine(Config{KeepAnswered: -1}, nil)
 	for i := range 100 {
 		id := fmt.Sprintf(`"r%d"`, i)
 		unbounded.Feed(&Frame{Dir: FromHarness, Raw: []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"m","params":{}}`)})
 		unbounded.Feed(&Frame{Dir: FromBackend, Raw: []byte(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)})
 	}
 	if n := len(unbounded.Conversation().Exchanges()); n != 100 {
-		t.Errorf("without KeepAnswered: Exchanges() = %d, want 100", n)
+		t.Errorf("with KeepAnswered -1: Exchanges() = %d, want 100", n)
+	}
+}
+
+func TestMemoryStoreIsBounded(t *testing.T) {
+	s := &MemoryStore{Max: 3}
+	for i := range 10 {
+		s.Store(EventKey{Source: "s", ID: fmt.Sprint(i)}, EventRecord{Seq: uint64(i)})
+	}
+	if len(s.m) != 3 {
+		t.Errorf("store holds %d events, want 3", len(s.m))
+	}
+	if _, ok := s.Load(EventKey{Source: "s", ID: "9"}); !ok {
+		t.Errorf("the newest event was forgotten")
+	}
+	if _, ok := s.Load(EventKey{Source: "s", ID: "0"}); ok {
+		t.Errorf("the oldest event is still there")
 	}
 }

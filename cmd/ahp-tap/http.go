@@ -27,10 +27,6 @@ import (
 // before audit copies are dropped.
 const httpAuditQueue = 16384
 
-// keepAnswered is how many answered exchanges the HTTP tap's conversation
-// keeps for correlation checks.
-const keepAnswered = 1024
-
 // runHTTP runs the HTTP tap: a reverse proxy in front of --upstream, or a
 // forward proxy (--forward) the harness reaches through HTTP_PROXY and
 // HTTPS_PROXY. It serves until SIGINT/SIGTERM, then stops accepting,
@@ -149,9 +145,6 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		debug.SetGCPercent(400)
 	}
 	l.cfg.Transport = tap.HTTP
-	// A staging tap runs for days: bound what the conversation remembers.
-	l.cfg.KeepAnswered = keepAnswered
-	l.cfg.Events = httpproxy.NewEventStore(httpproxy.DefaultKeepEvents)
 	engine := tap.NewEngine(l.cfg, rules.Default(l.opt))
 	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow
 	var auditor *tap.Auditor
