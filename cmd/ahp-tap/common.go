@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/rules"
@@ -33,7 +34,10 @@ func (ef *engineFlags) register(fs *flag.FlagSet) {
 type loaded struct {
 	cfg tap.Config
 	opt rules.Options
-	// regDoc is the raw registration document, when given.
+	// regDoc is the registration document as captures embed it: with the
+	// values of credential-like keys redacted (a registration must never
+	// hold a literal credential, but one that does must not leak through
+	// a capture).
 	regDoc []byte
 	// regFindings are the findings about the registration itself (BASE-5).
 	regFindings []tap.Finding
@@ -57,7 +61,7 @@ func (ef *engineFlags) load() (*loaded, error) {
 		if err != nil {
 			return nil, usageError("registration %s is not JSON: %v", ef.registration, err)
 		}
-		l.regDoc = data
+		l.regDoc = redactRegistration(reg)
 		l.cfg.Registration = reg
 		l.regFindings = rules.RegistrationFindings(reg)
 		if ef.hook != "" && tap.FindHook(reg, ef.hook) == nil {
@@ -88,4 +92,40 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 		return usageError("%s: %v", fs.Name(), err)
 	}
 	return nil
+}
+
+// credentialKeys are registration keys whose values are literal secrets
+// (AHP-SEC-001: a registration references credentials, never holds them).
+var credentialKeys = map[string]bool{
+	"token": true, "bearertoken": true, "accesstoken": true, "access_token": true,
+	"password": true, "secret": true, "clientsecret": true, "apikey": true, "api_key": true, "value": true,
+}
+
+// redactRegistration returns reg as canonical JSON with the string values
+// of credential-like keys replaced by tap.RedactedCredential.
+func redactRegistration(reg *tap.Value) []byte {
+	var walk func(v *tap.Value)
+	walk = func(v *tap.Value) {
+		switch {
+		case v.Is(tap.Object):
+			for i, m := range v.Obj {
+				if credentialKeys[strings.ToLower(m.Key)] && !m.Val.Is(tap.Object) && !m.Val.Is(tap.Array) {
+					v.Obj[i].Val = &tap.Value{Kind: tap.String, Str: tap.RedactedCredential}
+					continue
+				}
+				walk(m.Val)
+			}
+		case v.Is(tap.Array):
+			for _, e := range v.Arr {
+				walk(e)
+			}
+		}
+	}
+	// Work on a copy: the engine keeps the original tree.
+	cp, _, err := tap.ParseJSON(reg.Canonical())
+	if err != nil {
+		return nil
+	}
+	walk(cp)
+	return cp.Canonical()
 }
