@@ -71,7 +71,11 @@ func CheckDocument(name string, data []byte, cfg tap.Config, opts Options) []tap
 	switch DetectKind(name, data) {
 	case DocRegistration:
 		reg, _, _ := tap.ParseJSON(data)
-		return RegistrationFindings(reg)
+		snap := cfg.Snapshot
+		if snap == "" {
+			snap = tap.DefaultSnapshot
+		}
+		return RegistrationFindingsFor(reg, snap)
 	case DocStream:
 		cfg.Transport = tap.Stdio
 		e := tap.NewEngine(cfg, Default(opts))

@@ -63,7 +63,7 @@ func (ef *engineFlags) load() (*loaded, error) {
 		}
 		l.regDoc = redactRegistration(reg)
 		l.cfg.Registration = reg
-		l.regFindings = rules.RegistrationFindings(reg)
+		l.regFindings = rules.RegistrationFindingsFor(reg, ef.snapshot)
 		if ef.hook != "" && tap.FindHook(reg, ef.hook) == nil {
 			return nil, usageError("registration %s has no hook with id %q", ef.registration, ef.hook)
 		}

@@ -300,7 +300,7 @@ func (rp *replayer) config(h *capture.Header) (tap.Config, []tap.Finding, error)
 			return cfg, nil, fmt.Errorf("header registrationDoc is not JSON: %v", err)
 		}
 		cfg.Registration = reg
-		regFindings = append(rules.RegistrationFindings(reg), rp.flags.opt.Spec.RegistrationFindings(reg)...)
+		regFindings = append(rules.RegistrationFindingsFor(reg, cfg.Snapshot), rp.flags.opt.Spec.RegistrationFindings(reg)...)
 		if !rp.set["hook"] {
 			cfg.HookID = h.Hook
 		}
