@@ -53,7 +53,7 @@ type exchange struct {
 	respMeta *tap.HTTPMeta
 	respTime time.Time
 	finished bool      // finish ran
-	failure  *tap.Note // set when ahp-tap answered (upstream failure); Kind "" when the harness went away
+	failure  *tap.Note // set when ahp-tap answered (upstream failure) or the harness went away
 }
 
 func (p *Proxy) newExchange(r *http.Request, conn, upstream string) *exchange {
@@ -202,11 +202,7 @@ func (x *exchange) finish() {
 	items := []tap.Item{{Frame: x.frame(tap.FromHarness, x.start, &rc, x.reqMeta)}}
 	switch {
 	case failure != nil:
-		if failure.Kind == "" {
-			items = items[:1] // the harness went away: nothing answered it
-		} else {
-			items = append(items, tap.Item{Note: failure})
-		}
+		items = append(items, tap.Item{Note: failure})
 	case m == nil:
 	case m.Status == http.StatusOK && c.size > 0:
 		x.p.metrics.countRequest(x.httpVerb, m.Status)

@@ -407,7 +407,7 @@ func (p *Proxy) failed(req *http.Request, x *exchange, body *requestBody, err er
 		body.drain(int64(p.maxAudit))
 	}
 	now := time.Now()
-	n := &tap.Note{}
+	n := &tap.Note{Kind: tap.NoteHarnessGone, Time: now, Conn: x.conn, Detail: cause}
 	if !gone {
 		n = &tap.Note{Kind: tap.NoteUpstreamFailure, Time: now, Conn: x.conn, Detail: cause,
 			HTTP: &tap.HTTPMeta{Status: status, Upstream: x.reqMeta.Upstream,

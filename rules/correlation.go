@@ -181,6 +181,8 @@ func (r answeredOnceRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 		why = "the backend process exited"
 	case n.Kind == tap.NoteUpstreamFailure:
 		why = "the backend could not be reached"
+	case n.Kind == tap.NoteHarnessGone:
+		why = "the harness closed the connection first"
 	default:
 		return nil
 	}
@@ -192,10 +194,15 @@ func (r answeredOnceRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 		}
 		st.reported[x] = true
 		lvl, outcome := tap.Error, tap.OutcomeUnanswered
-		if n.Kind == tap.NoteUpstreamFailure {
+		switch n.Kind {
+		case tap.NoteUpstreamFailure:
 			// An operational failure of the link, not a backend that kept
 			// quiet: a fact the reader needs, not a protocol violation.
 			lvl, outcome = tap.Warn, tap.OutcomeFailure
+		case tap.NoteHarnessGone:
+			// The harness gave up (its deadline, or it was stopped): no
+			// one broke the protocol, but a reader should know.
+			lvl, outcome = tap.Info, tap.OutcomeAbandoned
 		}
 		x.Outcome = outcome
 		out = append(out, r.info.At(x.Request, lvl, "/id", "request id %s was never answered: %s", tap.IDText(x.Request.RPCID()), why))

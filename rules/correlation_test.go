@@ -142,6 +142,26 @@ func TestAnsweredOnceNotes(t *testing.T) {
 	}
 }
 
+// A harness that gives up on a request (closes its HTTP connection) is
+// context, not a backend that never answered: info, never an error.
+func TestAnsweredOnceHarnessGone(t *testing.T) {
+	e := tap.NewEngine(tap.Config{}, correlationRules())
+	e.Feed(onConn(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps)), "http/1"))
+	e.Feed(onConn(harnessFrame(convIntercept("e2", convEvent("e2", "tool.before", ""), denyCaps)), "http/2"))
+	fs := e.Note(tap.Note{Kind: tap.NoteHarnessGone, Conn: "http/1"})
+	if len(fs) != 1 || fs[0].Level != tap.Info {
+		t.Errorf("harness gone: findings %s, want one info", dump(fs))
+	}
+	// e2 on the other connection is still pending and is an error at the end.
+	end := e.Finish()
+	if len(end) != 1 || end[0].Level != tap.Error || end[0].EventID != "e2" {
+		t.Errorf("Finish() = %s, want one error for e2", dump(end))
+	}
+	if x := e.Conversation().Exchanges()[0]; x.Outcome != tap.OutcomeAbandoned {
+		t.Errorf("outcome = %q, want %q", x.Outcome, tap.OutcomeAbandoned)
+	}
+}
+
 func TestLate(t *testing.T) {
 	req := func() *tap.Frame {
 		return atMs(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps)), 0)

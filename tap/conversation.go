@@ -41,6 +41,7 @@ const (
 	OutcomeEffects     = "effects"
 	OutcomeFailure     = "operational_failure"
 	OutcomeUnanswered  = "unanswered"
+	OutcomeAbandoned   = "abandoned_by_harness"
 	OutcomeLate        = "late"
 	OutcomeInvalid     = "invalid_response"
 	OutcomeErrorAnswer = "error_response"

@@ -42,6 +42,10 @@ const (
 	// (an empty body, or a status other than 200): HTTP holds its status
 	// and headers, and the body is not a frame.
 	NoteHTTPResponse NoteKind = "http_response"
+	// NoteHarnessGone: the harness abandoned the pending requests of Conn
+	// (it closed the connection before an answer came, e.g. at its own
+	// deadline). Not a backend fault.
+	NoteHarnessGone NoteKind = "harness_gone"
 	// NoteEnd: the whole link ended (the tap is shutting down).
 	NoteEnd NoteKind = "end"
 )
