@@ -15,8 +15,8 @@ import (
 
 func capabilityRules() []tap.Rule {
 	return []tap.Rule{
-		shapeRule{info("CAP-1/capabilities", "CAP-1", "every hooks/intercept carries well-formed capabilities allowed at its boundary")},
-		shapeRule{info("CAP-2/discovery", "CAP-2", "hooks/capabilities request and result shapes; the manifest follows §6.1")},
+		shapeRule(info("CAP-1/capabilities", "CAP-1", "every hooks/intercept carries well-formed capabilities allowed at its boundary")),
+		shapeRule(info("CAP-2/discovery", "CAP-2", "hooks/capabilities request and result shapes; the manifest follows §6.1")),
 	}
 }
 

@@ -18,8 +18,8 @@ import (
 // finds in event content and in effect values.
 func contentRules() []tap.Rule {
 	return []tap.Rule{
-		shapeRule{info("EDIT-1/messages", "EDIT-1", "model, turn and context items are canonical message lists")},
-		shapeRule{info("EDIT-2/parts", "EDIT-2", "content parts are closed text or attachment variants; metadata, omit and gap views carry no text or body")},
+		shapeRule(info("EDIT-1/messages", "EDIT-1", "model, turn and context items are canonical message lists")),
+		shapeRule(info("EDIT-2/parts", "EDIT-2", "content parts are closed text or attachment variants; metadata, omit and gap views carry no text or body")),
 	}
 }
 

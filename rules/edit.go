@@ -16,30 +16,18 @@ import (
 // editRules builds one rule per check; each reports only its check.
 func editRules() []tap.Rule {
 	return []tap.Rule{
-		editRule{info("EDIT-3/attachments", "EDIT-3", "attachments stay immutable references; no whole-list replace over metadata, omit or gap text parts")},
-		editRule{info("EDIT-4/target", "EDIT-4", "modify values fit the target and the boundary")},
-		editRule{info("EDIT-5/semantics", "EDIT-5", "merge value and target are the same kind; replace, append and shallow merge semantics")},
-		editRule{info("EDIT-6/capability", "EDIT-6", "an edit needs the exact advertised modify capability and body selection")},
-		editRule{info("EDIT-7/atomic", "EDIT-7", "one invalid effect rejects every effect in the response")},
-		editRule{info("EDIT-8/elicitation", "EDIT-8", "body-selected elicitation request/result text is complete MCP JSON that agrees with the envelope")},
+		editRule(info("EDIT-3/attachments", "EDIT-3", "attachments stay immutable references; no whole-list replace over metadata, omit or gap text parts")),
+		editRule(info("EDIT-4/target", "EDIT-4", "modify values fit the target and the boundary")),
+		editRule(info("EDIT-5/semantics", "EDIT-5", "merge value and target are the same kind; replace, append and shallow merge semantics")),
+		editRule(info("EDIT-6/capability", "EDIT-6", "an edit needs the exact advertised modify capability and body selection")),
+		editRule(info("EDIT-7/atomic", "EDIT-7", "one invalid effect rejects every effect in the response")),
+		editRule(info("EDIT-8/elicitation", "EDIT-8", "body-selected elicitation request/result text is complete MCP JSON that agrees with the envelope")),
 	}
 }
 
-// An editRule reports the problems of its check from the frame's shared
-// edit analysis.
-type editRule struct{ info tap.RuleInfo }
-
-func (r editRule) Info() tap.RuleInfo { return r.info }
-
-func (r editRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
-	var out []tap.Finding
-	for _, p := range editAnalysis(c, f) {
-		if p.check == r.info.Check {
-			out = append(out, r.info.At(f, 0, p.ptr, "%s", p.msg))
-		}
-	}
-	return out
-}
+// editRule reports one check's problems from the shared edit analysis of
+// a frame (see editAnalysis).
+func editRule(ri tap.RuleInfo) tap.Rule { return analysisRule{info: ri, analyse: editAnalysis} }
 
 // editCache holds the analysis of the frame last analysed.
 type editCache struct {

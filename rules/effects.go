@@ -19,8 +19,8 @@ import (
 // naming of deny.code (BASE-4), protocolVersion (BASE-2).
 
 func effectRules() []tap.Rule {
-	return []tap.Rule{shapeRule{info("EFF-1/effects", "EFF-1",
-		"every effect is a closed object of a defined type; one invalid effect invalidates the response")}}
+	return []tap.Rule{shapeRule(info("EFF-1/effects", "EFF-1",
+		"every effect is a closed object of a defined type; one invalid effect invalidates the response"))}
 }
 
 const eff = "EFF-1"

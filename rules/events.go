@@ -17,8 +17,8 @@ import (
 // naming of extension keys (BASE-4).
 
 func eventRules() []tap.Rule {
-	return []tap.Rule{shapeRule{info("EVT-1/event", "EVT-1",
-		"event envelope and per-type payload; only interceptable events in hooks/intercept")}}
+	return []tap.Rule{shapeRule(info("EVT-1/event", "EVT-1",
+		"event envelope and per-type payload; only interceptable events in hooks/intercept"))}
 }
 
 const evt = "EVT-1"

@@ -24,3 +24,24 @@ func findings(f *tap.Frame, byCheck map[string]tap.RuleInfo, ps []problem) []tap
 	}
 	return out
 }
+
+// An analysisRule reports the problems of its one check that a shared
+// per-frame analysis found. Several checks read one analysis (the shape
+// walk, the edit evaluation), which runs once per frame however many of
+// those rules are enabled.
+type analysisRule struct {
+	info    tap.RuleInfo
+	analyse func(c *tap.Conversation, f *tap.Frame) []problem
+}
+
+func (r analysisRule) Info() tap.RuleInfo { return r.info }
+
+func (r analysisRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
+	var out []tap.Finding
+	for _, p := range r.analyse(c, f) {
+		if p.check == r.info.Check {
+			out = append(out, r.info.At(f, 0, p.ptr, "%s", p.msg))
+		}
+	}
+	return out
+}

@@ -382,22 +382,9 @@ func text(v *tap.Value, k string) string {
 
 // ---- rules over the shared walk -------------------------------------------
 
-// A shapeRule reports the problems of one check that the shared shape walk
-// of a frame found (see frameProblems). The walk runs once per frame, how
-// many of the shape rules are enabled notwithstanding.
-type shapeRule struct{ info tap.RuleInfo }
-
-func (r shapeRule) Info() tap.RuleInfo { return r.info }
-
-func (r shapeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
-	var out []tap.Finding
-	for _, p := range frameProblems(c, f) {
-		if p.check == r.info.Check {
-			out = append(out, r.info.At(f, 0, p.ptr, "%s", p.msg))
-		}
-	}
-	return out
-}
+// shapeRule reports one check's problems from the shared shape walk of a
+// frame (see frameProblems).
+func shapeRule(ri tap.RuleInfo) tap.Rule { return analysisRule{info: ri, analyse: frameProblems} }
 
 // frameCache holds the shape problems of the frame last walked. The frame
 // is known by its sequence number and address; the address is kept as a
