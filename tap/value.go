@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -157,12 +158,11 @@ func (v *Value) Describe() string {
 // numbers kept as written. Two values with the same Canonical form carry the
 // same content.
 func (v *Value) Canonical() []byte {
-	var b bytes.Buffer
-	if v != nil {
-		b.Grow(v.End - v.Start)
-	}
-	v.writeCanonical(&b)
-	return b.Bytes()
+	cw := canonPool.Get().(*canonWriter)
+	defer canonPool.Put(cw)
+	cw.reset()
+	cw.write(v)
+	return bytes.Clone(cw.b.Bytes())
 }
 
 // Digest is the hex SHA-256 of v's canonical form; "" for an absent value.
@@ -170,14 +170,35 @@ func (v *Value) Digest() string {
 	if v == nil {
 		return ""
 	}
-	s := sha256.Sum256(v.Canonical())
+	cw := canonPool.Get().(*canonWriter)
+	defer canonPool.Put(cw)
+	cw.reset()
+	cw.write(v)
+	s := sha256.Sum256(cw.b.Bytes())
 	return hex.EncodeToString(s[:])
 }
 
-func (v *Value) writeCanonical(b *bytes.Buffer) {
+// A canonWriter renders canonical forms. Its buffers are reused through
+// canonPool: BASE-6 digests every event, so this is on the audit hot path.
+type canonWriter struct {
+	b bytes.Buffer
+	// scratch is a stack of object members being sorted; each object
+	// uses the tail it appended and truncates it when done.
+	scratch []Member
+}
+
+var canonPool = sync.Pool{New: func() any { return new(canonWriter) }}
+
+func (cw *canonWriter) reset() {
+	cw.b.Reset()
+	cw.scratch = cw.scratch[:0]
+}
+
+func (cw *canonWriter) write(v *Value) {
 	if v == nil {
 		return
 	}
+	b := &cw.b
 	switch v.Kind {
 	case Null:
 		b.WriteString("null")
@@ -193,14 +214,17 @@ func (v *Value) writeCanonical(b *bytes.Buffer) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			e.writeCanonical(b)
+			cw.write(e)
 		}
 		b.WriteByte(']')
 	case Object:
 		// Members sorted by key; a stable sort keeps duplicates in wire
-		// order, and the last one wins.
-		var small [16]Member
-		ms := append(small[:0], v.Obj...)
+		// order, and the last one wins. Nested objects append after this
+		// one's members; if that reallocates scratch, ms still holds the
+		// old array, unchanged.
+		base := len(cw.scratch)
+		cw.scratch = append(cw.scratch, v.Obj...)
+		ms := cw.scratch[base:]
 		slices.SortStableFunc(ms, func(x, y Member) int { return strings.Compare(x.Key, y.Key) })
 		b.WriteByte('{')
 		first := true
@@ -214,9 +238,11 @@ func (v *Value) writeCanonical(b *bytes.Buffer) {
 			first = false
 			writeJSONString(b, m.Key)
 			b.WriteByte(':')
-			m.Val.writeCanonical(b)
+			cw.write(m.Val)
 		}
 		b.WriteByte('}')
+		clear(cw.scratch[base:])
+		cw.scratch = cw.scratch[:base]
 	}
 }
 
