@@ -14,10 +14,19 @@ type JSONFinding struct {
 	tap.Finding
 }
 
+// JSONExchange is an exchange record in a JSON report, with its source.
+type JSONExchange struct {
+	Source string `json:"source,omitempty"`
+	tap.ExchangeRecord
+}
+
 // JSONReport is the document WriteJSON writes.
 type JSONReport struct {
 	Findings []JSONFinding `json:"findings"`
-	Summary  *Summary      `json:"summary,omitempty"`
+	// Exchanges says what each exchange concluded (outcome, effective
+	// edits or the reasons a harness must reject a response).
+	Exchanges []JSONExchange `json:"exchanges,omitempty"`
+	Summary   *Summary       `json:"summary,omitempty"`
 }
 
 // WriteJSON writes every finding and the summary as one indented JSON
@@ -27,6 +36,9 @@ func WriteJSON(w io.Writer, sources []Source, s *Summary) error {
 	for _, src := range sources {
 		for _, f := range src.Findings {
 			doc.Findings = append(doc.Findings, JSONFinding{Source: src.Name, Finding: f})
+		}
+		for _, x := range src.Exchanges {
+			doc.Exchanges = append(doc.Exchanges, JSONExchange{Source: src.Name, ExchangeRecord: x})
 		}
 	}
 	enc := json.NewEncoder(w)

@@ -13,6 +13,8 @@ type Source struct {
 	// Name is the file name, or "" for a live link.
 	Name     string        `json:"name,omitempty"`
 	Findings []tap.Finding `json:"-"`
+	// Exchanges are the exchange records of the source, for JSON reports.
+	Exchanges []tap.ExchangeRecord `json:"-"`
 }
 
 // WriteText writes one line per finding, prefixed with its source's name,

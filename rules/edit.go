@@ -68,6 +68,8 @@ func analyseEdits(c *tap.Conversation, f *tap.Frame) []problem {
 		res := EvaluateEdits(ctx, m.Result.Get("effects"))
 		if x := c.Exchange(); x != nil {
 			x.Edit = res // the exchange record shows what a harness should apply
+		} else {
+			c.AddStandalone(&tap.Exchange{Key: tap.IDKey(m.ID), Method: "hooks/intercept", Response: f, Edit: res})
 		}
 		return responseProblems(res, m.Result.Get("effects"), frameProblems(c, f))
 	}

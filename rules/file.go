@@ -67,6 +67,14 @@ func GuessDirection(f *tap.Frame) tap.Direction {
 // transport; a stream goes through the stdio framing rules; a registration
 // is validated as in §5.
 func CheckDocument(name string, data []byte, cfg tap.Config, opts Options) []tap.Finding {
+	fs, _ := CheckDocumentRecords(name, data, cfg, opts)
+	return fs
+}
+
+// CheckDocumentRecords is CheckDocument that also returns the exchange
+// records of the document (what each response concluded: the effective
+// edit values, or why a harness must reject it).
+func CheckDocumentRecords(name string, data []byte, cfg tap.Config, opts Options) ([]tap.Finding, []tap.ExchangeRecord) {
 	cfg.Partial = true
 	switch DetectKind(name, data) {
 	case DocRegistration:
@@ -75,7 +83,7 @@ func CheckDocument(name string, data []byte, cfg tap.Config, opts Options) []tap
 		if snap == "" {
 			snap = tap.DefaultSnapshot
 		}
-		return RegistrationFindingsFor(reg, snap)
+		return RegistrationFindingsFor(reg, snap), nil
 	case DocStream:
 		cfg.Transport = tap.Stdio
 		e := tap.NewEngine(cfg, Default(opts))
@@ -83,13 +91,15 @@ func CheckDocument(name string, data []byte, cfg tap.Config, opts Options) []tap
 		for _, f := range StreamFrames(data, 0) {
 			out = append(out, e.Feed(f)...)
 		}
-		return append(out, e.Finish()...)
+		out = append(out, e.Finish()...)
+		return out, e.Conversation().Records()
 	default:
 		cfg.Transport = tap.File
 		e := tap.NewEngine(cfg, Default(opts))
 		f := &tap.Frame{Transport: tap.File, Raw: data}
 		f.Dir = GuessDirection(f)
 		out := e.Feed(f)
-		return append(out, e.Finish()...)
+		out = append(out, e.Finish()...)
+		return out, e.Conversation().Records()
 	}
 }

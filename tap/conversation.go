@@ -1,6 +1,8 @@
 package tap
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 )
@@ -179,6 +181,8 @@ type Conversation struct {
 	ruleState map[string]any
 	last      time.Time // time of the latest frame
 	keep      int       // Config.KeepAnswered
+	// standalone holds response-only exchanges (AddStandalone).
+	standalone []*Exchange
 }
 
 func newConversation(cfg Config) *Conversation {
@@ -394,4 +398,64 @@ func (c *Conversation) forget() {
 	}
 	clear(c.order[len(kept):]) // let the dropped exchanges be collected
 	c.order = kept
+}
+
+// AddStandalone records the exchange of a response judged without its
+// request (a standalone file checked in an edit context), so that reports
+// can show what was concluded about it. At most KeepAnswered are kept.
+func (c *Conversation) AddStandalone(x *Exchange) {
+	c.standalone = append(c.standalone, x)
+	if c.keep > 0 && len(c.standalone) > c.keep {
+		c.standalone = slices.Delete(c.standalone, 0, len(c.standalone)-c.keep)
+	}
+}
+
+// An ExchangeRecord is what a report says of one exchange: who asked what,
+// how it ended, and, for an intercept response, the edits a conforming
+// harness applies (the effective value per target) or why it must reject
+// the response.
+type ExchangeRecord struct {
+	Conn        string  `json:"conn,omitempty"`
+	RPCID       string  `json:"rpcId,omitempty"`
+	Method      string  `json:"method,omitempty"`
+	EventType   string  `json:"eventType,omitempty"`
+	EventID     string  `json:"eventId,omitempty"`
+	RequestSeq  uint64  `json:"requestSeq,omitempty"`
+	ResponseSeq uint64  `json:"responseSeq,omitempty"`
+	Outcome     string  `json:"outcome,omitempty"`
+	LatencyMs   float64 `json:"latencyMs,omitempty"`
+	Edit        any     `json:"edit,omitempty"`
+}
+
+// Records returns a record of every exchange the conversation still holds
+// (the most recent KeepAnswered answered ones, every pending one, and
+// standalone responses), in frame order.
+func (c *Conversation) Records() []ExchangeRecord {
+	out := make([]ExchangeRecord, 0, len(c.order)+len(c.standalone))
+	for _, x := range append(slices.Clip(c.order), c.standalone...) {
+		r := ExchangeRecord{Method: x.Method, Outcome: x.Outcome, Edit: x.Edit}
+		r.EventType, _ = x.Event.Get("type").Text()
+		r.EventID, _ = x.Event.Get("id").Text()
+		if f := x.Request; f != nil {
+			r.Conn, r.RequestSeq, r.RPCID = f.Conn, f.Seq, IDText(f.RPCID())
+		}
+		if f := x.Response; f != nil {
+			r.ResponseSeq = f.Seq
+			if r.RPCID == "" {
+				r.Conn, r.RPCID = f.Conn, IDText(f.RPCID())
+			}
+			if x.Request != nil && !f.Time.IsZero() && !x.Request.Time.IsZero() {
+				r.LatencyMs = float64(f.Time.Sub(x.Request.Time).Microseconds()) / 1000
+			}
+		}
+		out = append(out, r)
+	}
+	first := func(r ExchangeRecord) uint64 {
+		if r.RequestSeq != 0 {
+			return r.RequestSeq
+		}
+		return r.ResponseSeq
+	}
+	slices.SortStableFunc(out, func(a, b ExchangeRecord) int { return cmp.Compare(first(a), first(b)) })
+	return out
 }

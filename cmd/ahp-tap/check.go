@@ -50,12 +50,12 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		if err != nil {
 			return usageError("check: %v", err)
 		}
-		fds := rules.CheckDocument(name, data, l.cfg, l.opt)
+		fds, xs := rules.CheckDocumentRecords(name, data, l.cfg, l.opt)
 		if l.opt.Spec != nil && rules.DetectKind(name, data) == rules.DocRegistration {
 			reg, _, _ := tap.ParseJSON(data)
 			fds = append(fds, l.opt.Spec.RegistrationFindings(reg)...)
 		}
-		sources = append(sources, report.Source{Name: name, Findings: fds})
+		sources = append(sources, report.Source{Name: name, Findings: fds, Exchanges: xs})
 	}
 	sum := report.SummaryOf(sources)
 	if err := writeReport(m.Stdout, *format, sources, sum); err != nil {

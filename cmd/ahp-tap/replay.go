@@ -75,11 +75,12 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		}
 	}
 	for _, name := range fs.Args() {
+		rp.records = nil
 		fds, err := m.replayFile(rp, name)
 		if err != nil {
 			return usageError("replay %s: %v", name, err)
 		}
-		sources = append(sources, report.Source{Name: name, Findings: fds})
+		sources = append(sources, report.Source{Name: name, Findings: fds, Exchanges: rp.records})
 	}
 	for _, src := range sources {
 		for _, f := range src.Findings {
@@ -105,6 +106,9 @@ type replayer struct {
 	flags *loaded         // what the command-line flags say
 	set   map[string]bool // flags given explicitly: they override the capture
 	dir   tap.Direction   // --direction, for plain NDJSON
+
+	// records collects the exchange records of the file being replayed.
+	records []tap.ExchangeRecord
 
 	// What the replayed segments were judged with, for the summary.
 	hadRegistration, hadHook, hadDeadline bool
@@ -200,7 +204,9 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 		}
 	}
 	s.Close()
-	return append(out, e.Finish()...), nil
+	out = append(out, e.Finish()...)
+	rp.records = append(rp.records, e.Conversation().Records()...)
+	return out, nil
 }
 
 // replayCapture feeds a capture's frames and notes, in file order, through
@@ -272,6 +278,7 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 	}
 	for _, e := range order {
 		out = append(out, e.Finish()...)
+		rp.records = append(rp.records, e.Conversation().Records()...)
 	}
 	return out, nil
 }
