@@ -29,22 +29,10 @@ func editRules() []tap.Rule {
 // a frame (see editAnalysis).
 func editRule(ri tap.RuleInfo) tap.Rule { return analysisRule{info: ri, analyse: editAnalysis} }
 
-// editCache holds the analysis of the frame last analysed.
-type editCache struct {
-	seq   uint64
-	done  bool
-	probs []problem
-}
-
 // editAnalysis analyses f once per conversation and frame and returns the
 // problems of every EDIT-3…EDIT-8 check.
 func editAnalysis(c *tap.Conversation, f *tap.Frame) []problem {
-	ec := c.RuleState("edit/frame", func() any { return &editCache{} }).(*editCache)
-	if ec.done && ec.seq == f.Seq {
-		return ec.probs
-	}
-	ec.seq, ec.done, ec.probs = f.Seq, true, analyseEdits(c, f)
-	return ec.probs
+	return memoized(c, "edit/frame", f, analyseEdits)
 }
 
 func analyseEdits(c *tap.Conversation, f *tap.Frame) []problem {

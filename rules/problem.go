@@ -1,6 +1,10 @@
 package rules
 
-import "github.com/ahp-tap/ahp-tap/tap"
+import (
+	"unsafe"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
 
 // A problem is one shape violation found inside a value by a validator that
 // several rules share (content model, effects, events). The rule that calls
@@ -23,6 +27,27 @@ func findings(f *tap.Frame, byCheck map[string]tap.RuleInfo, ps []problem) []tap
 		out = append(out, ri.At(f, 0, p.ptr, "%s", p.msg))
 	}
 	return out
+}
+
+// frameMemo caches one per-frame analysis in the conversation. The frame
+// is known by its sequence number and address; the address is kept as a
+// number so that the cache never keeps a frame alive (Rule contract).
+type frameMemo struct {
+	seq   uint64
+	addr  uintptr
+	probs []problem
+}
+
+// memoized returns analyse(c, f), computed once per conversation and frame
+// however many rules ask; key names the analysis.
+func memoized(c *tap.Conversation, key string, f *tap.Frame, analyse func(*tap.Conversation, *tap.Frame) []problem) []problem {
+	m := c.RuleState(key, func() any { return &frameMemo{} }).(*frameMemo)
+	addr := uintptr(unsafe.Pointer(f))
+	if m.addr == addr && m.seq == f.Seq {
+		return m.probs
+	}
+	m.seq, m.addr, m.probs = f.Seq, addr, analyse(c, f)
+	return m.probs
 }
 
 // An analysisRule reports the problems of its one check that a shared

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -386,25 +385,10 @@ func text(v *tap.Value, k string) string {
 // frame (see frameProblems).
 func shapeRule(ri tap.RuleInfo) tap.Rule { return analysisRule{info: ri, analyse: frameProblems} }
 
-// frameCache holds the shape problems of the frame last walked. The frame
-// is known by its sequence number and address; the address is kept as a
-// number so that the cache never keeps a frame alive (Rule contract).
-type frameCache struct {
-	seq   uint64
-	addr  uintptr
-	probs []problem
-}
-
 // frameProblems walks f once (per conversation and frame) with every shape
 // rule's validators and returns all problems, of every check.
 func frameProblems(c *tap.Conversation, f *tap.Frame) []problem {
-	fc := c.RuleState("shape/frame", func() any { return &frameCache{} }).(*frameCache)
-	addr := uintptr(unsafe.Pointer(f))
-	if fc.addr == addr && fc.seq == f.Seq {
-		return fc.probs
-	}
-	fc.seq, fc.addr, fc.probs = f.Seq, addr, walkFrame(c, f)
-	return fc.probs
+	return memoized(c, "shape/frame", f, walkFrame)
 }
 
 // walkFrame runs the shape validators that apply to f.
