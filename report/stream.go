@@ -1,0 +1,550 @@
+package report
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/ahp-tap/ahp-tap/rules"
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// A Writer is one report format, fed while a run streams: Begin once,
+// then for every input Input followed by its findings and exchanges, then
+// End once with the totals. A Writer keeps bounded state: formats that
+// need totals before items (JUnit, HTML) keep a capped sample or spool to
+// a temporary file. Calls are never concurrent. End flushes; it does not
+// close the io.Writer the format writes to.
+type Writer interface {
+	Begin(h *Header) error
+	Input(in *Input) error
+	Finding(it *Item) error
+	Exchange(x *Exchange) error
+	End(e *End) error
+}
+
+// A Header describes the run before any input.
+type Header struct {
+	Tool     string // "ahp-tap"
+	Version  string
+	Snapshot string
+	// Catalogue is every check a finding can carry, in catalogue order.
+	Catalogue []rules.Check
+}
+
+// An Input is one file (or stream) being checked.
+type Input struct {
+	// Name is the name as given on the command line ("-": standard input).
+	Name string
+	// URI is Name relative to the report root, with forward slashes
+	// (SARIF artifact locations).
+	URI string
+}
+
+// An Item is one finding as reports see it: where it is in its input and
+// how it is recognised across runs.
+type Item struct {
+	Input string
+	URI   string
+	// Line is the 1-based line of the frame in the input (capture or NDJSON
+	// line), 0 when unknown (end-of-stream findings about no frame).
+	Line    int
+	Finding tap.Finding
+	// Shape is the message kind, method and event type of the frame
+	// ("request hooks/intercept tool.before"), "" for no frame.
+	Shape     string
+	EventType string
+	// Fingerprint identifies the finding independently of line numbers
+	// and timestamps (see Fingerprint).
+	Fingerprint string
+	// Frame is the frame's bytes (capped at MaxItemFrame), nil when the
+	// frame is no longer at hand.
+	Frame []byte
+	// Baselined is set when a --baseline entry accepts the finding.
+	Baselined bool
+}
+
+// An Exchange is one request/response exchange of an input.
+type Exchange struct {
+	Input string
+	tap.ExchangeRecord
+}
+
+// CheckStatus is what one input says about one catalogue check.
+type CheckStatus struct {
+	Check string
+	// Findings counts the input's findings under the check, by level
+	// (baselined ones included).
+	Findings LevelCounts
+	// Counted counts the findings not accepted by a baseline.
+	Counted LevelCounts
+	// Exercised is set when the input held traffic the check judges.
+	Exercised bool
+	// Reason says why a check was not exercised.
+	Reason string
+}
+
+// Failed reports whether the check failed on the input: a finding at
+// warn or above that no baseline accepts (info findings are context).
+func (cs CheckStatus) Failed() bool { return cs.Counted.Error+cs.Counted.Warn > 0 }
+
+// An InputEnd is what the run knows about an input once it is read.
+type InputEnd struct {
+	Name   string
+	URI    string
+	Frames uint64
+	Bytes  uint64
+	// SHA256 is the hex SHA-256 of the input's bytes, when known.
+	SHA256 string
+	// Checks holds one status per catalogue check, in catalogue order.
+	Checks []CheckStatus
+}
+
+// An End is the run's totals, given to every writer once.
+type End struct {
+	Inputs []InputEnd
+	// Levels counts the findings that count against the run (not
+	// baselined); Baselined counts the others.
+	Levels    LevelCounts
+	Baselined int
+	// ByCheck counts every finding per check.
+	ByCheck []CheckCount
+	// NotPossible lists checks no input could be judged on, and why.
+	NotPossible []NotPossible
+	// Stale lists baseline entries that no longer occur: each fails the run.
+	Stale []BaselineEntry
+	// Claim is the conformance-claim matrix, when --claim was given.
+	Claim *ClaimMatrix
+	// FailOn is the --fail-on level (0: never).
+	FailOn tap.Level
+	// Dropped counts findings a writer's cap left out, by writer; writers
+	// fill in their own.
+}
+
+// Failing reports whether the run fails: a counted finding at or above
+// FailOn, or a stale baseline entry.
+func (e *End) Failing() bool {
+	if len(e.Stale) > 0 {
+		return true
+	}
+	return e.FailOn != 0 && e.Levels.AtLeast(e.FailOn) > 0
+}
+
+// MaxItemFrame caps the frame bytes an Item carries to writers.
+const MaxItemFrame = 64 << 10
+
+// frameCacheBytes bounds the recent frames a Run keeps so that
+// end-of-stream findings (an unanswered request) can still name their
+// frame's line and show its bytes.
+const (
+	frameCacheBytes   = 8 << 20
+	frameCacheEntries = 1 << 16
+)
+
+// RunConfig configures a Run.
+type RunConfig struct {
+	Header  Header
+	Writers []Writer
+	// Root is the directory SARIF artifact URIs are relative to ("" : the
+	// working directory).
+	Root string
+	// Baseline accepts known findings; nil accepts none.
+	Baseline *Baseline
+	// Claim, when set, makes the run build a claim matrix.
+	Claim  *Claim
+	FailOn tap.Level
+}
+
+// A Run feeds findings, frames and exchanges to every report writer as
+// they stream, in bounded memory: per input it keeps one status per
+// check, the recent frames (bounded in bytes) and the distinct
+// fingerprints seen (for baselines). Not safe for concurrent use.
+type Run struct {
+	cfg  RunConfig
+	err  error // first writer error; later calls do nothing
+	cur  *inputState
+	ends []InputEnd
+
+	levels    LevelCounts
+	baselined int
+	byCheck   map[string]*CheckCount
+	seen      map[string]int // fingerprint -> occurrences, for --write-baseline and stale entries
+	examples  map[string]BaselineEntry
+	claim     *claimState
+}
+
+type inputState struct {
+	in     Input
+	end    InputEnd
+	facts  facts
+	status map[string]*CheckStatus
+	cache  frameCache
+}
+
+// NewRun starts a run: every writer's Begin is called.
+func NewRun(cfg RunConfig) (*Run, error) {
+	if cfg.Header.Tool == "" {
+		cfg.Header.Tool = "ahp-tap"
+	}
+	if cfg.Header.Catalogue == nil {
+		cfg.Header.Catalogue = rules.Catalogue
+	}
+	r := &Run{cfg: cfg, byCheck: map[string]*CheckCount{}, seen: map[string]int{}, examples: map[string]BaselineEntry{}}
+	if cfg.Claim != nil {
+		r.claim = newClaimState(cfg.Claim)
+	}
+	for _, w := range cfg.Writers {
+		if err := w.Begin(&r.cfg.Header); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// StartInput begins an input named as on the command line. The previous
+// input, if any, ends with no further facts.
+func (r *Run) StartInput(name string) {
+	if r.cur != nil {
+		r.EndInput(InputEnd{})
+	}
+	in := Input{Name: name, URI: artifactURI(r.cfg.Root, name)}
+	st := &inputState{in: in, status: map[string]*CheckStatus{}}
+	st.end = InputEnd{Name: name, URI: in.URI}
+	r.cur = st
+	r.each(func(w Writer) error { return w.Input(&st.in) })
+}
+
+// Frame tells the run about a frame of the current input after the engine
+// has seen it (so it is decoded), with its 1-based line in the input.
+func (r *Run) Frame(f *tap.Frame, line int) {
+	st := r.input()
+	st.end.Frames++
+	st.facts.add(f)
+	st.cache.put(f, line)
+	if r.claim != nil {
+		r.claim.frame(f)
+	}
+}
+
+// Note tells the run about facts of the current input that are not in
+// its frames: a registration, a selected hook, a deadline, a lifecycle.
+func (r *Run) Note(registration, hook, deadline bool, lifecycle string) {
+	st := r.input()
+	st.facts.registration = st.facts.registration || registration
+	st.facts.hook = st.facts.hook || hook
+	st.facts.deadline = st.facts.deadline || deadline
+	if lifecycle != "" {
+		if st.facts.lifecycles == nil {
+			st.facts.lifecycles = map[string]bool{}
+		}
+		st.facts.lifecycles[lifecycle] = true
+	}
+}
+
+// Findings feeds findings of the current input, in the order produced.
+func (r *Run) Findings(fs []tap.Finding) {
+	st := r.input()
+	for i := range fs {
+		r.finding(st, fs[i])
+	}
+}
+
+func (r *Run) finding(st *inputState, f tap.Finding) {
+	it := Item{Input: st.in.Name, URI: st.in.URI, Finding: f}
+	if c, ok := st.cache.get(f.Conn, f.Seq); ok {
+		it.Line, it.Shape, it.EventType, it.Frame = c.line, c.shape, c.eventType, c.raw
+	}
+	it.Fingerprint = Fingerprint(f, it.Shape)
+	if r.cfg.Baseline.Accepts(it.Fingerprint) {
+		it.Baselined = true
+		r.baselined++
+	} else {
+		r.levels.add(f.Level)
+	}
+	cc := r.byCheck[f.Check]
+	if cc == nil {
+		cc = &CheckCount{Check: f.Check}
+		r.byCheck[f.Check] = cc
+	}
+	cc.add(f.Level)
+	cs := st.check(f.Check)
+	cs.Findings.add(f.Level)
+	if !it.Baselined {
+		cs.Counted.add(f.Level)
+	}
+	r.seen[it.Fingerprint]++
+	if _, ok := r.examples[it.Fingerprint]; !ok {
+		r.examples[it.Fingerprint] = BaselineEntry{Check: f.Check, Fingerprint: it.Fingerprint, Example: exampleText(&it)}
+	}
+	if r.claim != nil {
+		r.claim.finding(&it)
+	}
+	r.each(func(w Writer) error { return w.Finding(&it) })
+}
+
+// Exchanges feeds exchange records of the current input.
+func (r *Run) Exchanges(xs []tap.ExchangeRecord) {
+	st := r.input()
+	for i := range xs {
+		x := Exchange{Input: st.in.Name, ExchangeRecord: xs[i]}
+		r.each(func(w Writer) error { return w.Exchange(&x) })
+	}
+}
+
+// EndInput ends the current input. end supplies what only the reader
+// knows (bytes, digest); notPossible lists checks the input could not be
+// judged on.
+func (r *Run) EndInput(end InputEnd, notPossible ...NotPossible) {
+	st := r.cur
+	if st == nil {
+		return
+	}
+	r.cur = nil
+	e := st.end
+	if end.Bytes > 0 {
+		e.Bytes = end.Bytes
+	}
+	if end.SHA256 != "" {
+		e.SHA256 = end.SHA256
+	}
+	np := map[string]string{}
+	for _, n := range notPossible {
+		np[n.Check] = n.Reason
+	}
+	for _, c := range r.cfg.Header.Catalogue {
+		cs := *st.check(c.ID)
+		ok, why := st.facts.exercises(c.ID)
+		switch {
+		case cs.Findings.Total() > 0:
+			cs.Exercised = true
+		case np[c.ID] != "":
+			cs.Reason = np[c.ID]
+		case !ok:
+			cs.Reason = why
+		default:
+			cs.Exercised = true
+		}
+		e.Checks = append(e.Checks, cs)
+	}
+	if r.claim != nil {
+		r.claim.input(&e)
+	}
+	r.ends = append(r.ends, e)
+}
+
+// Close ends the run: every writer's End is called with the totals. It
+// returns the End so the caller can pick the exit code (End.Failing).
+func (r *Run) Close(notPossible []NotPossible) (*End, error) {
+	if r.cur != nil {
+		r.EndInput(InputEnd{}, notPossible...)
+	}
+	e := &End{Inputs: r.ends, Levels: r.levels, Baselined: r.baselined,
+		ByCheck: sortedCounts(r.byCheck), NotPossible: notPossible, FailOn: r.cfg.FailOn}
+	e.Stale = r.cfg.Baseline.Stale(r.seen)
+	if r.claim != nil {
+		e.Claim = r.claim.matrix(r.ends)
+	}
+	r.each(func(w Writer) error { return w.End(e) })
+	return e, r.err
+}
+
+// NewBaseline returns a baseline accepting every finding of the run so
+// far (for --write-baseline), sorted by check then fingerprint.
+func (r *Run) NewBaseline() *Baseline {
+	b := &Baseline{Version: 1}
+	for fp, n := range r.seen {
+		ex := r.examples[fp]
+		ex.Count = n
+		b.Entries = append(b.Entries, ex)
+	}
+	sort.Slice(b.Entries, func(i, j int) bool {
+		x, y := b.Entries[i], b.Entries[j]
+		if x.Check != y.Check {
+			return checkLess(x.Check, y.Check)
+		}
+		return x.Fingerprint < y.Fingerprint
+	})
+	return b
+}
+
+func (r *Run) input() *inputState {
+	if r.cur == nil {
+		r.StartInput("-")
+	}
+	return r.cur
+}
+
+func (r *Run) each(fn func(Writer) error) {
+	if r.err != nil {
+		return
+	}
+	for _, w := range r.cfg.Writers {
+		if err := fn(w); err != nil {
+			r.err = err
+			return
+		}
+	}
+}
+
+func (st *inputState) check(id string) *CheckStatus {
+	cs := st.status[id]
+	if cs == nil {
+		cs = &CheckStatus{Check: id}
+		st.status[id] = cs
+	}
+	return cs
+}
+
+// Fingerprint is the stable identity of a finding across runs: a hash of
+// its check, rule, JSON Pointer, event type and the shape of its frame
+// (message kind, method, event type). It leaves out line numbers, times,
+// sequence numbers, ids and the message text, so re-recording the same
+// traffic gives the same fingerprints.
+func Fingerprint(f tap.Finding, shape string) string {
+	h := sha256.New()
+	for _, s := range []string{f.Check, f.Rule, f.Pointer, f.Dir.String(), shape} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// FrameShape describes a decoded frame for fingerprints: its message kind,
+// method and event type, and for responses the keys of result (or the
+// error code).
+func FrameShape(f *tap.Frame) (shape, eventType string) {
+	var b strings.Builder
+	switch m := f.Msg.(type) {
+	case *tap.Request:
+		b.WriteString("request ")
+		b.WriteString(m.Method)
+	case *tap.Notification:
+		b.WriteString("notification ")
+		b.WriteString(m.Method)
+	case *tap.Response:
+		if m.Error != nil {
+			code, _ := m.Error.Get("code").Int()
+			fmt.Fprintf(&b, "error %d", code)
+		} else {
+			b.WriteString("result")
+			keys := slices.Clone(m.Result.Keys())
+			sort.Strings(keys)
+			for _, k := range keys {
+				b.WriteString(" ")
+				b.WriteString(k)
+			}
+		}
+	default:
+		if f.Truncated {
+			return "truncated", ""
+		}
+		return "unparsed", ""
+	}
+	if t, ok := f.Event().Get("type").Text(); ok {
+		eventType = t
+		b.WriteString(" ")
+		b.WriteString(t)
+	}
+	return b.String(), eventType
+}
+
+func exampleText(it *Item) string {
+	loc := it.Input
+	if it.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", it.Input, it.Line)
+	}
+	return fmt.Sprintf("%s: %s %s: %s", loc, it.Finding.Level, it.Finding.Check, it.Finding.Message)
+}
+
+// artifactURI is name relative to root, with forward slashes, for SARIF
+// and GitHub annotations ("-" stays "-").
+func artifactURI(root, name string) string {
+	if name == "-" || name == "" {
+		return "stdin"
+	}
+	p := name
+	if abs, err := filepath.Abs(name); err == nil {
+		base := root
+		if base == "" {
+			base = "."
+		}
+		if b, err := filepath.Abs(base); err == nil {
+			if rel, err := filepath.Rel(b, abs); err == nil && !strings.HasPrefix(rel, "..") {
+				p = rel
+			}
+		}
+	}
+	return filepath.ToSlash(p)
+}
+
+// frameCache remembers recent frames by (conn, seq), bounded in entries
+// and bytes, so that findings reported after their frame (at end of
+// stream) still carry a line and the frame's bytes.
+type frameCache struct {
+	m     map[cacheKey]*cachedFrame
+	ring  []cacheKey // insertion order, for eviction
+	head  int
+	bytes int
+}
+
+type cacheKey struct {
+	conn string
+	seq  uint64
+}
+
+type cachedFrame struct {
+	line      int
+	shape     string
+	eventType string
+	raw       []byte
+}
+
+func (c *frameCache) put(f *tap.Frame, line int) {
+	if c.m == nil {
+		c.m = map[cacheKey]*cachedFrame{}
+	}
+	raw := f.Raw
+	if len(raw) > MaxItemFrame {
+		raw = raw[:MaxItemFrame]
+	}
+	shape, et := FrameShape(f)
+	k := cacheKey{f.Conn, f.Seq}
+	if old, ok := c.m[k]; ok {
+		c.bytes -= len(old.raw)
+	} else {
+		c.ring = append(c.ring, k)
+	}
+	c.m[k] = &cachedFrame{line: line, shape: shape, eventType: et, raw: slices.Clone(raw)}
+	c.bytes += len(raw)
+	for (c.bytes > frameCacheBytes || len(c.ring)-c.head > frameCacheEntries) && c.head < len(c.ring)-1 {
+		old := c.ring[c.head]
+		c.head++
+		if e, ok := c.m[old]; ok {
+			c.bytes -= len(e.raw)
+			delete(c.m, old)
+		}
+	}
+	if c.head > len(c.ring)/2 && c.head > 1024 {
+		c.ring = append([]cacheKey(nil), c.ring[c.head:]...)
+		c.head = 0
+	}
+}
+
+func (c *frameCache) get(conn string, seq uint64) (*cachedFrame, bool) {
+	if seq == 0 {
+		return nil, false
+	}
+	e, ok := c.m[cacheKey{conn, seq}]
+	return e, ok
+}
+
+// writeAll writes s to w, for writers building output from strings.
+func writeAll(w io.Writer, s string) error {
+	_, err := io.WriteString(w, s)
+	return err
+}
