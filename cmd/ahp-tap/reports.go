@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/ahp-tap/ahp-tap/report"
+	"github.com/ahp-tap/ahp-tap/rules"
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// reportFormats are the --report formats, in the order the help lists them.
+var reportFormats = []string{"text", "json", "junit", "sarif", "github", "html"}
+
+// A reportSpec is one --report FORMAT[=FILE].
+type reportSpec struct {
+	format string
+	file   string // "" or "-": standard output
+}
+
+// reportList is the repeatable --report flag.
+type reportList []reportSpec
+
+func (l *reportList) String() string {
+	var parts []string
+	for _, s := range *l {
+		parts = append(parts, s.format+"="+s.file)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *reportList) Set(v string) error {
+	format, file, _ := strings.Cut(v, "=")
+	known := false
+	for _, f := range reportFormats {
+		known = known || f == format
+	}
+	if !known {
+		return fmt.Errorf("format %q is not one of %s", format, strings.Join(reportFormats, ", "))
+	}
+	*l = append(*l, reportSpec{format: format, file: file})
+	return nil
+}
+
+// reportFlags are the CI-report flags of check and replay.
+type reportFlags struct {
+	reports       reportList
+	baseline      string
+	writeBaseline string
+	claim         string
+	sarifRoot     string
+	quiet         bool
+}
+
+func (rf *reportFlags) register(fs *flag.FlagSet) {
+	fs.Var(&rf.reports, "report", "write a report: `FORMAT[=FILE]`, FORMAT one of text, json, junit, sarif, github, html; repeatable, at most one to standard output (no FILE or -)")
+	fs.StringVar(&rf.baseline, "baseline", "", "accept the findings listed in baseline `FILE` (they do not fail the run); an entry that no longer occurs fails it")
+	fs.StringVar(&rf.writeBaseline, "write-baseline", "", "write every finding of this run to baseline `FILE` (sorted JSON)")
+	fs.StringVar(&rf.claim, "claim", "", "print the evidence for a conformance claim: `role=harness|backend|both,binding=stdio|http|both,profiles=P1,P2…`")
+	fs.StringVar(&rf.sarifRoot, "sarif-root", "", "make SARIF and annotation file paths relative to `DIR` (default: the working directory)")
+	fs.BoolVar(&rf.quiet, "quiet", false, "no progress bar")
+}
+
+// reportSet is what reportFlags resolve to: the open report files, the
+// streaming writers, and the text/json outputs that are written from the
+// collected findings at the end.
+type reportSet struct {
+	writers  []report.Writer
+	closers  []io.Closer
+	classic  []classicReport // text and json
+	baseline *report.Baseline
+	claim    *report.Claim
+	root     string
+	sarif    *report.SARIF
+	html     *report.HTML
+}
+
+// A classicReport is a text or json report written at the end.
+type classicReport struct {
+	format string
+	w      io.Writer
+}
+
+// open validates the flags and opens every report file before any work,
+// so that a bad path fails fast (exit 2). format is --format, the
+// stdout shorthand, used when no --report names stdout.
+func (rf *reportFlags) open(m *Main, format string, formatSet bool, ef *engineFlags) (*reportSet, error) {
+	rs := &reportSet{root: rf.sarifRoot}
+	specs := append(reportList(nil), rf.reports...)
+	stdout := 0
+	for _, s := range specs {
+		if s.file == "" || s.file == "-" {
+			stdout++
+		}
+	}
+	if stdout > 1 {
+		return nil, usageError("--report: at most one report may go to standard output (give the others =FILE)")
+	}
+	if stdout == 0 && (formatSet || len(specs) == 0 || rf.claim != "") {
+		if err := checkFormat(format); err != nil {
+			return nil, err
+		}
+		specs = append(reportList{{format: format}}, specs...)
+	} else if formatSet {
+		return nil, usageError("--format and a --report to standard output both given: use one")
+	}
+	if rf.baseline != "" {
+		f, err := os.Open(rf.baseline)
+		if err != nil {
+			return nil, usageError("--baseline: %v", err)
+		}
+		b, err := report.ReadBaseline(bufio.NewReader(f))
+		f.Close()
+		if err != nil {
+			return nil, usageError("--baseline %s: %v", rf.baseline, err)
+		}
+		rs.baseline = b
+	}
+	if rf.claim != "" {
+		c, err := report.ParseClaim(rf.claim, ef.spec, ef.snapshot)
+		if err != nil {
+			return nil, usageError("%v", err)
+		}
+		rs.claim = c
+	}
+	for _, s := range specs {
+		var w io.Writer = m.Stdout
+		if s.file != "" && s.file != "-" {
+			f, err := createReport(s.file)
+			if err != nil {
+				rs.close()
+				return nil, usageError("--report %s=%s: %v", s.format, s.file, err)
+			}
+			rs.closers = append(rs.closers, f)
+			bw := bufio.NewWriterSize(f, 64<<10)
+			rs.closers = append([]io.Closer{flushCloser{bw}}, rs.closers...)
+			w = bw
+		}
+		switch s.format {
+		case "text", "json":
+			rs.classic = append(rs.classic, classicReport{format: s.format, w: w})
+		case "junit":
+			rs.writers = append(rs.writers, report.NewJUnit(w))
+		case "sarif":
+			rs.sarif = report.NewSARIF(w)
+			rs.writers = append(rs.writers, rs.sarif)
+		case "github":
+			rs.writers = append(rs.writers, report.NewGitHub(w, os.Getenv("GITHUB_STEP_SUMMARY")))
+		case "html":
+			rs.html = report.NewHTML(w)
+			rs.writers = append(rs.writers, rs.html)
+		}
+	}
+	if rf.writeBaseline != "" {
+		// Checked now, written at the end.
+		f, err := createReport(rf.writeBaseline)
+		if err != nil {
+			rs.close()
+			return nil, usageError("--write-baseline: %v", err)
+		}
+		f.Close()
+	}
+	return rs, nil
+}
+
+// flushCloser flushes a buffered report file before it is closed.
+type flushCloser struct{ w *bufio.Writer }
+
+func (f flushCloser) Close() error { return f.w.Flush() }
+
+// createReport creates (or truncates) a report file: mode 0600, never
+// following a symlink at the path.
+func createReport(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%s is a symbolic link; refusing to write through it", path)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// close flushes and closes every report file; the first error wins.
+func (rs *reportSet) close() error {
+	var first error
+	for _, c := range rs.closers {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	rs.closers = nil
+	return first
+}
+
+// newRun starts the streaming report run.
+func (rs *reportSet) newRun(snapshot string, failOn tap.Level) (*report.Run, error) {
+	return report.NewRun(report.RunConfig{
+		Header:   report.Header{Tool: "ahp-tap", Version: version, Snapshot: snapshot, Catalogue: rules.Catalogue},
+		Writers:  rs.writers,
+		Root:     rs.root,
+		Baseline: rs.baseline,
+		Claim:    rs.claim,
+		FailOn:   failOn,
+	})
+}
+
+// finish ends the run: streaming writers get the totals, text/json
+// reports are written from sources, the claim matrix goes to stderr when
+// no text report carries it, stale entries are named on stderr, and the
+// baseline is written when asked. It returns the exit error (1 when the
+// run fails).
+func (rs *reportSet) finish(m *Main, rf *reportFlags, run *report.Run, sources []report.Source, sum *report.Summary, notPossible []report.NotPossible) error {
+	end, err := run.Close(notPossible)
+	if err != nil {
+		rs.close()
+		return usageError("writing a report: %v", err)
+	}
+	for _, c := range rs.classic {
+		if err := writeReport(c.w, c.format, sources, sum); err != nil {
+			rs.close()
+			return usageError("writing the %s report: %v", c.format, err)
+		}
+		if c.format == "text" {
+			if end.Baselined > 0 {
+				fmt.Fprintf(c.w, "  baselined: %d findings accepted by %s\n", end.Baselined, rf.baseline)
+			}
+			if end.Claim != nil {
+				end.Claim.WriteText(c.w)
+			}
+		}
+	}
+	if end.Claim != nil && !rs.hasText() {
+		end.Claim.WriteText(m.Stderr)
+	}
+	if rs.sarif != nil && rs.sarif.Dropped() > 0 {
+		fmt.Fprintf(m.Stderr, "ahp-tap: SARIF report: %d results left out (GitHub takes at most %d per run)\n", rs.sarif.Dropped(), report.SARIFMaxResults)
+	}
+	for _, st := range end.Stale {
+		fmt.Fprintf(m.Stderr, "ahp-tap: %s\n", report.StaleText(st))
+	}
+	if err := rs.close(); err != nil {
+		return usageError("writing a report: %v", err)
+	}
+	if rf.writeBaseline != "" {
+		f, err := createReport(rf.writeBaseline)
+		if err != nil {
+			return usageError("--write-baseline: %v", err)
+		}
+		werr := run.NewBaseline().Write(f)
+		if err := f.Close(); werr == nil {
+			werr = err
+		}
+		if werr != nil {
+			return usageError("--write-baseline: %v", werr)
+		}
+	}
+	if end.Failing() {
+		return &exitError{code: 1}
+	}
+	return nil
+}
+
+func (rs *reportSet) hasText() bool {
+	for _, c := range rs.classic {
+		if c.format == "text" {
+			return true
+		}
+	}
+	return false
+}
