@@ -88,9 +88,7 @@ func replayFile(t testing.TB, r *Run, path string) {
 				byConn[it.Frame.Conn] = e
 				engines = append(engines, e)
 			}
-			fs := e.Feed(it.Frame)
-			r.Frame(it.Frame, it.Line)
-			r.Findings(fs)
+			r.Fed(e.Conversation(), it.Frame, it.Line, e.Feed(it.Frame))
 		case it.Note != nil:
 			if e := byConn[it.Note.Conn]; e != nil {
 				r.Findings(e.Note(*it.Note))
@@ -98,8 +96,7 @@ func replayFile(t testing.TB, r *Run, path string) {
 		}
 	}
 	for _, e := range engines {
-		r.Findings(e.Finish())
-		r.Exchanges(e.Conversation().Records())
+		r.Finished(e.Conversation(), e.Finish())
 	}
 	r.EndInput(InputEnd{SHA256: "0000000000000000000000000000000000000000000000000000000000000000"})
 }

@@ -161,7 +161,8 @@ type RunConfig struct {
 }
 
 // A Run feeds findings, frames and exchanges to every report writer as
-// they stream, in bounded memory: per input it keeps one status per
+// they stream, in bounded memory (a nil *Run takes every call and does
+// nothing, for callers without reports): per input it keeps one status per
 // check, the recent frames (bounded in bytes) and the distinct
 // fingerprints seen (for baselines). Not safe for concurrent use.
 type Run struct {
@@ -209,6 +210,9 @@ func NewRun(cfg RunConfig) (*Run, error) {
 // StartInput begins an input named as on the command line. The previous
 // input, if any, ends with no further facts.
 func (r *Run) StartInput(name string) {
+	if r == nil {
+		return
+	}
 	if r.cur != nil {
 		r.EndInput(InputEnd{})
 	}
@@ -222,6 +226,9 @@ func (r *Run) StartInput(name string) {
 // Frame tells the run about a frame of the current input after the engine
 // has seen it (so it is decoded), with its 1-based line in the input.
 func (r *Run) Frame(f *tap.Frame, line int) {
+	if r == nil {
+		return
+	}
 	st := r.input()
 	st.end.Frames++
 	st.facts.add(f)
@@ -234,6 +241,9 @@ func (r *Run) Frame(f *tap.Frame, line int) {
 // Note tells the run about facts of the current input that are not in
 // its frames: a registration, a selected hook, a deadline, a lifecycle.
 func (r *Run) Note(registration, hook, deadline bool, lifecycle string) {
+	if r == nil {
+		return
+	}
 	st := r.input()
 	st.facts.registration = st.facts.registration || registration
 	st.facts.hook = st.facts.hook || hook
@@ -248,6 +258,9 @@ func (r *Run) Note(registration, hook, deadline bool, lifecycle string) {
 
 // Findings feeds findings of the current input, in the order produced.
 func (r *Run) Findings(fs []tap.Finding) {
+	if r == nil {
+		return
+	}
 	st := r.input()
 	for i := range fs {
 		r.finding(st, fs[i])
@@ -289,6 +302,9 @@ func (r *Run) finding(st *inputState, f tap.Finding) {
 
 // Exchanges feeds exchange records of the current input.
 func (r *Run) Exchanges(xs []tap.ExchangeRecord) {
+	if r == nil {
+		return
+	}
 	st := r.input()
 	for i := range xs {
 		x := Exchange{Input: st.in.Name, ExchangeRecord: xs[i]}
@@ -300,6 +316,9 @@ func (r *Run) Exchanges(xs []tap.ExchangeRecord) {
 // knows (bytes, digest); notPossible lists checks the input could not be
 // judged on.
 func (r *Run) EndInput(end InputEnd, notPossible ...NotPossible) {
+	if r == nil {
+		return
+	}
 	st := r.cur
 	if st == nil {
 		return
@@ -547,4 +566,60 @@ func (c *frameCache) get(conn string, seq uint64) (*cachedFrame, bool) {
 func writeAll(w io.Writer, s string) error {
 	_, err := io.WriteString(w, s)
 	return err
+}
+
+// Fed hands the run what an engine made of one frame: the frame (with its
+// line in the input), the findings, and the exchange the frame completed,
+// if it answered a request. Commands call it right after Engine.Feed, so
+// the timeline streams as exchanges complete instead of being read from
+// the conversation's bounded history at the end.
+func (r *Run) Fed(c *tap.Conversation, f *tap.Frame, line int, fs []tap.Finding) {
+	if r == nil {
+		return
+	}
+	r.Frame(f, line)
+	r.Findings(fs)
+	if _, ok := f.Msg.(*tap.Response); ok {
+		if x := c.Exchange(); x != nil && x.Response == f {
+			r.Exchanges([]tap.ExchangeRecord{ExchangeOf(x)})
+		}
+	}
+}
+
+// Finished hands the run an engine's end-of-stream findings and the
+// exchanges still unanswered.
+func (r *Run) Finished(c *tap.Conversation, fs []tap.Finding) {
+	if r == nil {
+		return
+	}
+	r.Findings(fs)
+	var xs []tap.ExchangeRecord
+	for _, x := range c.Pending() {
+		xs = append(xs, ExchangeOf(x))
+	}
+	r.Exchanges(xs)
+}
+
+// ExchangeOf is the record of one exchange, as Conversation.Records
+// gives it.
+func ExchangeOf(x *tap.Exchange) tap.ExchangeRecord {
+	r := tap.ExchangeRecord{Method: x.Method, Outcome: x.Outcome, Edit: x.Edit}
+	r.EventType, _ = x.Event.Get("type").Text()
+	r.EventID, _ = x.Event.Get("id").Text()
+	if f := x.Request; f != nil {
+		r.Conn, r.RequestSeq, r.RPCID = f.Conn, f.Seq, tap.IDText(f.RPCID())
+	}
+	if f := x.Response; f != nil {
+		r.ResponseSeq = f.Seq
+		if r.RPCID == "" {
+			r.Conn, r.RPCID = f.Conn, tap.IDText(f.RPCID())
+		}
+		if x.Request != nil && !f.Time.IsZero() && !x.Request.Time.IsZero() {
+			r.LatencyMs = float64(f.Time.Sub(x.Request.Time).Microseconds()) / 1000
+		}
+	}
+	if r.Outcome == "" && x.Response == nil {
+		r.Outcome = tap.OutcomeUnanswered
+	}
+	return r
 }

@@ -20,6 +20,8 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 	ef.register(fs)
 	editContext := fs.String("edit-context", "", "host context `JSON` object for judging a response ({event, current, mode, action})")
 	format := fs.String("format", "text", "output format: text or json")
+	var rf reportFlags
+	rf.register(fs)
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
@@ -40,10 +42,22 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		}
 		l.cfg.EditContext = v
 	}
+	formatSet := false
+	fs.Visit(func(f *flag.Flag) { formatSet = formatSet || f.Name == "format" })
+	rs, err := rf.open(m, *format, formatSet, &ef)
+	if err != nil {
+		return err
+	}
+	defer rs.close()
+	run, err := rs.newRun(l.cfg.Snapshot, tap.Error)
+	if err != nil {
+		return usageError("check: %v", err)
+	}
 	var sources []report.Source
 	if ef.registration != "" {
 		fds := append(l.regFindings, l.opt.Spec.RegistrationFindings(l.cfg.Registration)...)
 		sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
+		feedCheck(run, ef.registration, nil, l.cfg, fds, nil)
 	}
 	for _, name := range fs.Args() {
 		data, err := m.readInput(name)
@@ -56,15 +70,10 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 			fds = append(fds, l.opt.Spec.RegistrationFindings(reg)...)
 		}
 		sources = append(sources, report.Source{Name: name, Findings: fds, Exchanges: xs})
+		feedCheck(run, name, data, l.cfg, fds, xs)
 	}
 	sum := report.SummaryOf(sources)
-	if err := writeReport(m.Stdout, *format, sources, sum); err != nil {
-		return usageError("check: writing the report: %v", err)
-	}
-	if sum.Levels.Error > 0 {
-		return &exitError{code: 1}
-	}
-	return nil
+	return rs.finish(m, &rf, run, sources, sum, nil)
 }
 
 // readInput reads a named file, or standard input for "-".

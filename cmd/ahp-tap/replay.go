@@ -26,6 +26,8 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	format := fs.String("format", "text", "output format: text or json")
 	failOn := fs.String("fail-on", "error", "exit 1 when a finding at or above this level exists: error, warn, info or never")
 	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line)")
+	var rf reportFlags
+	rf.register(fs)
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
@@ -65,21 +67,35 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	rp := &replayer{flags: l, set: set, dir: dir}
+	rs, err := rf.open(m, *format, set["format"], &ef)
+	if err != nil {
+		return err
+	}
+	defer rs.close()
+	run, err := rs.newRun(l.cfg.Snapshot, threshold)
+	if err != nil {
+		return usageError("replay: %v", err)
+	}
+	rp := &replayer{flags: l, set: set, dir: dir, run: run}
 
 	var sources []report.Source
 	if ef.registration != "" {
 		fds := append(l.regFindings, l.opt.Spec.RegistrationFindings(l.cfg.Registration)...)
 		if len(fds) > 0 {
 			sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
+			run.StartInput(ef.registration)
+			run.Findings(fds)
+			run.EndInput(report.InputEnd{})
 		}
 	}
 	for _, name := range fs.Args() {
 		rp.records = nil
-		fds, err := m.replayFile(rp, name)
+		run.StartInput(name)
+		fds, err := m.replayFile(rp, name, !rf.quiet && isTerminal(m.Stderr))
 		if err != nil {
 			return usageError("replay %s: %v", name, err)
 		}
+		run.EndInput(rp.input, rp.inputNotPossible()...)
 		sources = append(sources, report.Source{Name: name, Findings: fds, Exchanges: rp.records})
 	}
 	for _, src := range sources {
@@ -92,13 +108,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	}
 	sum := report.SummaryOf(sources)
 	sum.NotPossible = rp.notPossible()
-	if err := writeReport(m.Stdout, *format, sources, sum); err != nil {
-		return usageError("replay: writing the report: %v", err)
-	}
-	if threshold != 0 && sum.Levels.AtLeast(threshold) > 0 {
-		return &exitError{code: 1}
-	}
-	return nil
+	return rs.finish(m, &rf, run, sources, sum, sum.NotPossible)
 }
 
 // A replayer re-runs the rules over one recorded file at a time.
@@ -112,6 +122,22 @@ type replayer struct {
 
 	// What the replayed segments were judged with, for the summary.
 	hadRegistration, hadHook, hadDeadline bool
+
+	// run streams frames, findings and exchanges to the --report writers;
+	// input is what the file being replayed measured (bytes, digest).
+	run   *report.Run
+	input report.InputEnd
+	// The same as hadRegistration…, for the file being replayed.
+	fileRegistration, fileHook, fileDeadline bool
+}
+
+// inputNotPossible lists the checks the file being replayed had nothing for.
+func (rp *replayer) inputNotPossible() []report.NotPossible {
+	saved := [3]bool{rp.hadRegistration, rp.hadHook, rp.hadDeadline}
+	rp.hadRegistration, rp.hadHook, rp.hadDeadline = rp.fileRegistration, rp.fileHook, rp.fileDeadline
+	out := rp.notPossible()
+	rp.hadRegistration, rp.hadHook, rp.hadDeadline = saved[0], saved[1], saved[2]
+	return out
 }
 
 // notPossible lists the checks no replayed segment had what they need for.
@@ -136,19 +162,36 @@ func (rp *replayer) note(cfg tap.Config) {
 	rp.hadRegistration = rp.hadRegistration || cfg.Registration != nil
 	rp.hadHook = rp.hadHook || cfg.HookID != ""
 	rp.hadDeadline = rp.hadDeadline || cfg.Timeout > 0 || cfg.HookID != ""
+	rp.fileRegistration = rp.fileRegistration || cfg.Registration != nil
+	rp.fileHook = rp.fileHook || cfg.HookID != ""
+	rp.fileDeadline = rp.fileDeadline || cfg.Timeout > 0 || cfg.HookID != ""
+	rp.run.Note(cfg.Registration != nil, cfg.HookID != "", cfg.Timeout > 0 || cfg.HookID != "", cfg.Lifecycle)
 }
 
-// replayFile replays the named file ("-": standard input).
-func (m *Main) replayFile(rp *replayer, name string) ([]tap.Finding, error) {
-	if name == "-" {
-		return rp.replay(m.Stdin)
+// replayFile replays the named file ("-": standard input), with a
+// progress bar on stderr when bar is set.
+func (m *Main) replayFile(rp *replayer, name string, bar bool) ([]tap.Finding, error) {
+	rp.fileRegistration, rp.fileHook, rp.fileDeadline = false, false, false
+	var r io.Reader = m.Stdin
+	total := int64(-1)
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			total = st.Size()
+		}
+		r = f
 	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return rp.replay(f)
+	p := newProgress(m.Stderr, total, bar)
+	defer p.done()
+	mr := report.NewMeter(0)
+	fds, err := rp.replay(io.TeeReader(p.reader(r), mr))
+	st := mr.Stream()
+	rp.input = report.InputEnd{Bytes: st.Bytes, SHA256: st.SHA256}
+	return fds, err
 }
 
 // replay returns the findings of one capture or NDJSON stream. It reads
@@ -185,12 +228,16 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 	rp.note(cfg)
 	e := tap.NewEngine(cfg, rules.Default(rp.flags.opt))
 	var out []tap.Finding
+	n := 0 // line number
 	s := tap.Splitter{Emit: func(line []byte, fr tap.Framing, size int, truncated bool) {
+		n++
 		f := &tap.Frame{Dir: rp.dir, Transport: tap.Stdio, Raw: bytes.Clone(line), Framing: fr, Size: size, Truncated: truncated}
 		if f.Dir == 0 {
 			f.Dir = rules.GuessDirection(f)
 		}
-		out = append(out, e.Feed(f)...)
+		fds := e.Feed(f)
+		rp.run.Fed(e.Conversation(), f, n, fds)
+		out = append(out, fds...)
 	}}
 	buf := make([]byte, 1<<16)
 	for {
@@ -204,7 +251,9 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 		}
 	}
 	s.Close()
-	out = append(out, e.Finish()...)
+	fin := e.Finish()
+	rp.run.Finished(e.Conversation(), fin)
+	out = append(out, fin...)
 	rp.records = append(rp.records, e.Conversation().Records()...)
 	return out, nil
 }
@@ -265,19 +314,26 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 			if k := string(it.Header.RegistrationDoc); k != "" && !regSeen[k] {
 				regSeen[k] = true
 				out = append(out, regFindings...)
+				rp.run.Findings(regFindings)
 			}
 			cfg.Events = events
 			rp.note(cfg)
 			seg = &segment{cfg: cfg}
 		case it.Frame != nil:
 			e := engineFor(it.Frame.Conn)
-			out = append(out, e.Feed(it.Frame)...)
+			fds := e.Feed(it.Frame)
+			rp.run.Fed(e.Conversation(), it.Frame, it.Line, fds)
+			out = append(out, fds...)
 		case it.Note != nil:
-			out = append(out, engineFor(it.Note.Conn).Note(*it.Note)...)
+			fds := engineFor(it.Note.Conn).Note(*it.Note)
+			rp.run.Findings(fds)
+			out = append(out, fds...)
 		}
 	}
 	for _, e := range order {
-		out = append(out, e.Finish()...)
+		fin := e.Finish()
+		rp.run.Finished(e.Conversation(), fin)
+		out = append(out, fin...)
 		rp.records = append(rp.records, e.Conversation().Records()...)
 	}
 	return out, nil

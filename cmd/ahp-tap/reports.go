@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -274,4 +276,31 @@ func (rs *reportSet) hasText() bool {
 		}
 	}
 	return false
+}
+
+// feedCheck hands one checked document to the streaming reports: its
+// frames (so findings get their line and fingerprint shape), findings and
+// exchanges. A stream's frame N is its line N; a message file is one frame
+// on line 1; a registration has no frames.
+func feedCheck(run *report.Run, name string, data []byte, cfg tap.Config, fds []tap.Finding, xs []tap.ExchangeRecord) {
+	run.StartInput(name)
+	run.Note(cfg.Registration != nil, cfg.HookID != "", cfg.Timeout > 0 || cfg.HookID != "", "")
+	if data != nil {
+		switch rules.DetectKind(name, data) {
+		case rules.DocRegistration:
+		case rules.DocStream:
+			for i, f := range rules.StreamFrames(data, 0) {
+				f.Seq = uint64(i + 1)
+				run.Frame(f, i+1)
+			}
+		default:
+			f := &tap.Frame{Seq: 1, Transport: tap.File, Raw: data}
+			f.Dir = rules.GuessDirection(f)
+			run.Frame(f, 1)
+		}
+	}
+	run.Findings(fds)
+	run.Exchanges(xs)
+	sum := sha256.Sum256(data)
+	run.EndInput(report.InputEnd{Bytes: uint64(len(data)), SHA256: hex.EncodeToString(sum[:])})
 }
