@@ -76,7 +76,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError("replay: %v", err)
 	}
-	rp := &replayer{flags: l, set: set, dir: dir, run: run}
+	rp := &replayer{flags: l, set: set, dir: dir, run: run, discard: len(rs.classic) == 0 && lg == nil}
 
 	var sources []report.Source
 	if ef.registration != "" {
@@ -129,6 +129,17 @@ type replayer struct {
 	input report.InputEnd
 	// The same as hadRegistration…, for the file being replayed.
 	fileRegistration, fileHook, fileDeadline bool
+	// discard drops findings once the reports have them: no text or json
+	// report and no --log needs the whole list, so memory stays bounded.
+	discard bool
+}
+
+// keep appends fds to out unless the findings are only streamed.
+func (rp *replayer) keep(out, fds []tap.Finding) []tap.Finding {
+	if rp.discard {
+		return out
+	}
+	return append(out, fds...)
 }
 
 // inputNotPossible lists the checks the file being replayed had nothing for.
@@ -237,7 +248,7 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 		}
 		fds := e.Feed(f)
 		rp.run.Fed(e.Conversation(), f, n, fds)
-		out = append(out, fds...)
+		out = rp.keep(out, fds)
 	}}
 	buf := make([]byte, 1<<16)
 	for {
@@ -253,7 +264,7 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 	s.Close()
 	fin := e.Finish()
 	rp.run.Finished(e.Conversation(), fin)
-	out = append(out, fin...)
+	out = rp.keep(out, fin)
 	rp.records = append(rp.records, e.Conversation().Records()...)
 	return out, nil
 }
@@ -313,7 +324,7 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 			// The registration's own findings, once per document.
 			if k := string(it.Header.RegistrationDoc); k != "" && !regSeen[k] {
 				regSeen[k] = true
-				out = append(out, regFindings...)
+				out = rp.keep(out, regFindings)
 				rp.run.Findings(regFindings)
 			}
 			cfg.Events = events
@@ -323,17 +334,17 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 			e := engineFor(it.Frame.Conn)
 			fds := e.Feed(it.Frame)
 			rp.run.Fed(e.Conversation(), it.Frame, it.Line, fds)
-			out = append(out, fds...)
+			out = rp.keep(out, fds)
 		case it.Note != nil:
 			fds := engineFor(it.Note.Conn).Note(*it.Note)
 			rp.run.Findings(fds)
-			out = append(out, fds...)
+			out = rp.keep(out, fds)
 		}
 	}
 	for _, e := range order {
 		fin := e.Finish()
 		rp.run.Finished(e.Conversation(), fin)
-		out = append(out, fin...)
+		out = rp.keep(out, fin)
 		rp.records = append(rp.records, e.Conversation().Records()...)
 	}
 	return out, nil
