@@ -138,12 +138,13 @@ func (e *End) Failing() bool {
 // MaxItemFrame caps the frame bytes an Item carries to writers.
 const MaxItemFrame = 64 << 10
 
-// frameCacheBytes bounds the recent frames a Run keeps so that
-// end-of-stream findings (an unanswered request) can still name their
-// frame's line and show its bytes.
+// Bounds of the frames a Run keeps so that findings reported after their
+// frame (a request never answered) still name its line and show its bytes
+// (see frameCache).
 const (
-	frameCacheBytes   = 8 << 20
-	frameCacheEntries = 1 << 16
+	recentFrames   = 16
+	pendingEntries = 1 << 16
+	pendingBytes   = 8 << 20
 )
 
 // RunConfig configures a Run.
@@ -501,14 +502,17 @@ func artifactURI(root, name string) string {
 	return filepath.ToSlash(p)
 }
 
-// frameCache remembers recent frames by (conn, seq), bounded in entries
-// and bytes, so that findings reported after their frame (at end of
-// stream) still carry a line and the frame's bytes.
+// frameCache remembers the frames findings can still be about: the
+// last few frames (a finding is almost always about the frame just fed)
+// and the requests still unanswered (end-of-stream findings: a request
+// never answered, a process that exited with requests pending). Both are
+// bounded: recentFrames frames, and pendingEntries requests of which the
+// first pendingBytes bytes keep their frame bytes.
 type frameCache struct {
-	m     map[cacheKey]*cachedFrame
-	ring  []cacheKey // insertion order, for eviction
-	head  int
-	bytes int
+	recent  [recentFrames]*cachedFrame
+	next    int
+	pending map[cacheKey]*cachedFrame
+	bytes   int // frame bytes held by pending
 }
 
 type cacheKey struct {
@@ -517,6 +521,7 @@ type cacheKey struct {
 }
 
 type cachedFrame struct {
+	key       cacheKey
 	line      int
 	shape     string
 	eventType string
@@ -524,33 +529,36 @@ type cachedFrame struct {
 }
 
 func (c *frameCache) put(f *tap.Frame, line int) {
-	if c.m == nil {
-		c.m = map[cacheKey]*cachedFrame{}
-	}
 	raw := f.Raw
 	if len(raw) > MaxItemFrame {
 		raw = raw[:MaxItemFrame]
 	}
 	shape, et := FrameShape(f)
-	k := cacheKey{f.Conn, f.Seq}
-	if old, ok := c.m[k]; ok {
-		c.bytes -= len(old.raw)
-	} else {
-		c.ring = append(c.ring, k)
-	}
-	c.m[k] = &cachedFrame{line: line, shape: shape, eventType: et, raw: slices.Clone(raw)}
-	c.bytes += len(raw)
-	for (c.bytes > frameCacheBytes || len(c.ring)-c.head > frameCacheEntries) && c.head < len(c.ring)-1 {
-		old := c.ring[c.head]
-		c.head++
-		if e, ok := c.m[old]; ok {
-			c.bytes -= len(e.raw)
-			delete(c.m, old)
+	e := &cachedFrame{key: cacheKey{f.Conn, f.Seq}, line: line, shape: shape, eventType: et, raw: slices.Clone(raw)}
+	c.recent[c.next%recentFrames] = e
+	c.next++
+	if _, ok := f.Msg.(*tap.Request); ok {
+		if c.pending == nil {
+			c.pending = map[cacheKey]*cachedFrame{}
 		}
+		if len(c.pending) >= pendingEntries {
+			return
+		}
+		p := *e
+		if c.bytes+len(raw) > pendingBytes {
+			p.raw = nil
+		}
+		c.bytes += len(p.raw)
+		c.pending[e.key] = &p
 	}
-	if c.head > len(c.ring)/2 && c.head > 1024 {
-		c.ring = append([]cacheKey(nil), c.ring[c.head:]...)
-		c.head = 0
+}
+
+// answered forgets a request once its exchange is complete.
+func (c *frameCache) answered(conn string, seq uint64) {
+	k := cacheKey{conn, seq}
+	if e, ok := c.pending[k]; ok {
+		c.bytes -= len(e.raw)
+		delete(c.pending, k)
 	}
 }
 
@@ -558,7 +566,13 @@ func (c *frameCache) get(conn string, seq uint64) (*cachedFrame, bool) {
 	if seq == 0 {
 		return nil, false
 	}
-	e, ok := c.m[cacheKey{conn, seq}]
+	k := cacheKey{conn, seq}
+	for i := 1; i <= recentFrames && i <= c.next; i++ {
+		if e := c.recent[(c.next-i)%recentFrames]; e != nil && e.key == k {
+			return e, true
+		}
+	}
+	e, ok := c.pending[k]
 	return e, ok
 }
 
@@ -581,6 +595,9 @@ func (r *Run) Fed(c *tap.Conversation, f *tap.Frame, line int, fs []tap.Finding)
 	r.Findings(fs)
 	if _, ok := f.Msg.(*tap.Response); ok {
 		if x := c.Exchange(); x != nil && x.Response == f {
+			if x.Request != nil {
+				r.input().cache.answered(x.Request.Conn, x.Request.Seq)
+			}
 			r.Exchanges([]tap.ExchangeRecord{ExchangeOf(x)})
 		}
 	}
