@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/ahp-tap/ahp-tap/tap"
 )
 
 // Caps on what one HTML page embeds, so that a page for a multi-GB
@@ -183,8 +185,12 @@ func (h *HTML) End(e *End) error {
 	bw := bufio.NewWriterSize(h.w, 64<<10)
 	esc := html.EscapeString
 	verdict, vclass := "passed", "pass"
-	if e.Failing() {
+	switch {
+	case e.Failing():
 		verdict, vclass = "failed", "fail"
+	case e.Levels.AtLeast(tap.Warn) > 0:
+		// --fail-on above what was found, or never.
+		verdict, vclass = "passed with findings", "warn"
 	}
 	fmt.Fprintf(bw, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"+
 		"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"+
@@ -209,10 +215,20 @@ func (h *HTML) End(e *End) error {
 	for _, cc := range e.ByCheck {
 		counts[cc.Check] = cc
 	}
-	bw.WriteString("<section><h2>Summary by check</h2><table id=\"summary\"><thead><tr><th>check</th><th>requirement</th><th>error</th><th>warn</th><th>info</th><th>status</th><th>what it checks</th></tr></thead><tbody>\n")
+	quiet := 0
+	for _, c := range h.h.Catalogue {
+		if counts[c.ID].Total() == 0 {
+			quiet++
+		}
+	}
+	fmt.Fprintf(bw, "<section><h2>Summary by check</h2><input type=\"checkbox\" id=\"show-all\"><label for=\"show-all\">show the %d checks without findings too</label>\n", quiet)
+	bw.WriteString("<table id=\"summary\"><thead><tr><th>check</th><th>requirement</th><th>error</th><th>warn</th><th>info</th><th>status</th><th>what it checks</th></tr></thead><tbody>\n")
 	for _, c := range h.h.Catalogue {
 		cc := counts[c.ID]
 		status, class := checkStatusText(c.ID, e.Inputs)
+		if cc.Total() == 0 {
+			class += " quiet"
+		}
 		fmt.Fprintf(bw, "<tr class=\"%s\" data-check=\"%s\"><td><a href=\"#check=%s\">%s</a></td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td></tr>\n",
 			class, esc(c.ID), esc(c.ID), esc(c.ID), esc(c.Requirement), cc.Error, cc.Warn, cc.Info, esc(status), esc(c.Summary))
 	}
