@@ -61,10 +61,10 @@ type reportFlags struct {
 }
 
 func (rf *reportFlags) register(fs *flag.FlagSet) {
-	fs.Var(&rf.reports, "report", "write a report: `FORMAT[=FILE]`, FORMAT one of text, json, junit, sarif, github, html; repeatable, at most one to standard output (no FILE or -)")
+	fs.Var(&rf.reports, "report", "write a report as `FORMAT[=FILE]`: text, json, junit, sarif, github or html; repeatable, at most one to standard output (no FILE, or -)")
 	fs.StringVar(&rf.baseline, "baseline", "", "accept the findings listed in baseline `FILE` (they do not fail the run); an entry that no longer occurs fails it")
 	fs.StringVar(&rf.writeBaseline, "write-baseline", "", "write every finding of this run to baseline `FILE` (sorted JSON)")
-	fs.StringVar(&rf.claim, "claim", "", "print the evidence for a conformance claim: `role=harness|backend|both,binding=stdio|http|both,profiles=P1,P2…`")
+	fs.StringVar(&rf.claim, "claim", "", "print the evidence for a conformance `CLAIM` like role=backend,binding=stdio,profiles=base,tool-interception (role: harness, backend or both; binding: stdio, http or both)")
 	fs.StringVar(&rf.sarifRoot, "sarif-root", "", "make SARIF and annotation file paths relative to `DIR` (default: the working directory)")
 	fs.BoolVar(&rf.quiet, "quiet", false, "no progress bar")
 }
@@ -104,7 +104,7 @@ func (rf *reportFlags) open(m *Main, format string, formatSet bool, ef *engineFl
 	if stdout > 1 {
 		return nil, usageError("--report: at most one report may go to standard output (give the others =FILE)")
 	}
-	if stdout == 0 && (formatSet || len(specs) == 0 || rf.claim != "") {
+	if stdout == 0 && (formatSet || len(specs) == 0) {
 		if err := checkFormat(format); err != nil {
 			return nil, err
 		}
