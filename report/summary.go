@@ -31,6 +31,10 @@ type Summary struct {
 	LogDropped uint64 `json:"logDropped,omitempty"`
 	// NotPossible lists checks that could not be made, and why.
 	NotPossible []NotPossible `json:"notPossible,omitempty"`
+	// Baselined counts findings a --baseline accepted; Claim is the
+	// --claim matrix (both set by check and replay, see report.Run).
+	Baselined int          `json:"baselined,omitempty"`
+	Claim     *ClaimMatrix `json:"claim,omitempty"`
 }
 
 // A Stream is what one direction of a link carried.

@@ -214,8 +214,8 @@ func (rs *reportSet) newRun(snapshot string, failOn tap.Level) (*report.Run, err
 }
 
 // finish ends the run: streaming writers get the totals, text/json
-// reports are written from sources, the claim matrix goes to stderr when
-// no text report carries it, stale entries are named on stderr, and the
+// reports are written from sources (with the claim matrix), the claim
+// matrix goes to stderr when neither carries it, stale entries are named on stderr, and the
 // baseline is written when asked. It returns the exit error (1 when the
 // run fails).
 func (rs *reportSet) finish(m *Main, rf *reportFlags, run *report.Run, sources []report.Source, sum *report.Summary, notPossible []report.NotPossible) error {
@@ -224,6 +224,7 @@ func (rs *reportSet) finish(m *Main, rf *reportFlags, run *report.Run, sources [
 		rs.close()
 		return usageError("writing a report: %v", err)
 	}
+	sum.Baselined, sum.Claim = end.Baselined, end.Claim
 	for _, c := range rs.classic {
 		if err := writeReport(c.w, c.format, sources, sum); err != nil {
 			rs.close()
@@ -238,7 +239,7 @@ func (rs *reportSet) finish(m *Main, rf *reportFlags, run *report.Run, sources [
 			}
 		}
 	}
-	if end.Claim != nil && !rs.hasText() {
+	if end.Claim != nil && len(rs.classic) == 0 {
 		end.Claim.WriteText(m.Stderr)
 	}
 	if rs.sarif != nil && rs.sarif.Dropped() > 0 {
@@ -267,15 +268,6 @@ func (rs *reportSet) finish(m *Main, rf *reportFlags, run *report.Run, sources [
 		return &exitError{code: 1}
 	}
 	return nil
-}
-
-func (rs *reportSet) hasText() bool {
-	for _, c := range rs.classic {
-		if c.format == "text" {
-			return true
-		}
-	}
-	return false
 }
 
 // feedCheck hands one checked document to the streaming reports: its

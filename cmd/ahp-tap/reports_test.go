@@ -231,6 +231,17 @@ func TestReplayBaselineAndClaim(t *testing.T) {
 		t.Errorf("new finding and stale entry: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 	}
 
+	// The claim matrix goes in the JSON report.
+	r = runTap(t, "", "replay", "--fail-on", "never", "--format", "json", "--claim", "role=backend,binding=stdio,profiles=base,tool-interception", exampleCapture)
+	var js struct {
+		Summary struct {
+			Claim *report.ClaimMatrix `json:"claim"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &js); err != nil || js.Summary.Claim == nil || len(js.Summary.Claim.Rows) == 0 {
+		t.Errorf("JSON report has no claim matrix (%v):\n%s", err, r.stdout)
+	}
+
 	// The claim matrix for a backend-only stdio capture.
 	r = runTap(t, "", "replay", "--fail-on", "never", "--claim", "role=backend,binding=stdio,profiles=base", exampleCapture)
 	for _, want := range []string{"conformance claim: role=backend binding=stdio profiles=base", "INCOMPLETE CLAIM",
