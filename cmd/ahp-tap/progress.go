@@ -28,6 +28,7 @@ func newProgress(w io.Writer, total int64, on bool) *progress {
 	p.bar = progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionThrottle(200*time.Millisecond),
 		progressbar.OptionSetPredictTime(true),
