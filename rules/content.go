@@ -9,18 +9,33 @@ import (
 // The content model (§8, AHP-CONTENT-001/002): canonical messages own a
 // role and ordered parts (EDIT-1); parts are closed, selection-aware
 // variants of kind text or attachment (EDIT-2). The event rule (EVT-1)
-// calls these validators wherever an event carries content; problems keep
-// their EDIT-1/EDIT-2 check wherever they are found. Content rules have no
-// rule of their own to run: contentRules only gives EDIT-1 and EDIT-2 the
-// rules that report them.
+// calls these validators wherever an event carries content, the effect
+// rule wherever an inject carries it, and the edit evaluator inside every
+// modify value; problems keep their EDIT-1/EDIT-2 check wherever they are
+// found. Content rules have no walk of their own: contentRules only gives
+// EDIT-1 and EDIT-2 the rules that report them.
 
 // contentRules reports the EDIT-1 and EDIT-2 problems the shared shape walk
-// finds in event content and in effect values.
+// finds in event content and in effect values, and those the edit
+// evaluation finds inside modify values.
 func contentRules() []tap.Rule {
 	return []tap.Rule{
-		shapeRule(info("EDIT-1/messages", "EDIT-1", "model, turn and context items are canonical message lists")),
-		shapeRule(info("EDIT-2/parts", "EDIT-2", "content parts are closed text or attachment variants; metadata, omit and gap views carry no text or body")),
+		analysisRule{info: info("EDIT-1/messages", "EDIT-1", "model, turn and context items are canonical message lists"), analyse: contentAnalysis},
+		analysisRule{info: info("EDIT-2/parts", "EDIT-2", "content parts are closed text or attachment variants; metadata, omit and gap views carry no text or body"), analyse: contentAnalysis},
 	}
+}
+
+// contentAnalysis is every problem of a frame that the content rules may
+// report: the shape walk's, and the edit evaluation's (a content fault
+// inside a modify value carries the content check, as it would in an
+// event). Each analysis is computed once per frame.
+func contentAnalysis(c *tap.Conversation, f *tap.Frame) []problem {
+	shaped := frameProblems(c, f)
+	edited := editAnalysis(c, f)
+	if len(edited) == 0 {
+		return shaped
+	}
+	return append(shaped[:len(shaped):len(shaped)], edited...)
 }
 
 // messageRoles are the canonical roles (§8).
