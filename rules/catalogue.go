@@ -69,3 +69,11 @@ func info(ruleID, check, summary string) tap.RuleInfo {
 	}
 	return tap.RuleInfo{ID: ruleID, Check: check, Requirement: c.Requirement, Level: c.Level, Summary: summary}
 }
+
+// warnInfo is info for a rule that reports a legal but suspicious fact
+// under check, at level warn whatever the check's usual level.
+func warnInfo(ruleID, check, summary string) tap.RuleInfo {
+	ri := info(ruleID, check, summary)
+	ri.Level = tap.Warn
+	return ri
+}
