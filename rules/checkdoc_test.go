@@ -128,6 +128,20 @@ sections of the AHP draft. ` + "`ahp-tap rules`" + ` prints the same list.
 		}
 	}
 	b.WriteString(`
+## Traffic from older draft builds
+
+SDKs pinned to earlier states of the ` + "`draft`" + ` snapshot put predictable shapes on the wire. ahp-tap
+reports them as any other fault (same check, same level), and adds to the first such finding of a
+conversation one sentence naming the likely cause; the summary says so in one line. It is never a
+finding of its own.
+
+| shape on the wire | check | matches |
+|---|---|---|
+`)
+	for _, h := range olderDraftShapes {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", h.shape, h.check, h.older)
+	}
+	b.WriteString(`
 ## Not observable on the wire
 
 ahp-tap never claims these, and its reports say so where a reader could assume otherwise:
@@ -135,6 +149,19 @@ whether a deny or edit was enforced, atomic host staging, which failure policy w
 authorization scope, and anything inside opaque ` + "`native`" + ` payloads.
 `)
 	return b.Bytes()
+}
+
+// olderDraftShapes are the shapes the older-draft hint recognises
+// (rules/olderdraft.go), for the document.
+var olderDraftShapes = []struct {
+	shape, check string
+	older        olderDraft
+}{
+	{"`size` or `sha256` inside a `{ref}` content reference, or on a ready (body-selected) attachment part", "EDIT-2", draftBeforeReceipts},
+	{"text sent as an uploaded reference (a text part with `body`)", "EDIT-2", draftBeforeInlineMessages},
+	{"a message without `role`", "EDIT-1", draftBeforeInlineMessages},
+	{"`tool.callId`", "EVT-1", revision01},
+	{"`protocolVersion: \"0.1\"`", "BASE-2", revision01},
 }
 
 func dashed(s string) string {

@@ -93,7 +93,7 @@ func checkMessageList(c *checker, v *tap.Value, role string) {
 // message is a canonical message: {id, role, parts, synthesized?}, closed.
 var message = obj{check: "EDIT-1", what: "a message", closed: true, fields: []field{
 	req("id", nonEmpty("EDIT-1")),
-	req("role", enum("EDIT-1", messageRoles...)),
+	req("role", enum("EDIT-1", messageRoles...)).from(draftBeforeInlineMessages),
 	req("parts", parts),
 	opt("synthesized", boolean("EDIT-1")),
 }}
@@ -149,13 +149,13 @@ var (
 	// reference is a content reference: {ref} only (§8, newest).
 	reference = (&obj{check: "EDIT-2", what: "a content reference", closed: true, fields: []field{
 		req("ref", nonEmpty("EDIT-2")),
-		ban("size", "a content reference is {ref} only; size belongs in the upload receipt"),
-		ban("sha256", "a content reference is {ref} only; sha256 belongs in the upload receipt"),
+		ban("size", "a content reference is {ref} only; size belongs in the upload receipt").from(draftBeforeReceipts),
+		ban("sha256", "a content reference is {ref} only; sha256 belongs in the upload receipt").from(draftBeforeReceipts),
 	}}).shape()
 
 	textBody = obj{check: "EDIT-2", skip: isPartRoleKey, what: "a text body part", closed: true, fields: partFields("text",
 		req("text", str("EDIT-2")),
-		ban("body", "text is inline in \"text\", never a body reference"),
+		ban("body", "text is inline in \"text\", never a body reference").from(draftBeforeInlineMessages),
 		ban("size", "a text body part carries its text, not a size"),
 		ban("sha256", "a text body part carries its text, not a sha256"),
 	)}
@@ -173,8 +173,8 @@ var (
 	attBody = obj{check: "EDIT-2", skip: isPartRoleKey, what: "an attachment body part", closed: true, fields: partFields("attachment",
 		req("body", reference),
 		ban("text", "an attachment carries a body reference, never inline text"),
-		ban("size", "an attachment body part carries only its {ref}"),
-		ban("sha256", "an attachment body part carries only its {ref}"),
+		ban("size", "an attachment body part carries only its {ref}").from(draftBeforeReceipts),
+		ban("sha256", "an attachment body part carries only its {ref}").from(draftBeforeReceipts),
 	)}
 	attGap = obj{check: "EDIT-2", skip: isPartRoleKey, what: "an attachment gap part", closed: true, fields: partFields("attachment",
 		req("gap", gap), opt("size", size), opt("sha256", sha256),
@@ -278,6 +278,7 @@ func checkPart(c *checker, v *tap.Value, textOnly bool) {
 		case kind == "text" && has(v, "body") && !has(v, "text"):
 			// §8: text is never replaced with a reference.
 			c.reportAt("EDIT-2", "body", "a text part carries its text inline in \"text\"; text is never replaced with a body reference")
+			c.olderDraft(draftBeforeInlineMessages)
 			return
 		default:
 			variant = pick(kind, &textBody, &attBody)

@@ -127,7 +127,7 @@ func responseProblems(res EditResult, effects *tap.Value, shaped []problem) []pr
 			}
 		case "EDIT-1", "EDIT-2":
 			if r.Stage == "edit" && !already[r.Check+" "+r.Pointer] {
-				out = append(out, problem{check: r.Check, ptr: r.Pointer, msg: r.Message})
+				out = append(out, problem{check: r.Check, ptr: r.Pointer, msg: r.Message, older: r.older})
 			}
 		}
 	}

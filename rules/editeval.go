@@ -68,6 +68,8 @@ type EditReason struct {
 	// Stage is "effects" for a problem of the effect list as such (found
 	// without any context) and "edit" for one found against the context.
 	Stage string `json:"stage"`
+	// older is the earlier draft a content fault's shape matches (hint).
+	older olderDraft
 }
 
 // An EditResult is the verdict on one response.
@@ -592,7 +594,7 @@ func (ev *evaluation) checkShape(ptr, target string, kind valueKind, role string
 		ev.reject("EDIT-4", p.ptr, "edit", "%s does not fit modify(%s): %s", valueWhere(ev.ctx.EventType), target, p.msg)
 	}
 	for _, p := range content {
-		ev.reject(p.check, p.ptr, "edit", "%s", p.msg)
+		ev.reasons = append(ev.reasons, EditReason{Check: p.check, Pointer: p.ptr, Message: p.msg, Stage: "edit", older: p.older})
 	}
 }
 
