@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -70,7 +71,7 @@ type sarifRule struct {
 
 // Begin implements Writer.
 func (s *SARIF) Begin(h *Header) error {
-	rules := make([]sarifRule, 0, len(h.Catalogue))
+	descs := make([]sarifRule, 0, len(h.Catalogue))
 	for _, c := range h.Catalogue {
 		req := c.Requirement
 		if req == "" {
@@ -84,20 +85,25 @@ func (s *SARIF) Begin(h *Header) error {
 				}
 			}
 		}
-		rules = append(rules, sarifRule{
+		full := c.Description
+		if full == "" {
+			full = c.Summary
+		}
+		descs = append(descs, sarifRule{
 			ID: c.ID, Name: strings.ReplaceAll(c.ID, "-", ""),
 			ShortDescription: sarifMessage{Text: c.Summary},
-			FullDescription:  sarifMessage{Text: c.ID + ": " + c.Summary + ". Requirement: " + req + "."},
+			FullDescription:  sarifMessage{Text: full},
 			Help: sarifMessage{
-				Text:     fmt.Sprintf("%s checks that %s. AHP requirement: %s. See docs/CHECKS.md.", c.ID, c.Summary, req),
-				Markdown: fmt.Sprintf("**%s** checks that %s.\n\nAHP requirement: `%s`. See the check catalogue (docs/CHECKS.md).", c.ID, c.Summary, req),
+				Text:     fmt.Sprintf("%s: %s AHP requirement: %s. See %s", c.ID, full, req, rules.CheckHelpURI(c.ID)),
+				Markdown: fmt.Sprintf("**%s**: %s\n\nAHP requirement: `%s`. See [the check catalogue](%s).", c.ID, full, req, rules.CheckHelpURI(c.ID)),
 			},
+			HelpURI: rules.CheckHelpURI(c.ID),
 			Default:    map[string]string{"level": sarifLevel(c.Level)},
 			Properties: map[string]any{"tags": tags, "requirement": c.Requirement},
 		})
 	}
 	driver := map[string]any{"name": h.Tool, "version": h.Version, "semanticVersion": semver(h.Version),
-		"informationUri": "https://github.com/ahp-tap/ahp-tap", "rules": rules}
+		"informationUri": "https://github.com/ahp-tap/ahp-tap", "rules": descs}
 	db, err := json.Marshal(driver)
 	if err != nil {
 		return err

@@ -35,6 +35,9 @@ type Summary struct {
 	// --claim matrix (both set by check and replay, see report.Run).
 	Baselined int          `json:"baselined,omitempty"`
 	Claim     *ClaimMatrix `json:"claim,omitempty"`
+	// OlderDrafts names the earlier states of the draft whose shapes the
+	// findings matched (an SDK pinned to an older schema revision).
+	OlderDrafts []string `json:"olderDrafts,omitempty"`
 }
 
 // A Stream is what one direction of a link carried.
@@ -117,6 +120,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	if s.LogDropped > 0 {
 		fmt.Fprintf(&b, "  findings not logged: %d (log buffer full)\n", s.LogDropped)
+	}
+	if len(s.OlderDrafts) > 0 {
+		fmt.Fprintf(&b, "  older draft: some findings match shapes of %s; an SDK may pin an older schema revision\n", strings.Join(s.OlderDrafts, " and of "))
 	}
 	for _, np := range s.NotPossible {
 		fmt.Fprintf(&b, "  not checked: %s (%s)\n", np.Check, np.Reason)
