@@ -220,8 +220,6 @@ func newClaimState(c *Claim) *claimState {
 	return &claimState{c: c, failures: map[string]int{}, example: map[string]string{}, exercised: map[string]bool{}}
 }
 
-func (cs *claimState) frame(*tap.Frame) {}
-
 func (cs *claimState) finding(it *Item) {
 	f := it.Finding
 	if f.Level < tap.Warn || !judges(f.Check, cs.c.Role) {

@@ -122,8 +122,6 @@ type End struct {
 	Claim *ClaimMatrix
 	// FailOn is the --fail-on level (0: never).
 	FailOn tap.Level
-	// Dropped counts findings a writer's cap left out, by writer; writers
-	// fill in their own.
 }
 
 // Failing reports whether the run fails: a counted finding at or above
@@ -234,9 +232,6 @@ func (r *Run) Frame(f *tap.Frame, line int) {
 	st.end.Frames++
 	st.facts.add(f)
 	st.cache.put(f, line)
-	if r.claim != nil {
-		r.claim.frame(f)
-	}
 }
 
 // Note tells the run about facts of the current input that are not in
