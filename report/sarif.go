@@ -97,7 +97,7 @@ func (s *SARIF) Begin(h *Header) error {
 				Text:     fmt.Sprintf("%s: %s AHP requirement: %s. See %s", c.ID, full, req, rules.CheckHelpURI(c.ID)),
 				Markdown: fmt.Sprintf("**%s**: %s\n\nAHP requirement: `%s`. See [the check catalogue](%s).", c.ID, full, req, rules.CheckHelpURI(c.ID)),
 			},
-			HelpURI: rules.CheckHelpURI(c.ID),
+			HelpURI:    rules.CheckHelpURI(c.ID),
 			Default:    map[string]string{"level": sarifLevel(c.Level)},
 			Properties: map[string]any{"tags": tags, "requirement": c.Requirement},
 		})
