@@ -96,6 +96,12 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 // filled in). stop is idempotent and also runs at cleanup.
 func startTap(t *testing.T, cfg Config) *testTap {
 	t.Helper()
+	return startTapAt(t, cfg, "127.0.0.1:0")
+}
+
+// startTapAt is startTap listening on addr.
+func startTapAt(t *testing.T, cfg Config, addr string) *testTap {
+	t.Helper()
 	tt := &testTap{found: &findings{}, diag: &syncBuffer{}, capPath: filepath.Join(t.TempDir(), "cap.jsonl")}
 	cw, err := capture.Create(tt.capPath, capture.Header{Tool: "test", Transport: tap.HTTP})
 	if err != nil {
@@ -111,7 +117,7 @@ func startTap(t *testing.T, cfg Config) *testTap {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
