@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/ahp-tap/ahp-tap/tap"
 )
 
 // The relay carries reverse mode: a byte-preserving HTTP/1.1 relay on raw
@@ -392,7 +394,9 @@ func (c *relayConn) exchange() (keep bool) {
 	*c.out = bc.out[:0]
 	switch {
 	case err == errWrite:
-		p.log.Debug().Str("conn", c.id).Msg(p.creds.redactString("the harness stopped reading the response: " + bc.werr.Error()))
+		// The answer did not reach the harness: for the audit, the harness
+		// abandoned the request (an info fact, as on the net/http path).
+		p.harnessGone(x, "the harness closed the connection before the answer reached it: "+bc.werr.Error())
 		keep, upKeep = false, false
 	case err != nil:
 		p.log.Warn().Str("conn", c.id).Str("upstream", x.reqMeta.Upstream).
@@ -486,6 +490,13 @@ func (c *relayConn) failBeforeResponse(x *exchange, cp *requestCopier, err error
 	if cp != nil {
 		<-cp.done
 		bodyRead = cp.readAll.Load()
+		if cp.err != nil && cp.err != errWrite {
+			// The harness broke off its own request: there is no one to
+			// answer.
+			p.harnessGone(x, "the harness broke off the request body: "+cp.err.Error())
+			x.finish()
+			return false
+		}
 	} else if !inline && !rq.expect100 {
 		// Drain the body for the audit copy (and to keep the connection
 		// in step), as far as the audit copy goes.
@@ -518,6 +529,19 @@ func (c *relayConn) failBeforeResponse(x *exchange, cp *requestCopier, err error
 	return keep && werr == nil
 }
 
+// harnessGone records that the harness went away before the exchange was
+// over (an info fact for the audit, 499 in the metrics).
+func (p *Proxy) harnessGone(x *exchange, detail string) {
+	detail = p.creds.redactString(detail)
+	x.mu.Lock()
+	if x.failure == nil {
+		x.failure = &tap.Note{Kind: tap.NoteHarnessGone, Time: time.Now(), Conn: x.conn, Detail: detail}
+	}
+	x.mu.Unlock()
+	p.metrics.countRequest(x.httpVerb, 499)
+	p.log.Debug().Str("conn", x.conn).Msg(detail)
+}
+
 // A requestCopier copies a request body to the upstream while the relay
 // reads the response.
 type requestCopier struct {
@@ -545,6 +569,10 @@ func (c *relayConn) startCopier(up *upstreamConn, x *exchange) *requestCopier {
 			cp.readAll.Store(true)
 			x.requestEnded()
 			err = bc.flush()
+		} else if err != errWrite {
+			// The harness broke off the body: the upstream will never get
+			// the rest, so stop waiting for its answer.
+			up.nc.Close()
 		}
 		*buf = bc.out[:0]
 		cp.err = err

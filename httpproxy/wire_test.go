@@ -526,3 +526,67 @@ func TestDeclinedRequestsUseNetHTTP(t *testing.T) {
 		t.Errorf("CONNECT in reverse mode: %q, want 400", line)
 	}
 }
+
+func TestMalformedResponsesAre502(t *testing.T) {
+	for _, resp := range []string{
+		"HTTP/1.1 200 OK\r\nNo-Colon-Here\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n",
+		"HTTP/9.9 200 OK\r\n\r\n",
+	} {
+		t.Run(resp[:min(len(resp), 30)], func(t *testing.T) {
+			up := newRawUpstream(t, false)
+			tt := startTap(t, Config{Upstream: mustURL(t, up.url())})
+			go func() {
+				c, err := up.ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				c.Read(make([]byte, 4096))
+				c.Write([]byte(resp))
+				c.Read(make([]byte, 1)) // until the tap closes
+			}()
+			r, body := post(t, client(), tt.url+"/agent-hooks", []byte(interceptBody), jsonHeader())
+			if r.StatusCode != 502 || !strings.Contains(string(body), "will not forward") {
+				t.Errorf("got %d %q, want 502 naming the malformed response", r.StatusCode, body)
+			}
+			tt.stop()
+			if fs := tt.found.withCheck("HTTP-2"); len(fs) != 1 {
+				t.Errorf("want one HTTP-2 operational failure:%s", tt.found.dump())
+			}
+		})
+	}
+}
+
+func TestHarnessBreaksOffItsRequest(t *testing.T) {
+	up := newRawUpstream(t, false)
+	tt := startTap(t, Config{Upstream: mustURL(t, up.url())})
+	h, err := net.Dial("tcp", strings.TrimPrefix(tt.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The harness sends part of its body, then goes away.
+	h.Write([]byte("POST /agent-hooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n" + wireReq))
+	c, err := up.ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Read(make([]byte, 64))
+	h.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.Copy(io.Discard, c); err != nil {
+		t.Errorf("the tap kept the upstream connection open: %v", err)
+	}
+	tt.stop()
+	// Not an upstream failure; the partial request is reported unchecked.
+	if fs := tt.found.withCheck("HTTP-2"); len(fs) != 0 {
+		t.Errorf("HTTP-2 findings for a harness that went away:%s", tt.found.dump())
+	}
+	if fs := tt.found.withCheck("TAP-1"); len(fs) != 1 {
+		t.Errorf("want one TAP-1 for the partial request:%s", tt.found.dump())
+	}
+}
