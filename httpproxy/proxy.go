@@ -1,9 +1,12 @@
 // Package httpproxy is ahp-tap's HTTP adapter: a reverse proxy in front of
 // an AHP backend, or a forward proxy the harness reaches through
-// HTTP_PROXY/HTTPS_PROXY, built on github.com/elazarl/goproxy (imported only
-// here). It forwards every request and response unchanged (method, headers,
-// body bytes; the status back) and hands a capped copy of each body, with
-// its HTTP envelope, to a tap.Auditor off the forwarding path.
+// HTTP_PROXY/HTTPS_PROXY. Reverse mode runs on a byte-preserving HTTP/1.1
+// relay (relay.go); forward mode, CONNECT, HTTPS interception and the
+// requests the relay declines run on net/http and
+// github.com/elazarl/goproxy (imported only here). Every request and
+// response is forwarded unchanged but for the changes docs/http.md lists,
+// and a capped copy of each body, with its HTTP envelope, goes to a
+// tap.Auditor off the forwarding path.
 package httpproxy
 
 import (
