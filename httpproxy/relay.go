@@ -361,8 +361,13 @@ func (c *relayConn) exchange() (keep bool) {
 		}
 		var n int
 		if err == nil {
-			_ = up.nc.SetReadDeadline(time.Now().Add(p.tr.ResponseHeaderTimeout))
+			if cp == nil {
+				_ = up.nc.SetReadDeadline(time.Now().Add(p.tr.ResponseHeaderTimeout))
+			} // else --upstream-timeout starts when the copier has sent the body
 			n, err = c.readResponse(up, method)
+			if cp != nil {
+				cp.headSeen()
+			}
 		}
 		if err == nil {
 			break
@@ -406,6 +411,9 @@ func (c *relayConn) exchange() (keep bool) {
 		keep, upKeep = false, false
 	default:
 		x.responseEnded()
+		if up.br.Buffered() > 0 {
+			upKeep = false // bytes past the response (a body on a HEAD answer, say): out of step
+		}
 	}
 	if cp != nil {
 		// The request body: read to its end, its last write is all that
@@ -548,10 +556,34 @@ type requestCopier struct {
 	readAll atomic.Bool   // the body was read from the harness to its end
 	done    chan struct{} // closed when the copy is over
 	err     error         // set before done closes
+
+	mu      sync.Mutex // guards head
+	head    bool       // the relay has the response head (or gave up on it)
+	timeout time.Duration
+	up      *upstreamConn
+}
+
+// headSeen says the response head came (or reading it failed): from now
+// on the copier leaves the upstream's read deadline alone.
+func (cp *requestCopier) headSeen() {
+	cp.mu.Lock()
+	cp.head = true
+	_ = cp.up.nc.SetReadDeadline(time.Time{})
+	cp.mu.Unlock()
+}
+
+// bodySent starts --upstream-timeout once the whole body is sent, as the
+// net/http Transport does, unless the answer already came.
+func (cp *requestCopier) bodySent() {
+	cp.mu.Lock()
+	if !cp.head {
+		_ = cp.up.nc.SetReadDeadline(time.Now().Add(cp.timeout))
+	}
+	cp.mu.Unlock()
 }
 
 func (c *relayConn) startCopier(up *upstreamConn, x *exchange) *requestCopier {
-	cp := &requestCopier{done: make(chan struct{})}
+	cp := &requestCopier{done: make(chan struct{}), up: up, timeout: c.r.p.tr.ResponseHeaderTimeout}
 	rq := &c.req
 	go func() {
 		defer close(cp.done)
@@ -568,7 +600,9 @@ func (c *relayConn) startCopier(up *upstreamConn, x *exchange) *requestCopier {
 		if err == nil {
 			cp.readAll.Store(true)
 			x.requestEnded()
-			err = bc.flush()
+			if err = bc.flush(); err == nil {
+				cp.bodySent()
+			}
 		} else if err != errWrite {
 			// The harness broke off the body: the upstream will never get
 			// the rest, so stop waiting for its answer.

@@ -590,3 +590,32 @@ func TestHarnessBreaksOffItsRequest(t *testing.T) {
 		t.Errorf("want one TAP-1 for the partial request:%s", tt.found.dump())
 	}
 }
+
+func TestUpstreamTimeoutStartsAfterTheBody(t *testing.T) {
+	// --upstream-timeout bounds the wait for an answer, not the harness's
+	// upload: a body that trickles in for longer is not a 504.
+	up := httptest.NewServer(okBackend())
+	defer up.Close()
+	tt := startTap(t, Config{Upstream: mustURL(t, up.URL), UpstreamTimeout: 100 * time.Millisecond})
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte(`{"jsonrpc":"2.0","id":"e1","method":"hooks/intercept","params":{"pad":"`))
+		for range 6 {
+			time.Sleep(50 * time.Millisecond)
+			pw.Write(bytes.Repeat([]byte("x"), 8<<10))
+		}
+		pw.Write([]byte(`"}}`))
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", tt.url+"/agent-hooks", pr)
+	req.Header = jsonHeader()
+	resp, err := client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("status = %d, want 200", resp.StatusCode)
+	}
+}
