@@ -110,7 +110,9 @@ func nothingMore(t *testing.T, who string, c net.Conn) {
 	}
 }
 
-func runWire(t *testing.T, tc wireCase, useTLS bool) {
+// runWire runs a script; trickle writes every byte on its own, so that the
+// tap sees heads, chunk lines and bodies split at every possible point.
+func runWire(t *testing.T, tc wireCase, useTLS, trickle bool) {
 	up := newRawUpstream(t, useTLS)
 	tt := startTap(t, Config{Upstream: mustURL(t, up.url()+tc.upPath), RootCAs: up.pool})
 	h, err := net.Dial("tcp", strings.TrimPrefix(tt.url, "http://"))
@@ -153,8 +155,17 @@ func runWire(t *testing.T, tc wireCase, useTLS bool) {
 		}
 		switch s.op {
 		case 'w':
-			if _, err := c.Write([]byte(expand(s.data))); err != nil {
-				t.Fatalf("%s write: %v", who, err)
+			b := []byte(expand(s.data))
+			step := len(b)
+			if trickle {
+				step = 1
+			}
+			for len(b) > 0 {
+				k := min(step, len(b))
+				if _, err := c.Write(b[:k]); err != nil {
+					t.Fatalf("%s write: %v", who, err)
+				}
+				b = b[k:]
 			}
 		case 'r':
 			readExact(t, who, c, expand(s.data))
@@ -350,9 +361,11 @@ func wireCases() []wireCase {
 }
 
 func TestWireFidelity(t *testing.T) {
-	for _, useTLS := range []bool{false, true} {
+	for _, mode := range []struct{ tls, trickle bool }{{false, false}, {true, false}, {false, true}} {
 		for _, tc := range wireCases() {
-			t.Run(fmt.Sprintf("tls=%v/%s", useTLS, tc.name), func(t *testing.T) { runWire(t, tc, useTLS) })
+			t.Run(fmt.Sprintf("tls=%v,trickle=%v/%s", mode.tls, mode.trickle, tc.name), func(t *testing.T) {
+				runWire(t, tc, mode.tls, mode.trickle)
+			})
 		}
 	}
 }
