@@ -157,6 +157,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		sink.Write(f)
 	}
 	auditor = tap.NewAuditor(engine, sink, rec, httpAuditQueue)
+	if err := httpproxy.LowerAuditPriority(auditor); err != nil {
+		diag.Debug().Err(err).Msg("could not lower the audit thread's priority")
+	}
 	cfg.Auditor, cfg.Metrics = auditor, metrics
 	proxy, err := httpproxy.New(cfg)
 	if err != nil {
