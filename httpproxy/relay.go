@@ -416,21 +416,21 @@ func (c *relayConn) exchange() (keep bool) {
 		}
 	}
 	if cp != nil {
-		// The request body: read to its end, its last write is all that
-		// can be left, and the harness connection stays in step; not read
-		// to its end (the upstream answered first), neither connection can
-		// go on.
+		// The request body: not read to its end (the upstream answered
+		// first), neither connection can go on; read to its end, the
+		// harness connection is in step and only the copier's last write
+		// to the upstream can be left.
 		if !cp.readAll.Load() {
 			keep, upKeep = false, false
 			c.nc.Close()
 		}
-		select {
-		case <-cp.done:
-		default:
-			upKeep = false
-			c.dropUpstream()
-			<-cp.done
+		if !upKeep {
+			c.dropUpstream() // unblocks a last write the upstream will not read
 		}
+		// Otherwise the upstream keeps the connection, so it reads the
+		// rest of the body (a keep-alive server that answered early must
+		// discard it to stay in step): the last write completes.
+		<-cp.done
 		if cp.err != nil {
 			keep, upKeep = false, false
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -45,7 +46,8 @@ type wireCase struct {
 	name   string
 	upPath string // appended to the upstream URL (--upstream with a path)
 	steps  []wireStep
-	audit  []string // the audit frames' bodies, in order, when checked
+	audit  []string   // the audit frames' bodies, in order, when checked
+	split  *rand.Rand // when set, writes go out in random pieces
 }
 
 // rawUpstream is a listener whose connections the script drives.
@@ -115,6 +117,11 @@ func nothingMore(t *testing.T, who string, c net.Conn) {
 func runWire(t *testing.T, tc wireCase, useTLS, trickle bool) {
 	up := newRawUpstream(t, useTLS)
 	tt := startTap(t, Config{Upstream: mustURL(t, up.url()+tc.upPath), RootCAs: up.pool})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("tap log:\n%s", tt.diag.String())
+		}
+	})
 	h, err := net.Dial("tcp", strings.TrimPrefix(tt.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +169,9 @@ func runWire(t *testing.T, tc wireCase, useTLS, trickle bool) {
 			}
 			for len(b) > 0 {
 				k := min(step, len(b))
+				if tc.split != nil {
+					k = min(1+tc.split.IntN(64), len(b))
+				}
 				if _, err := c.Write(b[:k]); err != nil {
 					t.Fatalf("%s write: %v", who, err)
 				}
@@ -631,4 +641,106 @@ func TestUpstreamTimeoutStartsAfterTheBody(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("status = %d, want 200", resp.StatusCode)
 	}
+}
+
+// TestWireFidelityRandom relays seeded random messages: random field names
+// in random case, random values (obs-text included), random whitespace
+// after the colon, random bodies framed by Content-Length or by chunks
+// with random extensions and trailers, written in random pieces; 40
+// exchanges on one connection per seed.
+func TestWireFidelityRandom(t *testing.T) {
+	for seed := range uint64(4) {
+		r := rand.New(rand.NewPCG(seed, 16))
+		tc := wireCase{name: fmt.Sprint(seed), split: rand.New(rand.NewPCG(seed, 17))}
+		for range 40 {
+			method := []string{"POST", "GET", "PUT", "PATCH", "DELETE", "X-Custom"}[r.IntN(6)]
+			target := "/" + randString(r, "abcXYZ019-._~%/", r.IntN(30))
+			if r.IntN(2) == 0 {
+				target += "?" + randString(r, "abcXYZ019-._~%=&", r.IntN(30))
+			}
+			fields, body := randFields(r), randBody(r)
+			pos := r.IntN(len(fields) + 1)
+			line := method + " " + target + " HTTP/1.1\r\n"
+			hreq := line + strings.Join(fields[:pos], "") + "Host: {H}\r\n" + strings.Join(fields[pos:], "") + body
+			ureq := line + strings.Join(fields[:pos], "") + "Host: {U}\r\n" + strings.Join(fields[pos:], "") + body
+			status := []string{"200 OK", "201 Created", "299 Odd", "400 Bad Request", "404 Not Found", "500 Oops"}[r.IntN(6)]
+			resp := "HTTP/1.1 " + status + "\r\n" + strings.Join(randFields(r), "") + randBody(r)
+			tc.steps = append(tc.steps, hw(hreq), ur(ureq), uw(resp), hr(resp))
+		}
+		t.Run(tc.name, func(t *testing.T) { runWire(t, tc, false, false) })
+	}
+}
+
+func randString(r *rand.Rand, alphabet string, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[r.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+const tokenChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~"
+
+// randFields returns random end-to-end field lines, each with its CRLF.
+func randFields(r *rand.Rand) []string {
+	var out []string
+	for range r.IntN(8) {
+		name := "X-" + randString(r, tokenChars, 1+r.IntN(15))
+		var v []byte
+		for range r.IntN(40) {
+			switch c := r.IntN(100); {
+			case c < 5:
+				v = append(v, byte(0x80+r.IntN(0x80))) // obs-text
+			case c < 10:
+				v = append(v, ' ')
+			case c < 12:
+				v = append(v, '\t')
+			default:
+				v = append(v, byte(0x21+r.IntN(0x7e-0x21))) // visible ASCII
+			}
+		}
+		v = bytes.ReplaceAll(v, []byte("{"), []byte("("))
+		out = append(out, name+":"+[]string{"", " ", "  ", "\t"}[r.IntN(4)]+string(v)+"\r\n")
+		if r.IntN(4) == 0 { // the same name again, in other case
+			out = append(out, strings.ToUpper(name)+": again\r\n")
+		}
+	}
+	return out
+}
+
+// randBody returns the framing fields, the empty line and a random body.
+func randBody(r *rand.Rand) string {
+	data := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+		}
+		return string(b)
+	}
+	if r.IntN(2) == 0 {
+		return cl(data(r.IntN(3000)))
+	}
+	var b strings.Builder
+	b.WriteString("Transfer-Encoding: chunked\r\n\r\n")
+	for range r.IntN(5) {
+		n := 1 + r.IntN(2000)
+		size := fmt.Sprintf("%x", n)
+		if r.IntN(2) == 0 {
+			size = strings.ToUpper(size)
+		}
+		if r.IntN(3) == 0 {
+			size = "00" + size
+		}
+		b.WriteString(size)
+		if r.IntN(3) == 0 {
+			b.WriteString(";" + randString(r, tokenChars, 1+r.IntN(8)) + "=" + randString(r, tokenChars, r.IntN(8)))
+		}
+		b.WriteString("\r\n" + data(n) + "\r\n")
+	}
+	b.WriteString("0\r\n")
+	for range r.IntN(3) {
+		b.WriteString("X-T" + randString(r, tokenChars, 1+r.IntN(8)) + ": " + randString(r, tokenChars, r.IntN(20)) + "\r\n")
+	}
+	b.WriteString("\r\n")
+	return b.String()
 }
