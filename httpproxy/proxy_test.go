@@ -852,9 +852,14 @@ func TestTarget(t *testing.T) {
 		{"https://p.example.com/base?k=1", "/x?q=2", "https://p.example.com/base/x?k=1&q=2"},
 	}
 	for _, tc := range tests {
-		p := &Proxy{upstream: mustURL(t, tc.up)}
+		u := mustURL(t, tc.up)
+		p := &Proxy{upstream: u, rewriteTarget: (u.Path != "" && u.Path != "/") || u.RawQuery != ""}
 		if got := p.target(mustURL(t, tc.in)).String(); got != tc.want {
 			t.Errorf("target(%s, %s) = %s, want %s", tc.up, tc.in, got, tc.want)
+		}
+		// The relay rewrites the raw target the same way.
+		if got := u.Scheme + "://" + u.Host + string(p.relayTarget([]byte(tc.in))); got != tc.want {
+			t.Errorf("relayTarget(%s, %s) = %s, want %s", tc.up, tc.in, got, tc.want)
 		}
 	}
 }
