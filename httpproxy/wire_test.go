@@ -647,13 +647,15 @@ func TestUpstreamTimeoutStartsAfterTheBody(t *testing.T) {
 // in random case, random values (obs-text included), random whitespace
 // after the colon, random bodies framed by Content-Length or by chunks
 // with random extensions and trailers, written in random pieces; 40
-// exchanges on one connection per seed.
+// exchanges on one connection per seed, with HEAD, 204, 304, 1xx,
+// Expect: 100-continue and pipelined pairs among them.
 func TestWireFidelityRandom(t *testing.T) {
-	for seed := range uint64(4) {
+	for seed := range uint64(8) {
 		r := rand.New(rand.NewPCG(seed, 16))
 		tc := wireCase{name: fmt.Sprint(seed), split: rand.New(rand.NewPCG(seed, 17))}
-		for range 40 {
-			method := []string{"POST", "GET", "PUT", "PATCH", "DELETE", "X-Custom"}[r.IntN(6)]
+		type exchange struct{ hreq, ureq, resp string }
+		gen := func() exchange {
+			method := []string{"POST", "GET", "PUT", "PATCH", "DELETE", "X-Custom", "HEAD"}[r.IntN(7)]
 			target := "/" + randString(r, "abcXYZ019-._~%/", r.IntN(30))
 			if r.IntN(2) == 0 {
 				target += "?" + randString(r, "abcXYZ019-._~%=&", r.IntN(30))
@@ -661,11 +663,37 @@ func TestWireFidelityRandom(t *testing.T) {
 			fields, body := randFields(r), randBody(r)
 			pos := r.IntN(len(fields) + 1)
 			line := method + " " + target + " HTTP/1.1\r\n"
-			hreq := line + strings.Join(fields[:pos], "") + "Host: {H}\r\n" + strings.Join(fields[pos:], "") + body
-			ureq := line + strings.Join(fields[:pos], "") + "Host: {U}\r\n" + strings.Join(fields[pos:], "") + body
-			status := []string{"200 OK", "201 Created", "299 Odd", "400 Bad Request", "404 Not Found", "500 Oops"}[r.IntN(6)]
-			resp := "HTTP/1.1 " + status + "\r\n" + strings.Join(randFields(r), "") + randBody(r)
-			tc.steps = append(tc.steps, hw(hreq), ur(ureq), uw(resp), hr(resp))
+			x := exchange{
+				hreq: line + strings.Join(fields[:pos], "") + "Host: {H}\r\n" + strings.Join(fields[pos:], "") + body,
+				ureq: line + strings.Join(fields[:pos], "") + "Host: {U}\r\n" + strings.Join(fields[pos:], "") + body,
+			}
+			if r.IntN(8) == 0 {
+				x.resp = "HTTP/1.1 103 Early Hints\r\n" + strings.Join(randFields(r), "") + "\r\n"
+			}
+			switch status := []string{"200 OK", "201 Created", "299 Odd", "400 Bad Request", "404 Not Found", "500 Oops",
+				"204 No Content", "304 Not Modified"}[r.IntN(8)]; {
+			case method == "HEAD" || status[0] == '3' || status[0] == '2' && status[1] == '0' && status[2] == '4':
+				// No body whatever the framing fields say.
+				x.resp += "HTTP/1.1 " + status + "\r\n" + strings.Join(randFields(r), "") +
+					[]string{"Content-Length: 1234\r\n", "Transfer-Encoding: chunked\r\n", ""}[r.IntN(3)] + "\r\n"
+			default:
+				x.resp += "HTTP/1.1 " + status + "\r\n" + strings.Join(randFields(r), "") + randBody(r)
+			}
+			return x
+		}
+		for range 40 {
+			switch x := gen(); r.IntN(6) {
+			case 0: // two requests pipelined in one go
+				y := gen()
+				tc.steps = append(tc.steps, hw(x.hreq+y.hreq), ur(x.ureq), uw(x.resp), ur(y.ureq), uw(y.resp), hr(x.resp+y.resp))
+			case 1: // Expect: 100-continue, answered 100 by the backend
+				hd, bd, _ := strings.Cut(x.hreq, "\r\n\r\n")
+				ud, _, _ := strings.Cut(x.ureq, "\r\n\r\n")
+				tc.steps = append(tc.steps, hw(hd+"\r\nExpect: 100-continue\r\n\r\n"), ur(ud+"\r\nExpect: 100-continue\r\n\r\n"),
+					uw("HTTP/1.1 100 Continue\r\n\r\n"), hr("HTTP/1.1 100 Continue\r\n\r\n"), hw(bd), ur(bd), uw(x.resp), hr(x.resp))
+			default:
+				tc.steps = append(tc.steps, hw(x.hreq), ur(x.ureq), uw(x.resp), hr(x.resp))
+			}
 		}
 		t.Run(tc.name, func(t *testing.T) { runWire(t, tc, false, false) })
 	}
