@@ -349,7 +349,8 @@ func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	bp := p.bufs.Get().(*[]byte)
-	n, readErr, writeErr := copyBody(w, resp.Body, *bp)
+	// What the upstream flushed goes on at once (issue 8).
+	n, readErr, writeErr := copyBody(flushingWriter{w}, resp.Body, *bp)
 	p.bufs.Put(bp)
 	switch {
 	case readErr != nil:
@@ -366,6 +367,17 @@ func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 	for k, vs := range resp.Trailer {
 		h[http.TrailerPrefix+k] = vs
 	}
+}
+
+// flushingWriter flushes every write to the harness.
+type flushingWriter struct{ w http.ResponseWriter }
+
+func (f flushingWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		err = http.NewResponseController(f.w).Flush()
+	}
+	return n, err
 }
 
 // copyBody copies src to dst like io.CopyBuffer, and says which side
