@@ -94,13 +94,13 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 
 // startTap runs a proxy configured by cfg (Auditor, Log and Metrics are
 // filled in). stop is idempotent and also runs at cleanup.
-func startTap(t *testing.T, cfg Config) *testTap {
+func startTap(t testing.TB, cfg Config) *testTap {
 	t.Helper()
 	return startTapAt(t, cfg, "127.0.0.1:0")
 }
 
 // startTapAt is startTap listening on addr.
-func startTapAt(t *testing.T, cfg Config, addr string) *testTap {
+func startTapAt(t testing.TB, cfg Config, addr string) *testTap {
 	t.Helper()
 	tt := &testTap{found: &findings{}, diag: &syncBuffer{}, capPath: filepath.Join(t.TempDir(), "cap.jsonl")}
 	cw, err := capture.Create(tt.capPath, capture.Header{Tool: "test", Transport: tap.HTTP})
@@ -141,7 +141,7 @@ func startTapAt(t *testing.T, cfg Config, addr string) *testTap {
 	return tt
 }
 
-func mustURL(t *testing.T, s string) *url.URL {
+func mustURL(t testing.TB, s string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(s)
 	if err != nil {

@@ -393,13 +393,41 @@ func (h *head) appendForwarded(out, target, host []byte) []byte {
 // every field including the hop-by-hop ones (the audit records what the
 // peer sent).
 func (h *head) header() http.Header {
+	// One string holds every name and value, one array every value slice:
+	// three allocations per head instead of two per field.
+	all := string(h.raw)
+	vals := make([]string, len(h.fields))
 	hd := make(http.Header, len(h.fields))
 	for i := range h.fields {
 		f := &h.fields[i]
-		k := textproto.CanonicalMIMEHeaderKey(string(h.name(f)))
-		hd[k] = append(hd[k], string(h.value(f)))
+		k := commonKey(h.name(f))
+		if k == "" {
+			k = textproto.CanonicalMIMEHeaderKey(all[f.name.s:f.name.e])
+		}
+		vals[i] = all[f.value.s:f.value.e]
+		if prev, ok := hd[k]; ok {
+			hd[k] = append(prev, vals[i]) // prev's capacity is 1: this copies
+		} else {
+			hd[k] = vals[i : i+1 : i+1]
+		}
 	}
 	return hd
+}
+
+// commonNames are field names frequent enough on AHP traffic to be worth
+// not allocating a key for.
+var commonNames = []string{"Host", "Content-Type", "Content-Length", "Authorization", "User-Agent", "Accept",
+	"Accept-Encoding", "Date", "Connection", "Transfer-Encoding", "Server", "Expect"}
+
+// commonKey returns the canonical form of name when it is a common one,
+// else "".
+func commonKey(name []byte) string {
+	for _, c := range commonNames {
+		if len(c) == len(name) && bytes.EqualFold(name, []byte(c)) {
+			return c
+		}
+	}
+	return ""
 }
 
 // bodyless reports whether a response to method carries no body whatever
