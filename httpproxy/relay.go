@@ -38,7 +38,7 @@ import (
 // without keep-alive, or sent a close-delimited body.
 
 const (
-	relayReadBuf    = 16 << 10 // bufio.Reader per side
+	relayReadBuf    = 8 << 10  // bufio.Reader per side: a 1 KiB AHP request arrives whole in one
 	relayOutBuf     = 32 << 10 // pending output per direction
 	maxRequestHead  = 64 << 10 // a larger head is declined to net/http (its limit is 1 MiB)
 	maxResponseHead = 1 << 20  // a larger response head is a 502
@@ -171,7 +171,7 @@ type relayConn struct {
 	nc   net.Conn
 	id   string
 	br   *bufio.Reader // harness side; nil once handed to net/http
-	out  *[]byte       // pooled output buffer
+	out  *[]byte       // pooled output buffer, during an exchange
 	hbuf []byte        // the current request head's bytes
 	req  head
 	resp head
@@ -224,7 +224,6 @@ func (c *relayConn) dropUpstream() {
 func (c *relayConn) serve() {
 	c.br = c.r.readers.Get().(*bufio.Reader)
 	c.br.Reset(c.nc)
-	c.out = c.r.outs.Get().(*[]byte)
 	handedOff := false
 	defer func() {
 		c.dropUpstream()
@@ -233,7 +232,6 @@ func (c *relayConn) serve() {
 			c.br.Reset(nil)
 			c.r.readers.Put(c.br)
 		}
-		c.r.outs.Put(c.out)
 		c.r.mu.Lock()
 		delete(c.r.conns, c)
 		c.r.mu.Unlock()
@@ -318,6 +316,10 @@ var loopResponse = "HTTP/1.1 508 Loop Detected\r\nContent-Type: text/plain; char
 // harness connection can carry another request.
 func (c *relayConn) exchange() (keep bool) {
 	p := c.r.p
+	// The output buffer is the exchange's only: an idle connection holds
+	// no more than its two read buffers.
+	c.out = c.r.outs.Get().(*[]byte)
+	defer func() { c.r.outs.Put(c.out); c.out = nil }()
 	rq := &c.req
 	method := rq.raw[rq.parts[0].s:rq.parts[0].e]
 	target := rq.raw[rq.parts[1].s:rq.parts[1].e]
