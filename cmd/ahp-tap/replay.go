@@ -25,6 +25,8 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	logPath := fs.String("log", "", "also append findings to the violation log at `PATH` (- for stderr)")
 	format := fs.String("format", "text", "output format: text or json")
 	failOn := fs.String("fail-on", "error", "exit 1 when a finding at or above this level exists: error, warn, info or never")
+	var otlpf otlpFlags
+	otlpf.register(fs)
 	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
@@ -52,6 +54,10 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		return usageError("replay: no CAPTURE given (usage: ahp-tap replay [flags] CAPTURE...)")
 	}
 	l, err := ef.load()
+	if err != nil {
+		return err
+	}
+	otlpx, err := otlpf.open("", m.Stderr)
 	if err != nil {
 		return err
 	}
@@ -87,6 +93,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 			lg.WriteWait(f) // offline: wait rather than drop; a nil log (no --log) discards
 		}
 	}
+	sources = exportSources(otlpx, sources, lg)
 	if err := lg.Close(); err != nil {
 		fmt.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
 	}
