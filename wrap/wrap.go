@@ -99,6 +99,11 @@ func Wrap(doc []byte, o Options) ([]byte, []Change, error) {
 			es, c = wrapHTTP(doc, tr, o, port, c)
 			if c.Action == "wrapped" {
 				port++
+				if t, _ := h.Path("authentication", "type").Text(); t == "oauth" {
+					// AHP-AUTH-001: OAuth discovery starts from the url the
+					// harness posts to, now the tap's.
+					c.Detail += "; OAuth: the harness now discovers the protected resource from the tap's url, and the tap forwards its 401 challenges unchanged"
+				}
 			}
 		default:
 			c.Action, c.Detail = "skipped", fmt.Sprintf("transport type %q is neither stdio nor http", kind)
