@@ -2,8 +2,8 @@
 // records, over OTLP/HTTP, with the official OpenTelemetry Go SDK.
 //
 // An Exporter is a tap.Sink that never blocks and never fails the tap:
-// Write hands the record to a bounded queue and returns; one goroutine
-// batches the queue and exports it. When the queue is full (the collector
+// Write puts the finding in a bounded queue and returns; one goroutine
+// turns the queue into log records, in batches, and exports them. When the queue is full (the collector
 // is slow, down or hanging) a finding is dropped and counted, as is every
 // finding of a batch the collector did not take. Close reports the count
 // as a TAP-1 finding, and Collectors exposes it as a Prometheus metric.
@@ -150,6 +150,8 @@ func New(cfg Config) (*Exporter, error) {
 	lp := sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(p))
 	x := &Exporter{cfg: cfg, provider: lp, proc: p, target: target,
 		logger: lp.Logger("github.com/ahp-tap/ahp-tap", otellog.WithInstrumentationVersion(cfg.Version))}
+	p.emit = x.emit
+	p.start()
 	return x, nil
 }
 
@@ -163,24 +165,32 @@ func firstEnv(names ...string) string {
 }
 
 // Write exports f without blocking: it is dropped and counted when the
-// queue is full. It implements tap.Sink.
-func (x *Exporter) Write(f tap.Finding) { x.emit(f, x.cfg.Capture) }
+// queue is full. It implements tap.Sink. Nothing but a copy into the queue
+// happens on the caller's goroutine.
+func (x *Exporter) Write(f tap.Finding) {
+	if x != nil {
+		x.proc.offer(pending{f: f, capture: x.cfg.Capture}, 0)
+	}
+}
 
 // WriteWait exports f as found in the named capture, waiting up to the
 // export timeout for room in the queue: for offline use (replay), where
 // nothing is forwarded and waiting beats dropping.
 func (x *Exporter) WriteWait(f tap.Finding, capture string) {
-	if x == nil {
-		return
+	if x != nil {
+		x.proc.offer(pending{f: f, capture: capture}, x.cfg.ExportTimeout)
 	}
-	x.proc.wait(x.cfg.ExportTimeout)
-	x.emit(f, capture)
 }
 
+// A pending finding waits in the queue for the export goroutine.
+type pending struct {
+	f       tap.Finding
+	capture string
+}
+
+// emit turns a finding into a log record through the SDK's logger, which
+// hands it to the processor. It runs on the export goroutine only.
 func (x *Exporter) emit(f tap.Finding, capture string) {
-	if x == nil {
-		return
-	}
 	var r otellog.Record
 	now := time.Now()
 	ts := f.Time
@@ -309,21 +319,26 @@ func (x *Exporter) Collectors() []prometheus.Collector {
 }
 
 // processor is the SDK log processor between the logger and the OTLP
-// exporter: a bounded queue that drops and counts, and one goroutine that
-// exports it in batches. (The SDK's BatchProcessor also drops when full,
-// but only logs how many; ahp-tap must report every loss as TAP-1.)
+// exporter, and the bounded queue in front of both: findings wait in the
+// queue (dropped and counted when it is full), and one goroutine turns
+// them into records through the logger, which hands each back to OnEmit,
+// and exports them in batches. (The SDK's BatchProcessor also drops when
+// full, but only logs how many; ahp-tap must report every loss as TAP-1,
+// and keep the SDK's work off the auditing goroutine.)
 type processor struct {
 	exp     sdklog.Exporter
+	emit    func(f tap.Finding, capture string) // the exporter's, set before the goroutine starts
 	timeout time.Duration
 	diag    io.Writer
 	target  string
 
 	ctx      context.Context // cancelled when the drain at stop runs out of time
 	cancel   context.CancelFunc
-	q        chan sdklog.Record // bounded queue; never closed (OnEmit may race with stop)
-	stopping chan struct{}      // closed by stop: drain what is queued, then end
-	deadline atomic.Int64       // unix nanoseconds by which the drain ends
-	done     chan struct{}      // closed when the export goroutine has ended
+	q        chan pending    // bounded queue; never closed (Write may race with stop)
+	batch    []sdklog.Record // records emitted for the export in progress; export goroutine only
+	stopping chan struct{}   // closed by stop: drain what is queued, then end
+	deadline atomic.Int64    // unix nanoseconds by which the drain ends
+	done     chan struct{}   // closed when the export goroutine has ended
 	once     sync.Once
 	dropped  atomic.Uint64
 	exported atomic.Uint64
@@ -332,49 +347,50 @@ type processor struct {
 
 func newProcessor(exp sdklog.Exporter, cfg Config, target string) *processor {
 	p := &processor{exp: exp, timeout: cfg.ExportTimeout, diag: cfg.Diag, target: target,
-		q: make(chan sdklog.Record, cfg.Queue), stopping: make(chan struct{}), done: make(chan struct{})}
+		q: make(chan pending, cfg.Queue), stopping: make(chan struct{}), done: make(chan struct{}),
+		batch: make([]sdklog.Record, 0, DefaultBatch)}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	go p.run()
 	return p
+}
+
+// start runs the export goroutine.
+func (p *processor) start() { go p.run() }
+
+// offer queues a finding, waiting up to wait for room; it is dropped and
+// counted otherwise, and after stop.
+func (p *processor) offer(it pending, wait time.Duration) {
+	select {
+	case <-p.stopping:
+		p.dropped.Add(1)
+		return
+	default:
+	}
+	select {
+	case p.q <- it:
+		return
+	default:
+	}
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case p.q <- it:
+			return
+		case <-t.C:
+		case <-p.stopping:
+		}
+	}
+	p.dropped.Add(1)
 }
 
 // Enabled implements sdklog.Processor.
 func (p *processor) Enabled(context.Context, sdklog.EnabledParameters) bool { return true }
 
-// OnEmit implements sdklog.Processor: it queues a copy of r, or drops it.
+// OnEmit implements sdklog.Processor: it adds r to the batch being built.
+// Only the export goroutine emits.
 func (p *processor) OnEmit(_ context.Context, r *sdklog.Record) error {
-	select {
-	case <-p.stopping:
-		p.dropped.Add(1)
-		return nil
-	default:
-	}
-	select {
-	case p.q <- r.Clone():
-	default:
-		p.dropped.Add(1)
-	}
+	p.batch = append(p.batch, r.Clone())
 	return nil
-}
-
-// wait waits up to d for room in the queue.
-func (p *processor) wait(d time.Duration) {
-	if len(p.q) < cap(p.q) {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for len(p.q) >= cap(p.q) {
-		select {
-		case <-t.C:
-			return
-		case <-p.stopping:
-			return
-		case <-tick.C:
-		}
-	}
 }
 
 // Shutdown implements sdklog.Processor; stop has done the work.
@@ -385,52 +401,53 @@ func (p *processor) ForceFlush(context.Context) error { return nil }
 
 func (p *processor) run() {
 	defer close(p.done)
-	batch := make([]sdklog.Record, 0, DefaultBatch)
 	for {
 		select {
-		case r := <-p.q:
-			batch = append(batch[:0], r)
+		case it := <-p.q:
+			p.emit(it.f, it.capture)
 		case <-p.stopping:
-			p.drain(batch[:0])
+			p.drain()
 			return
 		}
-		for len(batch) < DefaultBatch {
-			select {
-			case r := <-p.q:
-				batch = append(batch, r)
-				continue
-			default:
-			}
-			break
+		p.fill()
+		p.export(time.Now().Add(p.timeout))
+	}
+}
+
+// fill emits what is queued, up to a batch.
+func (p *processor) fill() {
+	for len(p.batch) < DefaultBatch {
+		select {
+		case it := <-p.q:
+			p.emit(it.f, it.capture)
+			continue
+		default:
 		}
-		p.export(batch, time.Now().Add(p.timeout))
+		return
 	}
 }
 
 // drain exports what is queued until the queue is empty or the deadline
 // set by stop passes; what is left is counted as dropped.
-func (p *processor) drain(batch []sdklog.Record) {
+func (p *processor) drain() {
 	deadline := time.Unix(0, p.deadline.Load())
 	for time.Now().Before(deadline) {
-		batch = batch[:0]
-		for len(batch) < DefaultBatch {
-			select {
-			case r := <-p.q:
-				batch = append(batch, r)
-				continue
-			default:
-			}
-			break
-		}
-		if len(batch) == 0 {
+		p.fill()
+		if len(p.batch) == 0 {
 			return
 		}
-		p.export(batch, deadline)
+		p.export(deadline)
 	}
 	p.dropped.Add(uint64(len(p.q)))
 }
 
-func (p *processor) export(batch []sdklog.Record, deadline time.Time) {
+// export sends the batch and empties it.
+func (p *processor) export(deadline time.Time) {
+	batch := p.batch
+	p.batch = p.batch[:0]
+	if len(batch) == 0 {
+		return
+	}
 	ctx, cancel := context.WithDeadline(p.ctx, deadline)
 	defer cancel()
 	if err := p.exp.Export(ctx, batch); err != nil {
@@ -467,8 +484,8 @@ func (p *processor) stop(timeout time.Duration) bool {
 	select {
 	case <-p.done:
 	case <-time.After(timeout + 100*time.Millisecond):
-		// An export is stuck past its deadline: give up on it; its
-		// findings and the queue's are lost.
+		// An export is stuck past its deadline: give up on it; the
+		// queue's findings are lost.
 		p.dropped.Add(uint64(len(p.q)))
 	}
 	return true
