@@ -215,3 +215,37 @@ func equalCounts(a, b map[string]int) bool {
 	}
 	return true
 }
+
+// TestWrapOutputFile: -o keeps an existing file's mode, replaces it whole,
+// and refuses a symbolic link rather than write through it.
+func TestWrapOutputFile(t *testing.T) {
+	dir := t.TempDir()
+	reg := filepath.Join(dir, "hooks.json")
+	if err := os.WriteFile(reg, []byte(demoRegistration), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "tapped.json")
+	if err := os.WriteFile(out, []byte(strings.Repeat("old ", 1000)), 0o604); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(out, 0o604)
+	if r := runTap(t, "", "wrap", "--dir", dir, "-o", out, reg); r.code != 0 {
+		t.Fatalf("wrap: exit %d: %s", r.code, r.stderr)
+	}
+	data, _ := os.ReadFile(out)
+	if st, _ := os.Stat(out); st.Mode().Perm() != 0o604 || strings.Contains(string(data), "old") || !strings.Contains(string(data), `"stdio"`) {
+		t.Errorf("-o over an existing file: mode %v, content %q; want 0604 and the wrapped registration only", st.Mode().Perm(), data)
+	}
+	target := filepath.Join(dir, "target.json")
+	os.WriteFile(target, []byte("keep"), 0o600)
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if r := runTap(t, "", "wrap", "--dir", dir, "-o", link, reg); r.code != 2 {
+		t.Errorf("-o a symbolic link: exit %d, want 2", r.code)
+	}
+	if data, _ := os.ReadFile(target); string(data) != "keep" {
+		t.Errorf("wrap wrote through a symbolic link: %q", data)
+	}
+}
