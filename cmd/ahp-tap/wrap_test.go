@@ -249,3 +249,52 @@ func TestWrapOutputFile(t *testing.T) {
 		t.Errorf("wrap wrote through a symbolic link: %q", data)
 	}
 }
+
+// TestWrappedPerEventBackendSharesState wraps a per_event backend and runs
+// it as a per-event harness does: one process per event, one message in,
+// stdin closed. The wrapped entry gives every process the same --state, so
+// an event re-sent with other content in a second process is a BASE-6
+// finding, which no single process could see.
+func TestWrappedPerEventBackendSharesState(t *testing.T) {
+	dir := t.TempDir()
+	reg := strings.Replace(demoRegistration, `"command": "ahp-tap", "args": ["example-backend", "--mode", "demo"], "lifecycle": "persistent"`,
+		`"command": "`+tapBinary+`", "args": ["example-backend"], "lifecycle": "per_event"`, 1)
+	if reg == demoRegistration {
+		t.Fatal("the demo registration changed; update this test")
+	}
+	in := filepath.Join(dir, "hooks.json")
+	os.WriteFile(in, []byte(reg), 0o600)
+	logs := filepath.Join(dir, "logs")
+	r := runTap(t, "", "wrap", "--dir", logs, "--tap", tapBinary, in)
+	if r.code != 0 {
+		t.Fatalf("wrap: exit %d: %s", r.code, r.stderr)
+	}
+	var d struct {
+		Hooks []struct {
+			Transport struct {
+				Command string
+				Args    []string
+			}
+		}
+	}
+	json.Unmarshal([]byte(r.stdout), &d)
+	tr := d.Hooks[0].Transport
+	if !strings.Contains(strings.Join(tr.Args, " "), "--state "+filepath.Join(logs, demoHook+".state")) {
+		t.Fatalf("wrapped per_event args %q lack --state", tr.Args)
+	}
+	event := func(command string) string {
+		return `{"jsonrpc":"2.0","id":"evt_r1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"evt_r1","source":"urn:example:h","type":"tool.before","time":"2026-12-02T10:00:00Z","harness":{"name":"h","version":"1"},"session":{"id":"s1","cwd":"/w"},"tool":{"name":"Bash","kind":"shell","input":{"command":"` + command + `"},"origin":"native"},"call":{"id":"c1"},"path":"native"},"capabilities":{"effects":["deny"]}}}` + "\n"
+	}
+	for _, msg := range []string{event("ls"), event("rm -rf /")} {
+		cmd := exec.Command(tr.Command, tr.Args...)
+		cmd.Stdin = strings.NewReader(msg)
+		out, err := cmd.Output()
+		if err != nil || !strings.Contains(string(out), `"id":"evt_r1"`) {
+			t.Fatalf("per-event process: %v, answered %q", err, out)
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(logs, demoHook+".violations.log"))
+	if logCounts(t, log)["BASE-6"] == 0 {
+		t.Errorf("no BASE-6 for the event re-sent with other content across processes:\n%s", log)
+	}
+}
