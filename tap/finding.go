@@ -79,6 +79,11 @@ type Finding struct {
 	// org.w3c.trace_context extension, so that a finding can be joined to
 	// the harness's trace.
 	TraceParent string `json:"traceParent,omitempty"`
+	// OlderDraft names the earlier state of the draft whose shape this
+	// finding reports ("the 0.1 revision"), on the first such finding of a
+	// conversation; the message already says so, and the summary gathers
+	// them. Not part of any record format.
+	OlderDraft string `json:"-"`
 }
 
 // String renders a finding on one line for people.
