@@ -47,6 +47,8 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	maxAudit := fs.Int("max-audit-body", httpproxy.DefaultMaxAuditBody, "cap the audit copy of each body at `BYTES`; larger bodies are forwarded whole and reported unchecked (TAP-1)")
 	upTimeout := fs.Duration("upstream-timeout", httpproxy.DefaultUpstreamTimeout, "answer 504 when the upstream sends no response headers within `D`")
 	drain := fs.Duration("drain", httpproxy.DefaultDrain, "on SIGINT/SIGTERM, wait up to `D` for requests in flight")
+	var otlpf otlpFlags
+	otlpf.register(fs)
 	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
@@ -96,6 +98,10 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		cfg.MITMCA = ca
 	}
 	l, err := ef.load()
+	if err != nil {
+		return err
+	}
+	otlpx, err := otlpf.open(*capPath, m.Stderr)
 	if err != nil {
 		return err
 	}
@@ -153,6 +159,11 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if vlog != nil {
 		sink = append(sink, vlog)
 	}
+	others := sink // where the exporter reports the findings it lost
+	if otlpx != nil {
+		sink = append(sink, otlpx)
+		metrics.Register(otlpx.Collectors()...)
+	}
 	for _, f := range l.regFindings {
 		sink.Write(f)
 	}
@@ -164,6 +175,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	proxy, err := httpproxy.New(cfg)
 	if err != nil {
 		auditor.Close()
+		otlpx.Close(0)
 		vlog.Close()
 		if cw != nil {
 			cw.Close()
@@ -202,6 +214,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	proxy.Close()
 	auditor.Close() // drains the queue, end-of-stream rules, TAP-1 for drops
+	closeOTLP(otlpx, httpCloseTimeout, others)
 	logErr := vlog.Close()
 	var capErr error
 	if cw != nil {
