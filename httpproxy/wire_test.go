@@ -695,7 +695,8 @@ func TestWireFidelityRandom(t *testing.T) {
 				tc.steps = append(tc.steps, hw(x.hreq), ur(x.ureq), uw(x.resp), hr(x.resp))
 			}
 		}
-		t.Run(tc.name, func(t *testing.T) { runWire(t, tc, false, false) })
+		useTLS := seed%4 == 3 // every fourth seed over TLS
+		t.Run(fmt.Sprintf("%s,tls=%v", tc.name, useTLS), func(t *testing.T) { runWire(t, tc, useTLS, false) })
 	}
 }
 
