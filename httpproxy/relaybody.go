@@ -195,24 +195,15 @@ func chunkSize(l []byte) (int64, error) {
 	var n int64
 	i := 0
 	for ; i < len(l); i++ {
-		c := l[i]
-		var d byte
-		switch {
-		case '0' <= c && c <= '9':
-			d = c - '0'
-		case 'a' <= c && c <= 'f':
-			d = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			goto rest
+		d := hexDigit(l[i])
+		if d < 0 {
+			break
 		}
 		if n > (1<<62)>>4 {
 			return 0, errors.New("chunked framing: chunk size too large")
 		}
 		n = n<<4 | int64(d)
 	}
-rest:
 	if i == 0 {
 		return 0, fmt.Errorf("chunked framing: malformed chunk size %q", truncate(l, 64))
 	}
@@ -221,6 +212,19 @@ rest:
 		return 0, fmt.Errorf("chunked framing: malformed chunk size %q", truncate(l, 64))
 	}
 	return n, nil
+}
+
+// hexDigit is the value of a hex digit, or -1.
+func hexDigit(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
 }
 
 // copyBody copies a body in framing f.

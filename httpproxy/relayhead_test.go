@@ -48,3 +48,20 @@ func TestHeadSyntaxErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestChunkSize(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		n    int64
+		ok   bool
+	}{
+		{"1a\r\n", 26, true}, {"1A;x=y\r\n", 26, true}, {"0010 ; q\r\n", 16, true}, {"0\n", 0, true},
+		{"\r\n", 0, false}, {"x\r\n", 0, false}, {"1 2\r\n", 0, false}, {"1\r2\r\n", 0, false},
+		{"fffffffffffffffff\r\n", 0, false}, {"-1\r\n", 0, false},
+	} {
+		n, err := chunkSize([]byte(tc.line))
+		if (err == nil) != tc.ok || n != tc.n {
+			t.Errorf("chunkSize(%q) = %d, %v; want %d, ok=%v", tc.line, n, err, tc.n, tc.ok)
+		}
+	}
+}
