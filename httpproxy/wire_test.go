@@ -538,6 +538,13 @@ func TestDeclinedRequestsUseNetHTTP(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("a relayed request after a declined one: %d", resp.StatusCode)
 	}
+	// A head larger than the relay takes goes to net/http too.
+	big := jsonHeader()
+	big.Set("X-Big", strings.Repeat("b", maxRequestHead))
+	if resp, body := post(t, client(), tt.url+"/agent-hooks", []byte(interceptBody), big); resp.StatusCode != 200 ||
+		got.Get("X-Big") != big.Get("X-Big") || string(body) != wireResp {
+		t.Errorf("a %d-byte head: got %d %q", maxRequestHead, resp.StatusCode, body)
+	}
 	// A CONNECT is still refused: reverse mode is not an open proxy.
 	h2, _ := net.Dial("tcp", strings.TrimPrefix(tt.url, "http://"))
 	defer h2.Close()
@@ -558,6 +565,7 @@ func TestMalformedResponsesAre502(t *testing.T) {
 		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
 		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n",
 		"HTTP/9.9 200 OK\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("b", maxResponseHead) + "\r\n\r\n",
 	} {
 		t.Run(resp[:min(len(resp), 30)], func(t *testing.T) {
 			up := newRawUpstream(t, false)
