@@ -23,7 +23,7 @@ type Framer struct {
 	seq   uint64
 	split map[streamKey]*Splitter
 	order []streamKey // streams in the order they started
-	now   time.Time // read time of the bytes being split
+	now   time.Time   // read time of the bytes being split
 }
 
 type streamKey struct {
