@@ -1,9 +1,6 @@
 package tap
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
 // An Analysis is a computation over a frame that several rules read: the
 // shape walk, the edit evaluation, the outcome of an exchange. Rules
@@ -82,13 +79,21 @@ func analysesOf(rules []Rule) []*Analysis {
 // no rule reports would vanish without a word. A complete rule set
 // (rules.Default) calls it at construction.
 func VerifyAnalyses(rules []Rule) {
+	type key struct {
+		a     *Analysis
+		check string
+	}
+	reported := make(map[key]bool)
+	for _, r := range rules {
+		if rq, ok := r.(Requirer); ok {
+			for _, a := range rq.Requires() {
+				reported[key{a, r.Info().Check}] = true
+			}
+		}
+	}
 	for _, a := range analysesOf(rules) {
 		for _, check := range a.Checks {
-			reported := slices.ContainsFunc(rules, func(r Rule) bool {
-				rq, ok := r.(Requirer)
-				return ok && r.Info().Check == check && slices.Contains(rq.Requires(), a)
-			})
-			if !reported {
+			if !reported[key{a, check}] {
 				panic(fmt.Sprintf("tap: analysis %q files problems under %s, but no rule reading it reports %s", a.Name, check, check))
 			}
 		}
@@ -98,17 +103,23 @@ func VerifyAnalyses(rules []Rule) {
 // analyse runs every analysis of the engine on f, in order. A panicking
 // analysis becomes a TAP-2 finding and a nil result.
 func (e *Engine) analyse(f *Frame) (out []Finding) {
-	c := e.conv
 	for i, a := range e.analyses {
-		c.results[i] = nil
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					out = append(out, TapInternal.At(f, Error, "", "ahp-tap internal error in analysis %s: %v (please report it; traffic was not affected)", a.Name, p))
-				}
-			}()
-			c.results[i] = a.Run(c, f)
-		}()
+		if fd, failed := e.runAnalysis(i, a, f); failed {
+			out = append(out, fd)
+		}
 	}
 	return out
+}
+
+func (e *Engine) runAnalysis(i int, a *Analysis, f *Frame) (fd Finding, failed bool) {
+	c := e.conv
+	c.results[i] = nil
+	defer func() {
+		if p := recover(); p != nil {
+			fd = TapInternal.At(f, Error, "", "ahp-tap internal error in analysis %s: %v (please report it; traffic was not affected)", a.Name, p)
+			failed = true
+		}
+	}()
+	c.results[i] = a.Run(c, f)
+	return fd, false
 }
