@@ -409,12 +409,12 @@ func walkFrame(c *tap.Conversation, f *tap.Frame) []problem {
 			return nil // BASE-1
 		}
 		switch f.Method() {
-		case "hooks/intercept":
+		case methodIntercept:
 			ps := eventProblems(params.Get("event"), "/params/event", true)
 			return append(ps, interceptCapabilityProblems(params, "/params")...)
-		case "hooks/observe":
+		case methodObserve:
 			return eventProblems(params.Get("event"), "/params/event", false)
-		case "hooks/capabilities":
+		case methodCapabilities:
 			return capabilitiesRequestProblems(params, "/params")
 		}
 	case *tap.Response:
@@ -428,14 +428,14 @@ func walkFrame(c *tap.Conversation, f *tap.Frame) []problem {
 		case m.Result.Has("manifest") && !m.Result.Has("effects"):
 			// No request known (a standalone file, or a response CORR-2
 			// reports): judge the result by its shape.
-			method = "hooks/capabilities"
+			method = methodCapabilities
 		default:
-			method = "hooks/intercept"
+			method = methodIntercept
 		}
 		switch method {
-		case "hooks/intercept":
+		case methodIntercept:
 			return interceptResultProblems(m.Result, "/result")
-		case "hooks/capabilities":
+		case methodCapabilities:
 			return capabilitiesResultProblems(m.Result, "/result")
 		}
 	}

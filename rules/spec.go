@@ -296,13 +296,13 @@ func (s *Spec) branchFor(c *tap.Conversation, f *tap.Frame) string {
 	switch m := f.Msg.(type) {
 	case *tap.Request:
 		switch m.Method {
-		case "hooks/intercept":
+		case methodIntercept:
 			b = "intercept-request.schema.json"
-		case "hooks/capabilities":
+		case methodCapabilities:
 			b = "capabilities-request.schema.json"
 		}
 	case *tap.Notification:
-		if m.Method == "hooks/observe" {
+		if m.Method == methodObserve {
 			b = "observe-notification.schema.json"
 		}
 	case *tap.Response:
@@ -313,7 +313,7 @@ func (s *Spec) branchFor(c *tap.Conversation, f *tap.Frame) string {
 		switch {
 		case f.Tree.Has("error"):
 			b = "common.schema.json#/$defs/errorResponse"
-		case method == "hooks/capabilities", method == "" && m.Result.Has("manifest"):
+		case method == methodCapabilities, method == "" && m.Result.Has("manifest"):
 			b = "capabilities-response.schema.json"
 		default:
 			b = "intercept-response.schema.json"
@@ -466,7 +466,7 @@ func specCheck(loc []string, f *tap.Frame) string {
 			}
 			return "EVT-1"
 		}
-		if f.Method() == "hooks/capabilities" {
+		if f.Method() == methodCapabilities {
 			return "CAP-2"
 		}
 	case "result":
