@@ -183,8 +183,7 @@ type Conversation struct {
 	// what each computed for the frame being checked (Result).
 	analysisIndex map[*Analysis]int
 	results       []any
-	last          time.Time // time of the latest frame
-	keep          int       // Config.KeepAnswered
+	keep          int // Config.KeepAnswered
 	// standalone holds response-only exchanges (AddStandalone).
 	standalone []*Exchange
 }
@@ -246,9 +245,6 @@ func (c *Conversation) Exchanges() []*Exchange { return c.order }
 // (same source and id), or nil when this is the first.
 func (c *Conversation) PriorEvent() *EventRecord { return c.prior }
 
-// LastTime is the time of the latest frame seen.
-func (c *Conversation) LastTime() time.Time { return c.last }
-
 // RuleState returns the state a rule keeps for this conversation, creating
 // it with init on first use. Keys are rule IDs.
 func (c *Conversation) RuleState(id string, init func() any) any {
@@ -269,9 +265,6 @@ func (c *Conversation) SubscriptionFor(eventType, mode string) *Value {
 // begin correlates f before the rules run.
 func (c *Conversation) begin(f *Frame) {
 	c.cur, c.curCorr, c.prior = nil, NotAResponse, nil
-	if !f.Time.IsZero() {
-		c.last = f.Time
-	}
 	switch m := f.Msg.(type) {
 	case *Request:
 		x := &Exchange{

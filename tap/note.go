@@ -65,9 +65,6 @@ type NoteRule interface {
 
 // Note hands a transport fact to every rule that takes notes.
 func (e *Engine) Note(n Note) (out []Finding) {
-	if !n.Time.IsZero() {
-		e.conv.last = n.Time
-	}
 	for _, r := range e.rules {
 		if nr, ok := r.(NoteRule); ok {
 			out = append(out, e.note(r, nr, n)...)
