@@ -19,7 +19,7 @@ func ExampleSession() {
 	})
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.Frame(&tap.Frame{Dir: tap.FromHarness, Time: t0, Transport: tap.HTTP, Conn: "http/1",
-		Raw: []byte(`{"jsonrpc":"2.0","id":"e1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"e1","source":"urn:x","type":"tool.before","time":"2026-01-01T00:00:00Z","harness":{"name":"h","version":"1"},"session":{"id":"s1"},"tool":{"name":"Bash","kind":"shell","origin":"native","input":{"command":"ls"}},"call":{"id":"c1"},"path":"native"},"capabilities":{"effects":["deny"]}}}`),
+		Raw:  []byte(`{"jsonrpc":"2.0","id":"e1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"e1","source":"urn:x","type":"tool.before","time":"2026-01-01T00:00:00Z","harness":{"name":"h","version":"1"},"session":{"id":"s1"},"tool":{"name":"Bash","kind":"shell","origin":"native","input":{"command":"ls"}},"call":{"id":"c1"},"path":"native"},"capabilities":{"effects":["deny"]}}}`),
 		HTTP: &tap.HTTPMeta{Method: "POST", Header: map[string][]string{"Content-Type": {"application/json"}}}})
 	s.Frame(&tap.Frame{Dir: tap.FromBackend, Time: t0.Add(2 * time.Second), Transport: tap.HTTP, Conn: "http/1",
 		Raw:  []byte(`{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"draft","effects":[]}}`),
