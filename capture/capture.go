@@ -248,13 +248,27 @@ func (r *Reader) Next() (Item, error) {
 				return Item{}, ErrNotCapture
 			}
 			r.started = true
-			return parseLine(b, r.line)
+			it, err := parseLine(b, r.line)
+			if err != nil {
+				return it, &LineError{Line: r.line, Err: err}
+			}
+			return it, nil
 		}
 		if err != nil {
 			return Item{}, err // io.EOF at the end
 		}
 	}
 }
+
+// A LineError is a record that could not be read: a damaged line. The
+// Reader can go on with the next line.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return e.Err.Error() }
+func (e *LineError) Unwrap() error { return e.Err }
 
 // IsHeader reports whether a line is a capture header record: a JSON
 // object with "type":"header". A file whose first line is not one is not a

@@ -15,6 +15,13 @@ type Source struct {
 	Findings []tap.Finding `json:"-"`
 	// Exchanges are the exchange records of the source, for JSON reports.
 	Exchanges []tap.ExchangeRecord `json:"-"`
+	// ExchangesOmitted is how many exchange records were not kept (see
+	// tap.Conversation.Forgotten).
+	ExchangesOmitted int `json:"-"`
+	// Input describes the file as an input (its kind, frames audited,
+	// damaged records); nil for a source that is not an input file (a
+	// registration given with --registration, a live link).
+	Input *Input `json:"-"`
 }
 
 // WriteText writes one line per finding, prefixed with its source's name,
@@ -55,5 +62,13 @@ func SummaryOf(sources []Source) *Summary {
 	}
 	s := c.Summary()
 	s.Sources = len(sources)
+	for _, src := range sources {
+		if src.Input != nil {
+			in := *src.Input
+			in.Name = src.Name
+			s.Inputs = append(s.Inputs, in)
+		}
+		s.ExchangesOmitted += src.ExchangesOmitted
+	}
 	return s
 }

@@ -197,6 +197,8 @@ type Conversation struct {
 	// blind counts truncated harness frames whose id could not be read:
 	// each may be the request an otherwise unsolicited response answers.
 	blind int
+	// forgotten counts answered exchanges dropped by forget.
+	forgotten int
 	// unjudged is the exchange a response of correlation Unjudgeable
 	// answers (nil when it answers a blind request).
 	unjudged *Exchange
@@ -474,6 +476,7 @@ func (c *Conversation) forget() {
 				delete(c.answered, x.Key)
 			}
 			drop--
+			c.forgotten++
 			continue
 		}
 		if x.Response == nil && c.pending[x.Key] != x {
@@ -485,12 +488,17 @@ func (c *Conversation) forget() {
 	c.order = kept
 }
 
+// Forgotten is how many answered exchanges the conversation has dropped to
+// stay within Config.KeepAnswered: Records no longer lists them.
+func (c *Conversation) Forgotten() int { return c.forgotten }
+
 // AddStandalone records the exchange of a response judged without its
 // request (a standalone file checked in an edit context), so that reports
 // can show what was concluded about it. At most KeepAnswered are kept.
 func (c *Conversation) AddStandalone(x *Exchange) {
 	c.standalone = append(c.standalone, x)
 	if c.keep > 0 && len(c.standalone) > c.keep {
+		c.forgotten += len(c.standalone) - c.keep
 		c.standalone = slices.Delete(c.standalone, 0, len(c.standalone)-c.keep)
 	}
 }

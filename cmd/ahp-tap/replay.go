@@ -1,13 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
@@ -22,23 +21,14 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	var ef engineFlags
 	ef.register(fs)
-	logPath := fs.String("log", "", "also append findings to the violation log at `PATH` (- for stderr)")
-	format := fs.String("format", "text", "output format: text or json")
-	failOn := fs.String("fail-on", "error", "exit 1 when a finding at or above this level exists: error, warn, info or never")
+	var of offlineFlags
+	of.register(fs)
 	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
-	if err := checkFormat(*format); err != nil {
+	if err := of.validate(); err != nil {
 		return err
-	}
-	var threshold tap.Level // 0: never fail
-	if *failOn != "never" {
-		lvl, err := tap.ParseLevel(*failOn)
-		if err != nil {
-			return usageError("--fail-on %q is not error, warn, info or never", *failOn)
-		}
-		threshold = lvl
 	}
 	var dir tap.Direction
 	if *direction != "" {
@@ -55,14 +45,10 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var lg *report.Log
-	if *logPath != "" {
-		// Opened before the work, so a bad path fails fast.
-		if lg, err = report.OpenLog(*logPath, m.Stderr); err != nil {
-			return usageError("replay: %v", err)
-		}
-		defer lg.Close() // idempotent; flushes on the error paths too
+	if err := of.openLog("replay", m.Stderr); err != nil {
+		return err
 	}
+	defer of.lg.Close() // idempotent; flushes on the error paths too
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	rp := &replayer{flags: l, set: set, dir: dir}
@@ -74,31 +60,13 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 			sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
 		}
 	}
+	ic := &inputChecker{m: m, cmd: "replay", flags: l, rp: rp, allowEmpty: of.allowEmpty}
 	for _, name := range fs.Args() {
-		rp.records = nil
-		fds, err := m.replayFile(rp, name)
-		if err != nil {
-			return usageError("replay %s: %v", name, err)
-		}
-		sources = append(sources, report.Source{Name: name, Findings: fds, Exchanges: rp.records})
-	}
-	for _, src := range sources {
-		for _, f := range src.Findings {
-			lg.WriteWait(f) // offline: wait rather than drop; a nil log (no --log) discards
-		}
-	}
-	if err := lg.Close(); err != nil {
-		fmt.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
+		sources = append(sources, ic.check(name))
 	}
 	sum := report.SummaryOf(sources)
 	sum.NotPossible = rp.notPossible()
-	if err := writeReport(m.Stdout, *format, sources, sum); err != nil {
-		return usageError("replay: writing the report: %v", err)
-	}
-	if threshold != 0 && sum.Levels.AtLeast(threshold) > 0 {
-		return &exitError{code: 1}
-	}
-	return nil
+	return m.finishOffline("replay", &of, sources, sum)
 }
 
 // A replayer re-runs the rules over one recorded file at a time.
@@ -107,8 +75,15 @@ type replayer struct {
 	set   map[string]bool // flags given explicitly: they override the capture
 	dir   tap.Direction   // --direction, for plain NDJSON
 
-	// records collects the exchange records of the file being replayed.
-	records []tap.ExchangeRecord
+	// records collects the exchange records of the file being replayed,
+	// frames counts its frames, forgotten the exchanges its conversations
+	// no longer hold.
+	records   []tap.ExchangeRecord
+	frames    int
+	forgotten int
+	// damaged, when set, is told of each capture record that cannot be
+	// read; the replay goes on with the next. When nil, it stops.
+	damaged func(*capture.LineError)
 
 	// What the replayed segments were judged with, for the summary.
 	hadRegistration, hadHook, hadDeadline bool
@@ -138,42 +113,6 @@ func (rp *replayer) note(cfg tap.Config) {
 	rp.hadDeadline = rp.hadDeadline || cfg.Timeout > 0 || cfg.HookID != ""
 }
 
-// replayFile replays the named file ("-": standard input).
-func (m *Main) replayFile(rp *replayer, name string) ([]tap.Finding, error) {
-	if name == "-" {
-		return rp.replay(m.Stdin)
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return rp.replay(f)
-}
-
-// replay returns the findings of one capture or NDJSON stream. It reads
-// as it goes: memory holds one record (or line) at a time, not the file.
-func (rp *replayer) replay(r io.Reader) ([]tap.Finding, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	// The first line that is not blank says what the file is.
-	var head []byte
-	for {
-		line, err := br.ReadBytes('\n')
-		head = append(head, line...)
-		if len(bytes.TrimSpace(line)) > 0 || err != nil {
-			if err != nil && err != io.EOF {
-				return nil, err
-			}
-			break
-		}
-	}
-	all := io.MultiReader(bytes.NewReader(head), br)
-	if !capture.IsHeader(head) {
-		return rp.replayStream(all)
-	}
-	return rp.replayCapture(capture.NewReader(all))
-}
-
 // replayStream checks a plain NDJSON stream as stdio traffic. A stream from
 // one side only (--direction) is an excerpt: a request without its
 // response is no finding. Without --direction each line's sender is
@@ -186,6 +125,7 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 	e := tap.NewEngine(cfg, rules.Default(rp.flags.opt))
 	var out []tap.Finding
 	s := tap.Splitter{Emit: func(line []byte, fr tap.Framing, size int, truncated bool) {
+		rp.frames++
 		f := &tap.Frame{Dir: rp.dir, Transport: tap.Stdio, Raw: bytes.Clone(line), Framing: fr, Size: size, Truncated: truncated}
 		if f.Dir == 0 {
 			f.Dir = rules.GuessDirection(f)
@@ -206,6 +146,7 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 	s.Close()
 	out = append(out, e.Finish()...)
 	rp.records = append(rp.records, e.Conversation().Records()...)
+	rp.forgotten += e.Conversation().Forgotten()
 	return out, nil
 }
 
@@ -252,6 +193,11 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 		if err == io.EOF {
 			break
 		}
+		var le *capture.LineError
+		if errors.As(err, &le) && rp.damaged != nil {
+			rp.damaged(le)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -270,6 +216,7 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 			rp.note(cfg)
 			seg = &segment{cfg: cfg}
 		case it.Frame != nil:
+			rp.frames++
 			e := engineFor(it.Frame.Conn)
 			out = append(out, e.Feed(it.Frame)...)
 		case it.Note != nil:
@@ -279,6 +226,7 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 	for _, e := range order {
 		out = append(out, e.Finish()...)
 		rp.records = append(rp.records, e.Conversation().Records()...)
+		rp.forgotten += e.Conversation().Forgotten()
 	}
 	return out, nil
 }

@@ -81,7 +81,7 @@ func itoa(n uint64) string {
 
 func TestReplayFailOn(t *testing.T) {
 	// A stream with only a warn-level fact and no error: CRLF endings.
-	stream := writeFile(t, "ok.jsonl", "")
+	stream := writeFile(t, "ok.jsonl", exampleLines(t, "\r\n", 1, 2))
 	for _, tc := range []struct {
 		failOn string
 		file   string
@@ -196,7 +196,7 @@ func TestReplayMatchesLive(t *testing.T) {
 
 	rdata, _ := os.ReadFile(path)
 	rp := replayer{flags: &loaded{cfg: tap.Config{Snapshot: tap.DefaultSnapshot}}, set: map[string]bool{}}
-	replayed, err := rp.replay(bytes.NewReader(rdata))
+	replayed, err := rp.replayCapture(capture.NewReader(bytes.NewReader(rdata)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,10 @@ func TestReplayStdin(t *testing.T) {
 	}
 	fromFile := runTap(t, "", "replay", "--format", "json", exampleCapture)
 	fromStdin := runTap(t, "\n"+string(data), "replay", "--format", "json", "-")
-	strip := func(s string) string { return strings.ReplaceAll(s, `"source": "`+exampleCapture+`"`, `"source": "-"`) }
+	strip := func(s string) string {
+		s = strings.ReplaceAll(s, `"source": "`+exampleCapture+`"`, `"source": "-"`)
+		return strings.ReplaceAll(s, `"name": "`+exampleCapture+`"`, `"name": "-"`)
+	}
 	if fromStdin.code != fromFile.code || strip(fromFile.stdout) != fromStdin.stdout {
 		t.Errorf("replay - (with a leading blank line) differs from replay FILE:\n%s\nvs\n%s", fromStdin.stdout, fromFile.stdout)
 	}
