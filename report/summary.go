@@ -154,9 +154,6 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if s.LogDropped > 0 {
 		fmt.Fprintf(&b, "  findings not logged: %d (log buffer full)\n", s.LogDropped)
 	}
-	if s.ExchangesOmitted > 0 {
-		fmt.Fprintf(&b, "  exchanges not listed: %d (only the most recent answered exchanges are kept; their findings are all above)\n", s.ExchangesOmitted)
-	}
 	for _, to := range s.FindingsTo {
 		fmt.Fprintf(&b, "  findings written to %s\n", to)
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,5 +169,35 @@ func TestDamagedRecordSkipped(t *testing.T) {
 	// Without findings at --fail-on, the damaged input alone is exit 2.
 	if r := runTap(t, "", "replay", "--fail-on", "never", damaged, good); r.code != 2 {
 		t.Errorf("--fail-on never: exit %d, want 2", r.code)
+	}
+}
+
+// A JSON report of a long capture says how many exchange records it left
+// out instead of silently listing only the last ones (issue 15 item 2).
+func TestJSONReportSaysExchangesOmitted(t *testing.T) {
+	t.Parallel()
+	const n = 5000
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"hooks/capabilities","params":{"protocolVersion":"draft"}}`+"\n", i)
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"result":{"protocolVersion":"draft"}}`+"\n", i)
+	}
+	p := writeFile(t, "long.jsonl", b.String())
+	r := runTap(t, "", "replay", "--format", "json", "--fail-on", "never", p)
+	var doc struct {
+		Exchanges []json.RawMessage
+		Summary   struct{ ExchangesOmitted int }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("exit %d: %v\n%s", r.code, err, r.stderr)
+	}
+	if len(doc.Exchanges) == n {
+		return // every exchange listed: nothing to say
+	}
+	if got := len(doc.Exchanges) + doc.Summary.ExchangesOmitted; got != n {
+		t.Errorf("%d exchanges listed + %d said omitted = %d, want %d", len(doc.Exchanges), doc.Summary.ExchangesOmitted, got, n)
+	}
+	if !strings.Contains(r.stdout, `"exchangesOmitted": `) {
+		t.Errorf("the JSON report does not say exchanges were left out")
 	}
 }
