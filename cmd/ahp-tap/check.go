@@ -70,6 +70,9 @@ func parseEditContext(s string) (*tap.Value, error) {
 	if len(dups) > 0 {
 		return nil, usageError("--edit-context has a duplicate key %q", dups[0].Key)
 	}
+	if err := checkEditContextKeys(v); err != nil {
+		return nil, err
+	}
 	return v, nil
 }
 

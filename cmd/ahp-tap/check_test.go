@@ -94,8 +94,12 @@ func TestCheckSpec(t *testing.T) {
 func TestCheckRegistration(t *testing.T) {
 	reg := fixture(t, "registration/portable.valid.json")
 	msg := fixture(t, "http/intercept-request.valid.json")
-	if r := runTap(t, "", "check", "--registration", reg, msg); r.code != 0 {
+	if r := runTap(t, "", "check", "--registration", reg, "--hook", "com.example.policy", msg); r.code != 0 {
 		t.Errorf("check --registration valid: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Two hooks and no --hook: refused, naming them, not ignored.
+	if r := runTap(t, "", "check", "--registration", reg, msg); r.code != 2 || !strings.Contains(r.stderr, "com.example.local_review") {
+		t.Errorf("check --registration with 2 hooks and no --hook: exit %d, stderr %q; want 2 naming the hooks", r.code, r.stderr)
 	}
 	// A registration is recognised as a FILE too.
 	if r := runTap(t, "", "check", reg); r.code != 0 {

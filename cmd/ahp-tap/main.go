@@ -78,7 +78,10 @@ Commands:
   ca              manage the CA for HTTPS interception (ca init DIR)
   version         print the version
 
-Run 'ahp-tap <command> -h' for a command's flags.
+  tail            print and follow a violation log as readable lines (tail [-f] LOG...)
+  help            this list, or a command's help (help COMMAND)
+
+Run 'ahp-tap help COMMAND' or 'ahp-tap COMMAND --help' for a command's flags.
 `
 
 // Run runs one ahp-tap command.
@@ -88,6 +91,21 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return &exitError{code: 2}
 	}
 	cmd, rest := args[0], args[1:]
+	if cmd == "help" && len(rest) > 0 {
+		cmd, rest = rest[0], []string{"--help"} // help CMD: CMD's help
+	}
+	if wantsHelp(cmd, rest) {
+		// Before the command acts on anything: 'ca init -h' must not
+		// create a CA in a directory named -h.
+		switch cmd {
+		case "ca", "version", "help":
+			printHelp(m.Stderr, cmd, nil)
+			return nil
+		}
+		if _, ok := synopses[cmd]; ok {
+			rest = []string{"--help"}
+		}
+	}
 	switch cmd {
 	case "check":
 		return m.runCheck(ctx, rest)

@@ -63,6 +63,9 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
+	if err := checkStdioValues(&sf); err != nil {
+		return err
+	}
 	if fs.NArg() == 0 {
 		return usageError("stdio: no backend command given (usage: ahp-tap stdio [flags] -- CMD [ARGS...])")
 	}

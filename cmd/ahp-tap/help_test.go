@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// singleDash matches a flag listed with one dash.
+var singleDash = regexp.MustCompile(`\n\s+-[a-z]`)
+
+// runTapIn runs the built binary in dir.
+func runTapIn(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(tapBinary, args...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Every command answers -h and --help before acting, and 'help CMD' shows
+// CMD's help (issue 15 item 8). Flags are shown with two dashes, as the
+// docs write them (item 10).
+func TestEveryCommandHelp(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmds := []string{"check", "replay", "stdio", "http", "demo", "rules", "example-backend", "example-harness", "ca", "version"}
+	for _, c := range cmds {
+		for _, args := range [][]string{{c, "-h"}, {c, "--help"}, {"help", c}} {
+			r := runTapIn(t, dir, args...)
+			if r.code != 0 || !strings.Contains(r.stderr, "usage: ahp-tap "+c) {
+				t.Errorf("ahp-tap %q: exit %d, stderr %q; want 0 and %s's usage", args, r.code, r.stderr, c)
+			}
+			if singleDash.MatchString(r.stderr) {
+				t.Errorf("ahp-tap %q: a flag is shown with one dash:\n%s", args, r.stderr)
+			}
+		}
+	}
+	// Help after the arguments too: nothing is created.
+	for _, args := range [][]string{{"ca", "init", "-h"}, {"ca", "init", "--help"}, {"check", "x.json", "-h"}} {
+		if r := runTapIn(t, dir, args...); r.code != 0 {
+			t.Errorf("ahp-tap %q: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("help created %v", ents)
+	}
+	// After --, -h is the backend's.
+	if r := runTapIn(t, dir, "stdio", "--", "/bin/echo", "-h"); r.code != 0 || r.stdout != "-h\n" {
+		t.Errorf("stdio -- echo -h: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+// Values that parse but make no sense are exit 2 with a one-line reason
+// (issue 15 item 9).
+func TestBadValuesRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	deep := filepath.Join(dir, "no", "such", "st")
+	for _, args := range [][]string{
+		{"stdio", "--audit-queue", "0", "--", "/bin/true"},
+		{"stdio", "--audit-queue", "-1", "--", "/bin/true"},
+		{"stdio", "--max-audit-line", "-5", "--", "/bin/true"},
+		{"stdio", "--state", deep, "--", "/bin/true"},
+		{"demo", "--mode", "bogus"},
+		{"check", "--edit-context", `{"event":"tool.after","curent":{}}`, "x.json"},
+	} {
+		r := runTapIn(t, dir, args...)
+		if r.code != 2 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || r.stderr == "" {
+			t.Errorf("ahp-tap %q: exit %d, stderr %q; want 2 and one line", args, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "no")); err == nil {
+		t.Errorf("--state created %s", filepath.Join(dir, "no"))
+	}
+}
