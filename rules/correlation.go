@@ -210,7 +210,11 @@ func (r answeredOnceRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 			lvl, outcome = tap.Info, tap.OutcomeAbandoned
 		}
 		x.Outcome = outcome
-		out = append(out, r.info.At(x.Request, lvl, "/id", "request id %s was never answered: %s", x.RPCIDText(), why))
+		fd := r.info.At(x.Request, lvl, "/id", "request id %s was never answered: %s", x.RPCIDText(), why)
+		if n.Kind != tap.NoteHarnessGone {
+			fd.Binds = tap.FromBackend // the harness's frame, the backend's duty
+		}
+		out = append(out, fd)
 	}
 	return out
 }
@@ -231,7 +235,9 @@ func (r answeredOnceRule) Finish(c *tap.Conversation) []tap.Finding {
 			continue
 		}
 		x.Outcome = tap.OutcomeUnanswered
-		out = append(out, r.info.At(x.Request, 0, "/id", "request id %s was never answered before the stream ended", x.RPCIDText()))
+		fd := r.info.At(x.Request, 0, "/id", "request id %s was never answered before the stream ended", x.RPCIDText())
+		fd.Binds = tap.FromBackend // the harness's frame, the backend's duty
+		out = append(out, fd)
 	}
 	return out
 }

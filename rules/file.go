@@ -55,6 +55,7 @@ func StreamFrames(data []byte, dir tap.Direction) []*tap.Frame {
 // method come from the harness, everything else from the backend.
 func GuessDirection(f *tap.Frame) tap.Direction {
 	f.Decode()
+	f.DirGuessed = true
 	switch f.Msg.(type) {
 	case *tap.Request, *tap.Notification:
 		return tap.FromHarness

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -71,5 +72,35 @@ func TestScanPrefix(t *testing.T) {
 	}
 	if pf := tap.ScanPrefix([]byte(`{"id":12`)); pf.ID != nil {
 		t.Errorf("a number cut off at the end was read as %s", tap.IDText(pf.ID))
+	}
+}
+
+// A request never answered is reported about the harness's frame as the
+// backend's duty; the text says both, and who sent a guessed frame
+// (issue 15 item 7).
+func TestSenderAndBoundRole(t *testing.T) {
+	req := harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps))
+	req.Transport, req.Conn = tap.Stdio, "stdio:1"
+	e := tap.NewEngine(tap.Config{Transport: tap.Stdio}, Default(Options{}))
+	e.Feed(req)
+	fs := e.Note(tap.Note{Kind: tap.NoteEOF, Dir: tap.FromBackend, Conn: "stdio:1"})
+	got := withCheck(fs, "CORR-2")
+	if len(got) != 1 {
+		t.Fatalf("CORR-2 findings:%s", dump(fs))
+	}
+	f := got[0]
+	if f.Dir != tap.FromHarness || f.Binds != tap.FromBackend {
+		t.Errorf("sender %s, binds %s; want harness, backend", f.Dir, f.Binds)
+	}
+	if s := f.String(); !strings.HasPrefix(s, "#1 sent by harness: error CORR-2 (binds the backend) at /id: ") {
+		t.Errorf("String() = %q", s)
+	}
+	// A finding about the sender's own frame names no other role.
+	res := backendFrame(`{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"v0","effects":[]}}`)
+	res.Dir = GuessDirection(res)
+	for _, f := range runRules(tap.Config{Partial: true}, Default(Options{}), res) {
+		if f.Check == "BASE-2" && !strings.HasPrefix(f.String(), "#1 sent by backend (guessed): error BASE-2 at ") {
+			t.Errorf("String() = %q", f.String())
+		}
 	}
 }

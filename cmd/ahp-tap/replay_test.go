@@ -238,7 +238,7 @@ func TestReplayStdin(t *testing.T) {
 	}
 	// Plain NDJSON on stdin, with a 5 MB line: read as a stream.
 	big := `{"jsonrpc":"2.0","method":"hooks/observe","params":{"pad":"` + strings.Repeat("x", 5<<20) + `"}}`
-	if r := runTap(t, big+"\n[1]\n", "replay", "--direction", "harness", "-"); r.code != 1 || !strings.Contains(r.stdout, "#2 harness error BASE-1") {
+	if r := runTap(t, big+"\n[1]\n", "replay", "--direction", "harness", "-"); r.code != 1 || !strings.Contains(r.stdout, "#2 sent by harness: error BASE-1") {
 		t.Errorf("replay - (NDJSON): exit %d, stdout %q; want 1 and a BASE-1 finding on line 2", r.code, r.stdout)
 	}
 }
