@@ -38,7 +38,7 @@ func runTapIn(t *testing.T, dir string, args ...string) result {
 func TestEveryCommandHelp(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cmds := []string{"check", "replay", "stdio", "http", "demo", "rules", "example-backend", "example-harness", "ca", "version"}
+	cmds := []string{"check", "replay", "stdio", "http", "demo", "rules", "tail", "example-backend", "example-harness", "ca", "version"}
 	for _, c := range cmds {
 		for _, args := range [][]string{{c, "-h"}, {c, "--help"}, {"help", c}} {
 			r := runTapIn(t, dir, args...)
@@ -86,5 +86,25 @@ func TestBadValuesRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "no")); err == nil {
 		t.Errorf("--state created %s", filepath.Join(dir, "no"))
+	}
+}
+
+// The offline commands share one flag set, and so do the live taps; both
+// live taps print the same summary under the same rule (issue 15 item 10).
+func TestCommonFlags(t *testing.T) {
+	t.Parallel()
+	common := map[string][]string{
+		"check":  {"--format", "--fail-on", "--log", "--allow-empty", "--registration", "--hook", "--protocol-version", "--timeout", "--spec"},
+		"replay": {"--format", "--fail-on", "--log", "--allow-empty", "--registration", "--hook", "--protocol-version", "--timeout", "--spec"},
+		"stdio":  {"--log", "--capture", "--console", "--summary", "--registration", "--hook", "--protocol-version", "--timeout", "--spec"},
+		"http":   {"--log", "--capture", "--console", "--summary", "--registration", "--hook", "--protocol-version", "--timeout", "--spec"},
+	}
+	for cmd, flags := range common {
+		r := runTap(t, "", cmd, "--help")
+		for _, f := range flags {
+			if !strings.Contains(r.stderr, "\n  "+f+" ") && !strings.Contains(r.stderr, "\n  "+f+"\n") {
+				t.Errorf("ahp-tap %s has no %s", cmd, f)
+			}
+		}
 	}
 }

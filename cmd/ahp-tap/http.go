@@ -47,6 +47,8 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	maxAudit := fs.Int("max-audit-body", httpproxy.DefaultMaxAuditBody, "cap the audit copy of each body at `BYTES`; larger bodies are forwarded whole and reported unchecked (TAP-1)")
 	upTimeout := fs.Duration("upstream-timeout", httpproxy.DefaultUpstreamTimeout, "answer 504 when the upstream sends no response headers within `D`")
 	drain := fs.Duration("drain", httpproxy.DefaultDrain, "on SIGINT/SIGTERM, wait up to `D` for requests in flight")
+	console := fs.Bool("console", false, consoleHelp)
+	summary := fs.Bool("summary", isTerminal(m.Stderr), summaryHelp)
 	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
@@ -153,6 +155,10 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if vlog != nil {
 		sink = append(sink, vlog)
 	}
+	con := openConsole(*console, m.Stderr)
+	if con != nil {
+		sink = append(sink, con)
+	}
 	for _, f := range l.regFindings {
 		sink.Write(f)
 	}
@@ -200,6 +206,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	proxy.Close()
 	auditor.Close() // drains the queue, end-of-stream rules, TAP-1 for drops
 	logErr := vlog.Close()
+	con.Close()
 	var capErr error
 	if cw != nil {
 		capErr = errors.Join(cw.Err(), cw.Close())
@@ -209,7 +216,10 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if vlog != nil {
 		s.LogDropped = vlog.Dropped()
 	}
-	_ = s.WriteText(m.Stderr)
+	s.FindingsTo = findingsTo(*logPath, vlog.Failed(), *console)
+	if *summary {
+		_ = s.WriteText(m.Stderr)
+	}
 	switch {
 	case serveErr != nil:
 		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", serveErr)}

@@ -113,6 +113,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runReplay(ctx, rest)
 	case "rules":
 		return m.runRules(ctx, rest)
+	case "tail":
+		return m.runTail(ctx, rest)
 	case "stdio":
 		return m.runStdio(ctx, rest)
 	case "demo":
