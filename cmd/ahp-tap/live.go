@@ -39,4 +39,3 @@ func findingsTo(logPath string, logFailed bool, console bool) []string {
 	}
 	return out
 }
-
