@@ -150,7 +150,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	engine := tap.NewEngine(l.cfg, rules.Default(l.opt))
 	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow
 	var auditor *tap.Auditor
+	httpproxy.BuildVersion = version
 	metrics := httpproxy.NewMetrics(func() uint64 { return auditor.Dropped() })
+	metrics.ZeroFindings(checkIDs())
 	sink := tap.MultiSink{collector, metrics.Sink()}
 	if vlog != nil {
 		sink = append(sink, vlog)
@@ -178,6 +180,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if mln != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", metrics.Handler())
+		mux.Handle("/healthz", metrics.HealthHandler())
 		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = msrv.Serve(mln) }()
 		fmt.Fprintf(m.Stderr, "ahp-tap http: metrics on http://%s/metrics\n", mln.Addr())

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"slices"
+
+	"github.com/ahp-tap/ahp-tap/rules"
 	"io"
 
 	"github.com/ahp-tap/ahp-tap/report"
@@ -38,4 +41,20 @@ func findingsTo(logPath string, logFailed bool, console bool) []string {
 		out = append(out, "nowhere but this summary: give --console, or --log PATH")
 	}
 	return out
+}
+
+// checkIDs lists every check ID of the default rules, once each.
+func checkIDs() []string {
+	var ids []string
+	for _, r := range rules.Default(rules.Options{}) {
+		if c := r.Info().Check; !slices.Contains(ids, c) {
+			ids = append(ids, c)
+		}
+	}
+	for _, c := range []string{"TAP-1", "TAP-2"} {
+		if !slices.Contains(ids, c) {
+			ids = append(ids, c)
+		}
+	}
+	return ids
 }
