@@ -9,9 +9,9 @@ import (
 // DefaultQueue is the default depth of an Auditor's queue, in frames.
 const DefaultQueue = 4096
 
-// A Recorder is told about every frame the auditor takes, before the rules
-// see it (a capture file, say). It runs on the audit goroutine, never on the
-// forwarding path.
+// A Recorder is told about every frame the auditor takes (a capture file,
+// say), once the engine has numbered it and before its findings are
+// written. It runs on the audit goroutine, never on the forwarding path.
 type Recorder interface {
 	Record(f *Frame)
 	RecordNote(n Note)
@@ -170,10 +170,11 @@ func (a *Auditor) loop() {
 			close(it.job.done)
 			continue
 		}
+		fds := a.engine.Feed(it.f) // numbers the frame: its record carries the seq findings name
 		if a.recorder != nil {
 			a.recorder.Record(it.f)
 		}
-		for _, fd := range a.engine.Feed(it.f) {
+		for _, fd := range fds {
 			a.sink.Write(fd)
 		}
 	}

@@ -160,6 +160,9 @@ func TestHTTPCommandEndToEnd(t *testing.T) {
 			t.Errorf("%s: mode %v (err %v), want 0600", p, st.Mode().Perm(), err)
 		}
 	}
+	// Every field written is documented; HTTP frames carry their seq.
+	checkCaptureDoc(t, capData)
+	checkLogDoc(t, logData)
 	// The capture replays to the same findings as the live run.
 	r := runTap(t, "", "replay", "--fail-on", "never", "--format", "json", capPath)
 	var rep struct {
