@@ -105,6 +105,7 @@ func golden(t *testing.T, name, got string) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{},
 		{"no-such-command"},
@@ -138,6 +139,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelpExitsZero(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"check", "replay", "rules"} {
 		if r := runTap(t, "", cmd, "-h"); r.code != 0 || !strings.Contains(r.stderr, "-format") {
 			t.Errorf("ahp-tap %s -h: exit %d, stderr %q; want 0 and the flags", cmd, r.code, r.stderr)

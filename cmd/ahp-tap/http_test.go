@@ -80,6 +80,7 @@ func (lt *liveTap) stderrText() string {
 }
 
 func TestHTTPCommandEndToEnd(t *testing.T) {
+	t.Parallel()
 	const token = "e2e-secret-token-0123456789"
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -190,6 +191,7 @@ func TestHTTPCommandEndToEnd(t *testing.T) {
 }
 
 func TestHTTPCommandUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"http"},
 		{"http", "--upstream", "ftp://x"},
@@ -205,6 +207,7 @@ func TestHTTPCommandUsage(t *testing.T) {
 }
 
 func TestCAInitCommand(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "ca")
 	r := runTap(t, "", "ca", "init", dir)
 	if r.code != 0 || !strings.Contains(r.stdout, "impersonate") {

@@ -34,6 +34,7 @@ var exampleFindings = []struct {
 // documented finding whose check has rules is reported, and nothing else
 // at warn or error.
 func TestReplayExampleCapture(t *testing.T) {
+	t.Parallel()
 	r := runTap(t, "", "replay", "--format", "json", exampleCapture)
 	var doc struct {
 		Findings []struct {
@@ -80,6 +81,7 @@ func itoa(n uint64) string {
 }
 
 func TestReplayFailOn(t *testing.T) {
+	t.Parallel()
 	// A stream with only a warn-level fact and no error: CRLF endings.
 	stream := writeFile(t, "ok.jsonl", exampleLines(t, "\r\n", 1, 2))
 	for _, tc := range []struct {
@@ -99,6 +101,7 @@ func TestReplayFailOn(t *testing.T) {
 }
 
 func TestReplayLog(t *testing.T) {
+	t.Parallel()
 	logPath := filepath.Join(t.TempDir(), "violations.log")
 	r := runTap(t, "", "replay", "--log", logPath, "--fail-on", "never", exampleCapture)
 	if r.code != 0 {
@@ -137,6 +140,7 @@ func TestReplayLog(t *testing.T) {
 }
 
 func TestReplayPlainNDJSON(t *testing.T) {
+	t.Parallel()
 	valid := fixture(t, "stdio/intercept-request.valid.jsonl")
 	// One side only: an unanswered request is no finding.
 	r := runTap(t, "", "replay", "--direction", "harness", valid)
@@ -159,6 +163,7 @@ func TestReplayPlainNDJSON(t *testing.T) {
 // TestReplayMatchesLive records a run through an Auditor into a capture,
 // as the live taps do, and checks that replay reports exactly its findings.
 func TestReplayMatchesLive(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(exampleCapture)
 	if err != nil {
 		t.Fatal(err)
@@ -223,6 +228,7 @@ func TestReplayMatchesLive(t *testing.T) {
 }
 
 func TestReplayStdin(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(exampleCapture)
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,7 @@ func waitStatus(err error) (syscall.WaitStatus, bool) {
 }
 
 func TestStdioExitStatusMirrored(t *testing.T) {
+	t.Parallel()
 	for _, code := range []int{0, 1, 3, 100} {
 		cmd := tapCmd(nil, "exit", strconv.Itoa(code))
 		err := cmd.Run()
@@ -52,6 +53,7 @@ func TestStdioExitStatusMirrored(t *testing.T) {
 }
 
 func TestStdioDiesOfTheBackendsSignal(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL, syscall.SIGSEGV, syscall.SIGABRT, syscall.SIGINT} {
 		cmd := tapCmd(nil, "signal", strconv.Itoa(int(sig)))
 		var stderr bytes.Buffer
@@ -65,6 +67,7 @@ func TestStdioDiesOfTheBackendsSignal(t *testing.T) {
 }
 
 func TestStdioForwardsSIGTERM(t *testing.T) {
+	t.Parallel()
 	cmd := tapCmd(nil, "trap")
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stdin = strings.NewReader("")
@@ -89,6 +92,7 @@ func TestStdioForwardsSIGTERM(t *testing.T) {
 // TestStdioKilledTapLeavesNoBackend kills ahp-tap with SIGKILL (no chance
 // to clean up): the kernel must take the backend down with it.
 func TestStdioKilledTapLeavesNoBackend(t *testing.T) {
+	t.Parallel()
 	cmd := tapCmd(nil, "sleeper")
 	stdout, _ := cmd.StdoutPipe()
 	stdin, _ := cmd.StdinPipe()
@@ -125,6 +129,7 @@ func running(pid int) bool {
 }
 
 func TestStdioUnwritableLogDoesNotDisturbTraffic(t *testing.T) {
+	t.Parallel()
 	in := []byte("{\"jsonrpc\":\"2.0\",\"method\":\"hooks/observe\",\"params\":{}}\nnot json\n")
 	for _, logPath := range []string{"/dev/full", filepath.Join(t.TempDir(), "missing-dir", "log.jsonl"), "/proc/version"} {
 		cmd := tapCmd([]string{"--log", logPath, "--capture", logPath}, "cat")
@@ -146,6 +151,7 @@ func TestStdioUnwritableLogDoesNotDisturbTraffic(t *testing.T) {
 // the bytes arrive intact while ahp-tap's peak memory stays far below the
 // size of the lines it forwarded.
 func TestStdioLargeLinesBoundedMemory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("50 MB each way")
 	}
@@ -208,6 +214,7 @@ func logRecords(t *testing.T, path string) []string {
 // banner, a pretty-printed line and a CRLF through the tap with a capture,
 // then replays the capture: the findings must be the live ones.
 func TestStdioCaptureReplaysToTheSameFindings(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	live, replayed, capPath := filepath.Join(dir, "live.jsonl"), filepath.Join(dir, "replay.jsonl"), filepath.Join(dir, "cap.jsonl")
 	answer := `{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"draft","effects":[]}}`
@@ -237,6 +244,7 @@ func TestStdioCaptureReplaysToTheSameFindings(t *testing.T) {
 // TestStdioPerEventProcessesShareStateAndCapture runs two per_event taps at
 // once, as a harness does for two events, with one --state and one capture.
 func TestStdioPerEventProcessesShareStateAndCapture(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	state, capPath := filepath.Join(dir, "state"), filepath.Join(dir, "cap.jsonl")
 	msg := func(id, cmdText string) string {
@@ -280,6 +288,7 @@ func TestStdioPerEventProcessesShareStateAndCapture(t *testing.T) {
 // the retry carries changed content, and the second process must say so
 // (BASE-6) although it never saw the first delivery itself.
 func TestStdioPerEventRetryAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	if !hasRule("BASE-6/") {
 		t.Skip("no BASE-6 rule in this build")
 	}
@@ -314,6 +323,7 @@ func hasRule(prefix string) bool {
 }
 
 func TestStdioUsageErrors(t *testing.T) {
+	t.Parallel()
 	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}
 	for _, args := range [][]string{{"stdio"}, {"stdio", "--lifecycle", "sometimes", "--", "cat"}, {"stdio", "--hook", "x", "--", "cat"}, {"stdio", "--audit-priority", "high", "--", "cat"}} {
 		err := m.Run(context.Background(), args)
