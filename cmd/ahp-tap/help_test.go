@@ -108,3 +108,13 @@ func TestCommonFlags(t *testing.T) {
 		}
 	}
 }
+
+// version names the build: ahp-tap's version and the Go it was built with
+// (and the commit, when built in a git checkout with VCS stamping on).
+func TestVersionStamp(t *testing.T) {
+	t.Parallel()
+	r := runTap(t, "", "version")
+	if r.code != 0 || !regexp.MustCompile(`^ahp-tap \S+( \(commit [0-9a-f]{12}(, modified)?\))? go1\.\d+`).MatchString(r.stdout) {
+		t.Errorf("version: exit %d, %q", r.code, r.stdout)
+	}
+}

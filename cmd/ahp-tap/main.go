@@ -9,11 +9,41 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
 // version is ahp-tap's version, set at build time with -ldflags.
 var version = "0.1.0-dev"
+
+// versionStamp is the version with what the build recorded: the commit
+// (and "modified" for a dirty tree) when built from a git checkout with
+// 'go install' or 'go build', and the Go version.
+func versionStamp() string {
+	v := version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = ", modified"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" {
+		v += " (commit " + rev + dirty + ")"
+	}
+	return v + " " + bi.GoVersion
+}
 
 // Main holds what a command needs from the process: its streams and
 // environment. Tests build one with buffers.
@@ -128,7 +158,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	case "ca":
 		return m.runCA(ctx, rest)
 	case "version", "--version", "-version":
-		fmt.Fprintf(m.Stdout, "ahp-tap %s\n", version)
+		fmt.Fprintf(m.Stdout, "ahp-tap %s\n", versionStamp())
 		return nil
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(m.Stdout, usage)
