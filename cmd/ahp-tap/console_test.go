@@ -117,3 +117,32 @@ func TestTail(t *testing.T) {
 		}
 	}
 }
+
+// A request longer than --max-audit-line is audited as a prefix (TAP-1)
+// and its answer pairs with it: no CORR-2 about traffic the tap did not
+// see (issue 15 item 1, end to end).
+func TestStdioTruncatedRequestNoFalseCorr2(t *testing.T) {
+	t.Parallel()
+	req := exampleLines(t, "\n", 1)
+	if len(req) < 400 {
+		t.Fatalf("request of %d bytes is too short for the test", len(req))
+	}
+	logPath := writeFile(t, "v.log", "")
+	cmd := tapCmd([]string{"--max-audit-line", "300", "--log", logPath, "--summary=false"}, "answer",
+		`{"jsonrpc":"2.0","id":"evt-1","result":{"protocolVersion":"draft","effects":[]}}`)
+	cmd.Stdin = strings.NewReader(req + req)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	logData, _ := os.ReadFile(logPath)
+	if !strings.Contains(string(logData), `"check":"TAP-1"`) {
+		t.Errorf("no TAP-1 for the truncated request:\n%s", logData)
+	}
+	for _, line := range strings.Split(string(logData), "\n") {
+		if strings.Contains(line, `"check":"CORR-2"`) && strings.Contains(line, `"level":"error"`) {
+			t.Errorf("false CORR-2: %s", line)
+		}
+	}
+}
