@@ -197,7 +197,7 @@ type Conversation struct {
 	// blind counts truncated harness frames whose id could not be read:
 	// each may be the request an otherwise unsolicited response answers.
 	blind int
-	// forgotten counts answered exchanges dropped by forget.
+	// forgotten counts exchanges dropped by forget and AddStandalone.
 	forgotten int
 	// unjudged is the exchange a response of correlation Unjudgeable
 	// answers (nil when it answers a blind request).
@@ -480,6 +480,7 @@ func (c *Conversation) forget() {
 			continue
 		}
 		if x.Response == nil && c.pending[x.Key] != x {
+			c.forgotten++
 			continue // superseded by a retry with the same id
 		}
 		kept = append(kept, x)
@@ -488,8 +489,9 @@ func (c *Conversation) forget() {
 	c.order = kept
 }
 
-// Forgotten is how many answered exchanges the conversation has dropped to
-// stay within Config.KeepAnswered: Records no longer lists them.
+// Forgotten is how many exchanges the conversation has dropped to stay
+// within Config.KeepAnswered (answered ones, and requests superseded by a
+// retry with the same id): Records no longer lists them.
 func (c *Conversation) Forgotten() int { return c.forgotten }
 
 // AddStandalone records the exchange of a response judged without its
