@@ -42,6 +42,9 @@ type Summary struct {
 	// FindingsTo says where the findings went, for a live tap's summary
 	// ("the violation log /var/log/v.log", "standard error").
 	FindingsTo []string `json:"findingsTo,omitempty"`
+	// OlderDrafts names the earlier states of the draft whose shapes the
+	// findings matched (an SDK pinned to an older schema revision).
+	OlderDrafts []string `json:"olderDrafts,omitempty"`
 }
 
 // An Input is one file given to check or replay.
@@ -156,6 +159,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	for _, to := range s.FindingsTo {
 		fmt.Fprintf(&b, "  findings written to %s\n", to)
+	}
+	if len(s.OlderDrafts) > 0 {
+		fmt.Fprintf(&b, "  older draft: some findings match shapes of %s; an SDK may pin an older schema revision\n", strings.Join(s.OlderDrafts, " and of "))
 	}
 	for _, np := range s.NotPossible {
 		fmt.Fprintf(&b, "  not checked: %s (%s)\n", np.Check, np.Reason)

@@ -82,6 +82,11 @@ type Finding struct {
 	// DirGuessed says the sender was guessed from the content (a standalone
 	// file or an NDJSON stream without --direction).
 	DirGuessed bool `json:"directionGuessed,omitempty"`
+	// OlderDraft names the earlier state of the draft whose shape this
+	// finding reports ("the 0.1 revision"), on the first such finding of a
+	// conversation; the message already says so, and the summary gathers
+	// them. Not part of any record format.
+	OlderDraft string `json:"-"`
 }
 
 // String renders a finding on one line for people. It names who sent the
