@@ -122,7 +122,18 @@ func (m *Meter) Stream() Stream {
 func (s *Summary) WriteText(w io.Writer) error {
 	var b strings.Builder
 	if s.Sources > 0 {
-		fmt.Fprintf(&b, "summary: %d %s checked, %s\n", s.Sources, plural(s.Sources, "source", "sources"), levelText(s.Levels))
+		failed := 0
+		for _, in := range s.Inputs {
+			if in.Error != "" {
+				failed++
+			}
+		}
+		checked := s.Sources - failed
+		notChecked := ""
+		if failed > 0 {
+			notChecked = fmt.Sprintf(" (%d not checked)", failed)
+		}
+		fmt.Fprintf(&b, "summary: %d %s checked%s, %s\n", checked, plural(checked, "source", "sources"), notChecked, levelText(s.Levels))
 	} else {
 		fmt.Fprintf(&b, "summary: %s\n", levelText(s.Levels))
 	}

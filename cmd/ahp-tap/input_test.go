@@ -121,7 +121,8 @@ func TestEmptyInputs(t *testing.T) {
 	for _, cmd := range []string{"check", "replay"} {
 		for _, p := range []string{empty, blank, headerOnly} {
 			r := runTap(t, "", cmd, p)
-			if r.code != 2 || !strings.Contains(r.stderr, filepath.Base(p)) || !strings.Contains(r.stdout, "0 frames audited") {
+			if r.code != 2 || !strings.Contains(r.stderr, filepath.Base(p)) || !strings.Contains(r.stdout, "0 frames audited") ||
+				!strings.Contains(r.stdout, "summary: 0 sources checked (1 not checked)") {
 				t.Errorf("%s %s: exit %d, stdout %q, stderr %q; want 2, the file named, 0 frames", cmd, p, r.code, r.stdout, r.stderr)
 			}
 			if r := runTap(t, "", cmd, "--allow-empty", p); r.code != 0 {
