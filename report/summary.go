@@ -39,6 +39,8 @@ type Summary struct {
 	// answered exchanges (tap.DefaultKeepAnswered per connection) so
 	// memory stays bounded. Their findings are all reported.
 	ExchangesOmitted int `json:"exchangesOmitted,omitempty"`
+	// ExchangesOmittedReason says why, when ExchangesOmitted > 0.
+	ExchangesOmittedReason string `json:"exchangesOmittedReason,omitempty"`
 	// FindingsTo says where the findings went, for a live tap's summary
 	// ("the violation log /var/log/v.log", "standard error").
 	FindingsTo []string `json:"findingsTo,omitempty"`

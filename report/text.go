@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -69,6 +70,9 @@ func SummaryOf(sources []Source) *Summary {
 			s.Inputs = append(s.Inputs, in)
 		}
 		s.ExchangesOmitted += src.ExchangesOmitted
+	}
+	if s.ExchangesOmitted > 0 {
+		s.ExchangesOmittedReason = fmt.Sprintf("to keep memory bounded, each connection keeps only its %d most recent answered exchanges; every finding is still reported", tap.DefaultKeepAnswered)
 	}
 	return s
 }

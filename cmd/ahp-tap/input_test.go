@@ -198,7 +198,7 @@ func TestJSONReportSaysExchangesOmitted(t *testing.T) {
 	if got := len(doc.Exchanges) + doc.Summary.ExchangesOmitted; got != n {
 		t.Errorf("%d exchanges listed + %d said omitted = %d, want %d", len(doc.Exchanges), doc.Summary.ExchangesOmitted, got, n)
 	}
-	if !strings.Contains(r.stdout, `"exchangesOmitted": `) {
+	if !strings.Contains(r.stdout, `"exchangesOmitted": `) || !strings.Contains(r.stdout, `"exchangesOmittedReason": "to keep memory bounded`) {
 		t.Errorf("the JSON report does not say exchanges were left out")
 	}
 }
