@@ -217,3 +217,36 @@ func TestCAInitCommand(t *testing.T) {
 		t.Errorf("second ca init: exit %d, want 2 (never overwrite)", r.code)
 	}
 }
+
+// A body larger than --max-audit-body is audited as a prefix (TAP-1) and
+// the answer pairs with it: no "matches no request" CORR-2 (issue 15 item 1).
+func TestHTTPTruncatedBodyNoFalseCorr2(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":"evt_big","error":{"code":-32600,"message":"too large"}}`)
+	}))
+	defer up.Close()
+	logPath := filepath.Join(t.TempDir(), "v.log")
+	lt := startHTTPTap(t, "--upstream", up.URL, "--log", logPath, "--max-audit-body", "200")
+	addr := lt.waitFor(t, "listening on", "http://")
+	body := `{"jsonrpc":"2.0","id":"evt_big","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"evt_big","type":"tool.before","pad":"` +
+		strings.Repeat("x", 4000) + `"}}}`
+	resp, err := http.Post("http://"+addr+"/agent-hooks", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	lt.cmd.Process.Signal(syscall.SIGTERM)
+	<-lt.done
+	lt.cmd.Wait()
+	logData, _ := os.ReadFile(logPath)
+	if !strings.Contains(string(logData), `"check":"TAP-1"`) {
+		t.Errorf("no TAP-1 for the truncated body:\n%s", logData)
+	}
+	if strings.Contains(string(logData), `"check":"CORR-2"`) {
+		t.Errorf("false CORR-2:\n%s", logData)
+	}
+}
