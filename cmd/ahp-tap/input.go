@@ -99,12 +99,15 @@ func detectKind(name string, head []byte, complete bool) string {
 	if len(bytes.TrimSpace(head)) == 0 && complete {
 		return kindEmpty
 	}
-	if bytes.IndexByte(head, 0) >= 0 || !utf8.Valid(trimPartialRune(head)) {
-		return kindBinary
-	}
 	first := bytes.TrimSpace(head)
 	if i := bytes.IndexByte(first, '\n'); i >= 0 {
 		first = bytes.TrimSpace(first[:i])
+	}
+	// Binary data (an image, an executable, an archive) starts with bytes
+	// that are not text. A stream whose later lines are not UTF-8, or hold
+	// NUL bytes, is still traffic: BASE-1 reports those lines.
+	if (bytes.IndexByte(first, 0) >= 0 || !utf8.Valid(trimPartialRune(first))) && first[0] != '{' && first[0] != '[' {
+		return kindBinary
 	}
 	var probe map[string]json.RawMessage
 	if json.Unmarshal(first, &probe) == nil {
