@@ -91,8 +91,8 @@ func TestInputKinds(t *testing.T) {
 		}
 		// A stream with a line that is not UTF-8 is traffic, not binary data.
 		badLine := write("bad-utf8.jsonl", []byte(exampleLines(t, "\n", 1)+"{\"a\":\"\xff\xfe\"}\n"))
-		if r := runTap(t, "", "replay", badLine); r.code != 1 || !strings.Contains(r.stdout, "BASE-1") {
-			t.Errorf("replay of a stream with a non-UTF-8 line: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		if r := runTap(t, "", cmd, badLine); r.code != 1 || !strings.Contains(r.stdout, "BASE-1") {
+			t.Errorf("%s of a stream with a non-UTF-8 line: exit %d, stdout %q, stderr %q", cmd, r.code, r.stdout, r.stderr)
 		}
 		// Not traffic: refused with a clear reason, no finding invented.
 		for _, p := range []string{violations, binary} {
