@@ -82,6 +82,10 @@ type Finding struct {
 	// DirGuessed says the sender was guessed from the content (a standalone
 	// file or an NDJSON stream without --direction).
 	DirGuessed bool `json:"directionGuessed,omitempty"`
+	// TraceParent is the W3C traceparent of the event's
+	// org.w3c.trace_context extension, so that a finding can be joined to
+	// the harness's trace.
+	TraceParent string `json:"traceParent,omitempty"`
 	// OlderDraft names the earlier state of the draft whose shape this
 	// finding reports ("the 0.1 revision"), on the first such finding of a
 	// conversation; the message already says so, and the summary gathers
@@ -155,10 +159,11 @@ func (r RuleInfo) At(f *Frame, lvl Level, ptr, format string, args ...any) Findi
 		out.Seq, out.Dir, out.Conn, out.Time = f.Seq, f.Dir, f.Conn, f.Time
 		out.Binds, out.DirGuessed = f.Dir, f.DirGuessed
 		out.RPCID = IDText(f.RPCID())
-		if id, ok := f.Event().Get("id").Text(); ok {
-			out.EventID = id
+		if ev := f.Event(); ev != nil {
+			out.EventID, _ = ev.Get("id").Text()
+			out.EventType, _ = ev.Get("type").Text()
+			out.TraceParent, _ = ev.Path("extensions", "org.w3c.trace_context", "traceparent").Text()
 		}
-		out.EventType, _ = f.Event().Get("type").Text()
 	}
 	return out
 }

@@ -55,7 +55,7 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 	for _, name := range fs.Args() {
 		sources = append(sources, ic.check(name))
 	}
-	return m.finishOffline("check", &of, sources, report.SummaryOf(sources))
+	return m.finishOffline("check", &of, sources, nil)
 }
 
 // parseEditContext parses --edit-context: one JSON object.

@@ -36,6 +36,8 @@ Create a CA for HTTPS interception ('http --forward --mitm-ca DIR') in DIR (file
 Whoever trusts its certificate lets the holder of its key read and change all their HTTPS traffic:
 trust it only in the harness under test, never system-wide.`,
 	"version": "usage: ahp-tap version\nPrint the version.",
+	"wrap":    "usage: ahp-tap wrap --dir DIR [-o FILE] REGISTRATION\nPut ahp-tap in front of every backend of a registration.",
+	"unwrap":  "usage: ahp-tap unwrap [flags] REGISTRATION\nTake ahp-tap out of a wrapped registration again.",
 	"help":    "usage: ahp-tap help [COMMAND]\nList the commands, or show COMMAND's help.",
 }
 
@@ -84,6 +86,9 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
 		name, usage := flag.UnquoteUsage(f)
 		line := "  --" + f.Name
+		if len(f.Name) == 1 {
+			line = "  -" + f.Name // -f, -o, -v: one letter, one dash, as usual
+		}
 		if name != "" {
 			line += " " + name
 		}

@@ -11,8 +11,9 @@ import (
 	"testing"
 )
 
-// singleDash matches a flag listed with one dash.
-var singleDash = regexp.MustCompile(`\n\s+-[a-z]`)
+// singleDash matches a long flag listed with one dash (one-letter flags
+// such as -f keep one).
+var singleDash = regexp.MustCompile(`\n\s+-[a-z][a-z]`)
 
 // runTapIn runs the built binary in dir.
 func runTapIn(t *testing.T, dir string, args ...string) result {
@@ -38,7 +39,7 @@ func runTapIn(t *testing.T, dir string, args ...string) result {
 func TestEveryCommandHelp(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cmds := []string{"check", "replay", "stdio", "http", "demo", "rules", "tail", "example-backend", "example-harness", "ca", "version"}
+	cmds := []string{"check", "replay", "stdio", "http", "demo", "rules", "tail", "example-backend", "example-harness", "ca", "version", "wrap", "unwrap"}
 	for _, c := range cmds {
 		for _, args := range [][]string{{c, "-h"}, {c, "--help"}, {"help", c}} {
 			r := runTapIn(t, dir, args...)

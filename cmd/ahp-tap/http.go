@@ -49,6 +49,8 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	drain := fs.Duration("drain", httpproxy.DefaultDrain, "on SIGINT/SIGTERM, wait up to `D` for requests in flight")
 	console := fs.Bool("console", false, consoleHelp)
 	summary := fs.Bool("summary", isTerminal(m.Stderr), summaryHelp)
+	var otlpf otlpFlags
+	otlpf.register(fs)
 	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
@@ -98,6 +100,10 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		cfg.MITMCA = ca
 	}
 	l, err := ef.load()
+	if err != nil {
+		return err
+	}
+	otlpx, err := otlpf.open(*capPath, m.Stderr)
 	if err != nil {
 		return err
 	}
@@ -161,6 +167,11 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if con != nil {
 		sink = append(sink, con)
 	}
+	others := sink // where the exporter reports the findings it lost
+	if otlpx != nil {
+		sink = append(sink, otlpx)
+		metrics.Register(otlpx.Collectors()...)
+	}
 	for _, f := range l.regFindings {
 		sink.Write(f)
 	}
@@ -169,6 +180,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	proxy, err := httpproxy.New(cfg)
 	if err != nil {
 		auditor.Close()
+		otlpx.Close(0)
 		vlog.Close()
 		if cw != nil {
 			cw.Close()
@@ -208,6 +220,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	proxy.Close()
 	auditor.Close() // drains the queue, end-of-stream rules, TAP-1 for drops
+	closeOTLP(otlpx, httpCloseTimeout, others)
 	logErr := vlog.Close()
 	con.Close()
 	var capErr error

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -29,6 +30,7 @@ const (
 	kindLog          = "violation log" // findings written by --log: not traffic
 	kindEmpty        = "empty"         // nothing but white space
 	kindBinary       = "binary"        // not text: not traffic
+	kindHAR          = "har"           // an HTTP Archive (replayHAR)
 )
 
 // peekSize is how much of an input detectKind looks at.
@@ -163,8 +165,9 @@ type offlineFlags struct {
 	logPath    string
 	allowEmpty bool
 
-	threshold tap.Level   // parsed --fail-on; 0: never fail
-	lg        *report.Log // the opened --log, or nil
+	threshold tap.Level            // parsed --fail-on; 0: never fail
+	lg        *report.Log          // the opened --log, or nil
+	otlpx     *otlpexport.Exporter // replay --otlp-endpoint, or nil
 }
 
 func (of *offlineFlags) register(fs *flag.FlagSet) {
@@ -231,8 +234,19 @@ func (ic *inputChecker) check(name string) report.Source {
 		return fail("%v", err)
 	}
 	defer in.close()
+	if ic.rp.isHAR(in.r) {
+		in.kind = kindHAR
+	}
 	src.Input.Kind = in.kindText()
 	switch in.kind {
+	case kindHAR:
+		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
+		fds, err := ic.rp.replayHAR(in.r)
+		if err != nil {
+			return fail("%v", err)
+		}
+		src.Findings, src.Exchanges = fds, ic.rp.records
+		src.Input.Frames = ic.rp.frames
 	case kindLog:
 		return fail("this is a violation log (findings ahp-tap wrote), not traffic; read it with 'ahp-tap tail %s'", name)
 	case kindBinary:
@@ -306,17 +320,18 @@ func countLines(data []byte) int {
 // above --fail-on exists, bit 2 (exit 2) when an input could not be
 // checked whole (unreadable, not traffic, empty, damaged records); 3 is
 // both.
-func (m *Main) finishOffline(cmd string, of *offlineFlags, sources []report.Source, sum *report.Summary) error {
-	if lg := of.lg; lg != nil {
-		for _, src := range sources {
-			for _, f := range src.Findings {
-				lg.WriteWait(f) // offline: wait rather than drop
-			}
-		}
-		if err := lg.Close(); err != nil {
-			fmt.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
+func (m *Main) finishOffline(cmd string, of *offlineFlags, sources []report.Source, notPossible []report.NotPossible) error {
+	for _, src := range sources {
+		for _, f := range src.Findings {
+			of.lg.WriteWait(f) // offline: wait rather than drop; a nil log discards
 		}
 	}
+	sources = exportSources(of.otlpx, sources, of.lg)
+	if err := of.lg.Close(); err != nil {
+		fmt.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
+	}
+	sum := report.SummaryOf(sources)
+	sum.NotPossible = notPossible
 	if err := writeReport(m.Stdout, of.format, sources, sum); err != nil {
 		return usageError("%s: writing the report: %v", cmd, err)
 	}

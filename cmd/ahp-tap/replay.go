@@ -23,6 +23,9 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	ef.register(fs)
 	var of offlineFlags
 	of.register(fs)
+	var otlpf otlpFlags
+	otlpf.register(fs)
+	input := fs.String("input", "", "input `KIND`: har for an HTTP Archive (default: recognised by content)")
 	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
@@ -38,6 +41,9 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		}
 		dir = d
 	}
+	if *input != "" && *input != "har" {
+		return usageError("--input %q is not har", *input)
+	}
 	if fs.NArg() == 0 {
 		return usageError("replay: no CAPTURE given (usage: ahp-tap replay [flags] CAPTURE...)")
 	}
@@ -45,13 +51,18 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	otlpx, err := otlpf.open("", m.Stderr)
+	if err != nil {
+		return err
+	}
+	of.otlpx = otlpx
 	if err := of.openLog("replay", m.Stderr); err != nil {
 		return err
 	}
 	defer of.lg.Close() // idempotent; flushes on the error paths too
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	rp := &replayer{flags: l, set: set, dir: dir}
+	rp := &replayer{flags: l, set: set, dir: dir, input: *input, diag: m.Stderr}
 
 	var sources []report.Source
 	if ef.registration != "" {
@@ -64,9 +75,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	for _, name := range fs.Args() {
 		sources = append(sources, ic.check(name))
 	}
-	sum := report.SummaryOf(sources)
-	sum.NotPossible = rp.notPossible()
-	return m.finishOffline("replay", &of, sources, sum)
+	return m.finishOffline("replay", &of, sources, rp.notPossible())
 }
 
 // A replayer re-runs the rules over one recorded file at a time.
@@ -74,6 +83,8 @@ type replayer struct {
 	flags *loaded         // what the command-line flags say
 	set   map[string]bool // flags given explicitly: they override the capture
 	dir   tap.Direction   // --direction, for plain NDJSON
+	input string          // --input: "har", or "" to recognise by content
+	diag  io.Writer       // one-line notices (stderr)
 
 	// records collects the exchange records of the file being replayed,
 	// frames counts its frames, forgotten the exchanges its conversations
