@@ -45,8 +45,7 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 	defer of.lg.Close()
 	var sources []report.Source
 	if ef.registration != "" {
-		fds := append(l.regFindings, l.opt.Spec.RegistrationFindings(l.cfg.Registration)...)
-		sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
+		sources = append(sources, report.Source{Name: ef.registration, Findings: l.registrationFindings()})
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

@@ -245,7 +245,7 @@ func (ic *inputChecker) check(name string) report.Source {
 		if err != nil {
 			return fail("%v", err)
 		}
-		src.Findings, src.Exchanges = fds, ic.rp.records
+		src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
 		src.Input.Frames = ic.rp.frames
 	case kindLog:
 		return fail("this is a violation log (findings ahp-tap wrote), not traffic; read it with 'ahp-tap tail %s'", name)
@@ -295,10 +295,6 @@ func (ic *inputChecker) check(name string) report.Source {
 			src.Input.Frames = 1
 		}
 		src.Findings, src.Exchanges = rules.CheckDocumentRecords(doc, data, ic.flags.cfg, ic.flags.opt)
-		if ic.flags.opt.Spec != nil && in.kind == kindRegistration {
-			reg, _, _ := tap.ParseJSON(data)
-			src.Findings = append(src.Findings, ic.flags.opt.Spec.RegistrationFindings(reg)...)
-		}
 	}
 	if src.Input.Frames == 0 && in.kind != kindRegistration && !ic.allowEmpty {
 		return fail("no frame to audit (a capture with only its header, or blank lines); give --allow-empty to accept it")
