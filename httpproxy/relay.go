@@ -549,6 +549,7 @@ func (p *Proxy) harnessGone(x *exchange, detail string) {
 	}
 	x.mu.Unlock()
 	p.metrics.countRequest(x.httpVerb, 499)
+	p.metrics.countFailure("harness_gone") // ahp_tap_harness_gone_total, not an upstream failure
 	p.log.Debug().Str("conn", x.conn).Msg(detail)
 }
 
