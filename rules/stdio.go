@@ -37,7 +37,7 @@ type lineState struct {
 func (r *lineRule) Info() tap.RuleInfo { return r.info }
 
 func (r *lineRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
-	if !f.Framing.Line || f.Truncated {
+	if !f.Framing.Line || f.Unchecked() {
 		return nil
 	}
 	st := c.RuleState(r.info.ID, func() any {
