@@ -88,7 +88,9 @@ func TestFrameValueBound(t *testing.T) {
 // floodRule reports n findings on every frame.
 type floodRule struct{ n int }
 
-func (r floodRule) Info() RuleInfo { return RuleInfo{ID: "BASE-1/flood", Check: "BASE-1", Level: Error} }
+func (r floodRule) Info() RuleInfo {
+	return RuleInfo{ID: "BASE-1/flood", Check: "BASE-1", Level: Error}
+}
 func (r floodRule) Check(c *Conversation, f *Frame) []Finding {
 	out := make([]Finding, r.n)
 	for i := range out {
