@@ -234,9 +234,11 @@ func loopbackHost(host string) bool {
 }
 
 // authRule checks AUTH-1: exactly one Authorization header per request,
-// and the credential from it never in a body. The adapter replaced every
-// occurrence by tap.RedactedCredential and counted them; this rule names
-// where they were.
+// and no credential the harness sent (the Authorization credential, or
+// another the adapter redacts: X-Api-Key, a credential query parameter…)
+// in a body, as written or escaped. The adapter replaced every occurrence
+// by tap.RedactedCredential and counted them; this rule names where they
+// were.
 type authRule struct{ info tap.RuleInfo }
 
 func (r authRule) Info() tap.RuleInfo { return r.info }
@@ -259,7 +261,7 @@ func (r authRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 		who = "backend's response"
 	}
 	if len(ptrs) == 0 {
-		return append(out, r.info.At(f, 0, "", "the %s body contains the bearer credential from the Authorization header (redacted by ahp-tap); credentials never go into payloads", who))
+		return append(out, r.info.At(f, 0, "", "the %s body contains a credential the harness sent in its request (the Authorization credential, say; redacted by ahp-tap); credentials never go into payloads", who))
 	}
 	for _, p := range ptrs {
 		where := "the " + who + " body"
@@ -269,7 +271,7 @@ func (r authRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 		case strings.HasSuffix(p, "/reason"):
 			where = "a deny reason"
 		}
-		out = append(out, r.info.At(f, 0, p, "the bearer credential from the Authorization header appears in %s (redacted by ahp-tap); credentials never go into payloads, error data or reasons", where))
+		out = append(out, r.info.At(f, 0, p, "a credential the harness sent in its request (the Authorization credential, say) appears in %s (redacted by ahp-tap); credentials never go into payloads, error data or reasons", where))
 	}
 	return out
 }
@@ -280,7 +282,7 @@ func (r authRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 	if n.Kind != tap.NoteHTTPResponse || n.HTTP == nil || n.HTTP.CredentialInBody == 0 {
 		return nil
 	}
-	fd := r.info.At(nil, 0, "", "the backend's HTTP %d response body contains the bearer credential from the Authorization header (redacted by ahp-tap)", n.HTTP.Status)
+	fd := r.info.At(nil, 0, "", "the backend's HTTP %d response body contains a credential the harness sent in its request (redacted by ahp-tap)", n.HTTP.Status)
 	fd.Conn, fd.Time = n.Conn, n.Time
 	return []tap.Finding{fd}
 }
