@@ -357,7 +357,16 @@ func (c *credentials) find(b []byte) []span {
 }
 
 func (c *credentials) findIn(b []byte, depth int, out []span) []span {
+	n := len(out)
 	out = c.scan(b, out)
+	if depth == 0 {
+		// A credential found as written may begin or end inside an
+		// escape ("x\nabc…" holds "nabc…"): replacing only its bytes would
+		// leave a broken escape and the body no longer JSON.
+		for i := n; i < len(out); i++ {
+			out[i] = wholeEscapes(b, out[i])
+		}
+	}
 	if depth >= maxEscapeDepth {
 		return out
 	}
@@ -369,6 +378,36 @@ func (c *credentials) findIn(b []byte, depth int, out []span) []span {
 		out = append(out, span{m.rawStart(s.start), m.rawEnd(s.end - 1)})
 	}
 	return out
+}
+
+// wholeEscapes widens s to whole JSON escapes at both ends.
+func wholeEscapes(b []byte, s span) span {
+	if s.start > 0 && escapeBackslash(b, s.start-1) {
+		s.start--
+	}
+	for i := max(s.start, s.end-6); i < s.end; {
+		if !escapeBackslash(b, i) {
+			i++
+			continue
+		}
+		n := 2
+		if i+1 < len(b) && b[i+1] == 'u' {
+			n = 6
+		}
+		s.end = max(s.end, min(i+n, len(b)))
+		i += n
+	}
+	return s
+}
+
+// escapeBackslash reports whether b[i] is a backslash that begins an
+// escape: it ends an odd run of backslashes.
+func escapeBackslash(b []byte, i int) bool {
+	n := 0
+	for j := i; j >= 0 && b[j] == '\\'; j-- {
+		n++
+	}
+	return n%2 == 1
 }
 
 func mergeSpans(ss []span) []span {

@@ -42,6 +42,9 @@ func FuzzRedact(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"a":"x"}`), "abcdefgh", uint16(7), uint8(2))
+	// A credential that begins inside an escape (TestRedactKeepsJSON).
+	f.Add([]byte(`{"a":"x\nabcdefgh"}`), "nabcdefgh", uint16(0), uint8(5))
+	f.Add([]byte(`{"a":"\u0041bcdefgh"}`), "u0041bcdefgh", uint16(0), uint8(5))
 	f.Fuzz(func(t *testing.T, body []byte, cred string, at uint16, form uint8) {
 		if len(cred) < MinCredentialLen || len(cred) > 256 || strings.Trim(cred, token68) != "" {
 			return

@@ -3,6 +3,7 @@ package httpproxy
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -249,5 +250,32 @@ func TestForgettingCredentialsIsReported(t *testing.T) {
 	}
 	if len(forgot) != 1 {
 		t.Errorf("TAP-1 findings about forgotten credentials = %d, want 1:%s", len(forgot), tt.found.dump())
+	}
+}
+
+// A credential found as written but starting or ending inside a JSON escape
+// is replaced with the whole escape: the body stays JSON. (Found while
+// writing FuzzRedact's properties.)
+func TestRedactKeepsJSON(t *testing.T) {
+	for _, tc := range []struct{ cred, body string }{
+		{"u0041bcdefgh", `{"a":"\u0041bcdefgh"}`},
+		{"nabcdefgh", `{"a":"x\nabcdefgh"}`},
+		{"nabcdefgh", `{"a":"x\\\nabcdefgh"}`},
+		{`abcdefg\`, `{"a":"abcdefg\"x"}`},
+		{`abcdefg\`, `{"a":"abcdefg\u0041"}`},
+		{"abcdefgh", `{"a":"\\abcdefgh"}`}, // an escaped backslash, then the credential
+	} {
+		var c credentials
+		c.remember(tc.cred)
+		out, n := c.redact([]byte(tc.body))
+		if n != 1 || !json.Valid(out) || !bytes.Contains(out, []byte(tap.RedactedCredential)) {
+			t.Errorf("redact(%s) with %q = %s, %d; want one replacement and JSON", tc.body, tc.cred, out, n)
+		}
+	}
+	// The escaped backslash is kept: only the credential goes.
+	var c credentials
+	c.remember("abcdefgh")
+	if out, _ := c.redact([]byte(`{"a":"\\abcdefgh"}`)); string(out) != `{"a":"\\`+tap.RedactedCredential+`"}` {
+		t.Errorf("redact = %s, want the escaped backslash kept", out)
 	}
 }
