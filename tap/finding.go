@@ -73,6 +73,11 @@ type Finding struct {
 	// RPCID is the JSON-RPC id as written on the wire ("\"abc\"" or "7").
 	RPCID   string `json:"rpcId,omitempty"`
 	EventID string `json:"eventId,omitempty"`
+	// OlderDraft names the earlier state of the draft whose shape this
+	// finding reports ("the 0.1 revision"), on the first such finding of a
+	// conversation; the message already says so, and the summary gathers
+	// them. Not part of any record format.
+	OlderDraft string `json:"-"`
 }
 
 // String renders a finding on one line for people.
