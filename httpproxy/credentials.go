@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"hash/maphash"
 	"net/http"
 	"net/url"
@@ -300,8 +301,12 @@ func (bk *credBucket) lookup(k credKey) (int, bool) {
 	return n, ok
 }
 
-// A span is a byte range [start, end) holding a credential.
-type span struct{ start, end int }
+// A span is a byte range [start, end) holding a credential. quote says the
+// marker replacing it goes in quotes (it replaces a whole JSON value).
+type span struct {
+	start, end int
+	quote      bool
+}
 
 // scan appends the spans of b that hold a remembered credential, longest
 // first where several start at one byte. Its cost is linear in len(b)
@@ -336,7 +341,7 @@ func (c *credentials) scan(b []byte, out []span) []span {
 			i++
 			continue
 		}
-		out = append(out, span{i, i + n})
+		out = append(out, span{start: i, end: i + n})
 		i += n
 	}
 	return out
@@ -375,7 +380,7 @@ func (c *credentials) findIn(b []byte, depth int, out []span) []span {
 		return out
 	}
 	for _, s := range c.findIn(dec, depth+1, nil) {
-		out = append(out, span{m.rawStart(s.start), m.rawEnd(s.end - 1)})
+		out = append(out, span{start: m.rawStart(s.start), end: m.rawEnd(s.end - 1)})
 	}
 	return out
 }
@@ -420,6 +425,7 @@ func mergeSpans(ss []span) []span {
 		last := &out[len(out)-1]
 		if s.start < last.end {
 			last.end = max(last.end, s.end)
+			last.quote = last.quote || s.quote
 			continue
 		}
 		out = append(out, s)
@@ -430,21 +436,71 @@ func mergeSpans(ss []span) []span {
 // redact returns b with every remembered credential replaced by
 // tap.RedactedCredential, as written or escaped, and how many it replaced.
 // b itself is returned, unchanged, when nothing matched; it is never
-// modified.
+// modified. A JSON body stays JSON: a credential outside a string (a
+// numeric key written as a number, say) takes the whole value it is in
+// with it, replaced by the marker as a JSON string.
 func (c *credentials) redact(b []byte) ([]byte, int) {
 	c.once.Do(c.setup)
 	spans := c.find(b)
 	if len(spans) == 0 {
 		return b, 0
 	}
-	out := make([]byte, 0, len(b)+len(spans)*len(tap.RedactedCredential))
+	out := replaceSpans(b, spans)
+	if !json.Valid(out) && json.Valid(b) {
+		if v, _, err := tap.ParseJSON(b); err == nil {
+			out = replaceSpans(b, valueSpans(v, spans))
+		}
+	}
+	return out, len(spans)
+}
+
+func replaceSpans(b []byte, spans []span) []byte {
+	out := make([]byte, 0, len(b)+len(spans)*(len(tap.RedactedCredential)+2))
 	at := 0
 	for _, s := range spans {
 		out = append(out, b[at:s.start]...)
+		if s.quote {
+			out = append(out, '"')
+		}
 		out = append(out, tap.RedactedCredential...)
+		if s.quote {
+			out = append(out, '"')
+		}
 		at = s.end
 	}
-	return append(out, b[at:]...), len(spans)
+	return append(out, b[at:]...)
+}
+
+// valueSpans widens each span not inside a JSON string to the smallest
+// value of v holding it, to be replaced by a quoted marker.
+func valueSpans(v *tap.Value, spans []span) []span {
+	out := make([]span, 0, len(spans))
+	for _, s := range spans {
+		n := v
+		for {
+			var inner *tap.Value
+			for _, e := range n.Arr {
+				if e.Start <= s.start && s.end <= e.End {
+					inner = e
+				}
+			}
+			for _, m := range n.Obj {
+				if m.Val.Start <= s.start && s.end <= m.Val.End {
+					inner = m.Val
+				}
+			}
+			if inner == nil {
+				break
+			}
+			n = inner
+		}
+		if n.Kind == tap.String && n.Start < s.start && s.end < n.End {
+			out = append(out, s) // inside the quotes: the marker alone keeps it JSON
+			continue
+		}
+		out = append(out, span{start: n.Start, end: n.End, quote: true})
+	}
+	return mergeSpans(out)
 }
 
 // redactString is redact for text (URLs, error messages, diagnostics).

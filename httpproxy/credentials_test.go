@@ -279,3 +279,20 @@ func TestRedactKeepsJSON(t *testing.T) {
 		t.Errorf("redact = %s, want the escaped backslash kept", out)
 	}
 }
+
+// A credential outside a JSON string (a numeric key sent as a number) takes
+// its whole value: replaced by the marker as a JSON string, the body stays
+// JSON. (Found by FuzzRedact: testdata/fuzz/FuzzRedact.)
+func TestRedactNumericCredential(t *testing.T) {
+	var c credentials
+	c.add(http.Header{"X-Api-Key": {"12345678901"}})
+	for body, want := range map[string]string{
+		`{"n":12345678901,"s":"x"}`:      `{"n":"` + tap.RedactedCredential + `","s":"x"}`,
+		`{"n":-0.12345678901e5,"s":"x"}`: `{"n":"` + tap.RedactedCredential + `","s":"x"}`,
+		`{"s":"a 12345678901 b"}`:        `{"s":"a ` + tap.RedactedCredential + ` b"}`,
+	} {
+		if got, n := c.redact([]byte(body)); string(got) != want || n != 1 {
+			t.Errorf("redact(%s) = %s, %d; want %s, 1", body, got, n, want)
+		}
+	}
+}
