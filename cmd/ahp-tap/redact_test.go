@@ -155,3 +155,12 @@ func TestHTTPTapNeverWritesSecrets(t *testing.T) {
 		t.Errorf("the capture holds no redaction marker")
 	}
 }
+
+func TestRedactFlagsUsage(t *testing.T) {
+	for _, name := range []string{"", "a b", "X-Key:", "a\tb"} {
+		r := runTap(t, "", "http", "--upstream", "http://127.0.0.1:1", "--redact-header", name)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "redact-header") {
+			t.Errorf("--redact-header %q: exit %d, stderr %q; want exit 2 and one line naming the flag", name, r.code, r.stderr)
+		}
+	}
+}
