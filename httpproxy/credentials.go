@@ -105,8 +105,8 @@ type credKey struct {
 // share their first bytes (every JWT starts "eyJhbGci"), so a bucket is
 // searched by length, then by digest: never one by one.
 type credBucket struct {
-	lens []int           // the distinct lengths in keys, for the search
-	keys map[credKey]int // credentials, and how many times each was learned (for forgetting)
+	lens []int                // the distinct lengths in keys, for the search
+	keys map[credKey]struct{} // the credentials
 }
 
 // A credRef names a credential in credentials.order, for forgetting it.
@@ -220,12 +220,6 @@ func splitAuthorization(v string) (scheme, cred string) {
 	return "", v
 }
 
-// credentialOf returns the credential in an Authorization value.
-func credentialOf(v string) string {
-	_, cred := splitAuthorization(v)
-	return cred
-}
-
 // digest is a credential's keyed 64-bit hash: the seed is random per
 // process and never leaves memory.
 func (c *credentials) digest(b []byte) uint64 { return maphash.Bytes(c.key, b) }
@@ -249,13 +243,13 @@ func (c *credentials) remember(cred string) {
 	h := c.anchorOf(binary.LittleEndian.Uint64(b))
 	k := credKey{n: len(b), sum: c.digest(b)}
 	c.mu.RLock()
-	_, known := c.anchor[h].lookup(k)
+	known := c.anchor[h].has(k)
 	c.mu.RUnlock()
 	if known {
 		return
 	}
 	c.mu.Lock()
-	if _, known := c.anchor[h].lookup(k); known {
+	if c.anchor[h].has(k) {
 		c.mu.Unlock()
 		return
 	}
@@ -277,14 +271,14 @@ func (c *credentials) remember(cred string) {
 	}
 	bk := c.anchor[h]
 	if bk == nil {
-		bk = &credBucket{keys: make(map[credKey]int, 1)}
+		bk = &credBucket{keys: make(map[credKey]struct{}, 1)}
 		c.anchor[h] = bk
 	}
 	if !slices.Contains(bk.lens, k.n) {
 		bk.lens = append(bk.lens, k.n)
 		slices.SortFunc(bk.lens, func(x, y int) int { return y - x }) // longest first
 	}
-	bk.keys[k]++
+	bk.keys[k] = struct{}{}
 	i := h >> (64 - filterBits)
 	c.filter[i/64].Or(1 << (i % 64))
 	c.mu.Unlock()
@@ -293,12 +287,12 @@ func (c *credentials) remember(cred string) {
 	}
 }
 
-func (bk *credBucket) lookup(k credKey) (int, bool) {
+func (bk *credBucket) has(k credKey) bool {
 	if bk == nil {
-		return 0, false
+		return false
 	}
-	n, ok := bk.keys[k]
-	return n, ok
+	_, ok := bk.keys[k]
+	return ok
 }
 
 // A span is a byte range [start, end) holding a credential. quote says the
