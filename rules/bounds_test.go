@@ -33,3 +33,19 @@ func TestDuplicateKeysFindingSet(t *testing.T) {
 		t.Errorf("findings %s: want no TAP-1 (the frame is within the bounds)", dump(withCheck(fs, "TAP-1")))
 	}
 }
+
+// JSON embedded in a text part (an MCP elicitation payload) is held to the
+// same value bound as a frame: past it, it is left unchecked rather than
+// decoded into hundreds of megabytes.
+func TestEmbeddedJSONBound(t *testing.T) {
+	over := "[" + strings.TrimSuffix(strings.Repeat("0,", tap.MaxFrameValues), ",") + "]"
+	if v, faults := parseMCP(over); v != nil || faults != nil {
+		t.Errorf("parseMCP(%d values) = %v, %v; want nothing (unchecked)", tap.MaxFrameValues+1, v != nil, faults)
+	}
+	if _, faults := parseMCP(`{"a":1,"a":2}`); len(faults) != 1 {
+		t.Errorf("parseMCP(duplicate key) faults = %v, want one", faults)
+	}
+	if _, faults := parseMCP(`{"a":`); len(faults) != 1 {
+		t.Errorf("parseMCP(truncated) faults = %v, want one", faults)
+	}
+}
