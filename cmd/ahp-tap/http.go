@@ -57,6 +57,8 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		return nil
 	})
 	fs.BoolVar(&redact.NoDefaults, "no-redact", false, "record Cookie, Set-Cookie, X-Api-Key, Proxy-Authorization and credential query parameters as they are (the Authorization credential is always redacted)")
+	var otlpf otlpFlags
+	otlpf.register(fs)
 	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
@@ -106,6 +108,10 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		cfg.MITMCA = ca
 	}
 	l, err := ef.load()
+	if err != nil {
+		return err
+	}
+	otlpx, err := otlpf.open(*capPath, m.Stderr)
 	if err != nil {
 		return err
 	}
@@ -163,6 +169,11 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if vlog != nil {
 		sink = append(sink, vlog)
 	}
+	others := sink // where the exporter reports the findings it lost
+	if otlpx != nil {
+		sink = append(sink, otlpx)
+		metrics.Register(otlpx.Collectors()...)
+	}
 	for _, f := range l.regFindings {
 		sink.Write(f)
 	}
@@ -171,6 +182,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	proxy, err := httpproxy.New(cfg)
 	if err != nil {
 		auditor.Close()
+		otlpx.Close(0)
 		vlog.Close()
 		if cw != nil {
 			cw.Close()
@@ -209,6 +221,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	proxy.Close()
 	auditor.Close() // drains the queue, end-of-stream rules, TAP-1 for drops
+	closeOTLP(otlpx, httpCloseTimeout, others)
 	logErr := vlog.Close()
 	var capErr error
 	if cw != nil {

@@ -75,6 +75,8 @@ Commands:
   rules           list every check and rule
   example-backend an example AHP backend on stdio, for testing harnesses (--mode MODE)
   example-harness an example AHP harness that plays a short session
+  wrap            put ahp-tap in front of every backend of a registration (--dir DIR [-o FILE] REGISTRATION)
+  unwrap          take ahp-tap out of a wrapped registration again
   ca              manage the CA for HTTPS interception (ca init DIR)
   version         print the version
 
@@ -107,6 +109,10 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runHTTP(ctx, rest)
 	case "ca":
 		return m.runCA(ctx, rest)
+	case "wrap":
+		return m.runWrap(ctx, rest)
+	case "unwrap":
+		return m.runUnwrap(ctx, rest)
 	case "version", "--version", "-version":
 		fmt.Fprintf(m.Stdout, "ahp-tap %s\n", version)
 		return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/stdio"
@@ -34,6 +35,7 @@ type stdioFlags struct {
 	queue     int
 	audit     bool
 	priority  string
+	otlp      otlpFlags
 }
 
 func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
@@ -47,6 +49,7 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	fs.BoolVar(&sf.audit, "audit", true, "check the traffic; --audit=false only forwards (to compare overhead)")
 	fs.StringVar(&sf.priority, "audit-priority", string(stdio.PriorityLow), "CPU priority of auditing, `low|idle|normal`: low is nice 5; idle uses only spare CPU (lowest latency cost, more frames not audited under load); normal competes with forwarding")
 	fs.IntVar(&sf.queue, "audit-queue", tap.DefaultQueue, "audit queue depth in `FRAMES` (when full, audit copies are dropped, never traffic)")
+	sf.otlp.register(fs)
 }
 
 func isTerminal(w io.Writer) bool {
@@ -140,11 +143,17 @@ type stdioRun struct {
 	cfg       tap.Config
 	sf        *stdioFlags
 	diag      io.Writer // ahp-tap's own one-line notices (stderr)
+	otlp      *otlpexport.Exporter
 	closed    bool
 }
 
 func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio.Priority) (*stdioRun, error) {
 	r := &stdioRun{collector: &report.Collector{Limit: 1}, sf: sf, diag: m.Stderr}
+	x, err := sf.otlp.open(sf.capture, m.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	r.otlp = x
 	cfg := l.cfg
 	cfg.Transport = tap.Stdio
 	if sf.lifecycle != "" {
@@ -166,6 +175,9 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		// running: the harness depends on it, the log is an aid.
 		r.log = report.OpenLogBestEffort(sf.log, m.Stderr)
 		sinks = append(sinks, r.log)
+	}
+	if r.otlp != nil {
+		sinks = append(sinks, r.otlp)
 	}
 	conn := fmt.Sprintf("stdio:%d", os.Getpid())
 	var rec tap.Recorder
@@ -205,6 +217,7 @@ func (r *stdioRun) close() {
 		return
 	}
 	r.closed = true
+	closeOTLP(r.otlp, stdioCloseTimeout, tap.MultiSink{r.collector, r.log})
 	r.log.Close()
 	if r.capture != nil {
 		// Capture writes never disturb traffic; a failure is told once.
