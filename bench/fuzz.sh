@@ -11,6 +11,9 @@
 #   FUZZTIME=10s bench/fuzz.sh ./rules     # only the targets of some packages
 #   TARGETS='FuzzRedact|FuzzFrameDecode' bench/fuzz.sh
 #   PARALLEL=2 bench/fuzz.sh               # fuzzing workers per target (default 1)
+#   MINIMIZE=10s bench/fuzz.sh             # minimize new inputs (default 0: off; with
+#                                          # the large fixture seeds, minimizing each new
+#                                          # interesting input took the whole budget)
 #
 # Exit status: 0 when every target ran clean, 1 when any found a failure.
 # A target that exits non-zero at the end of -fuzztime with "context
@@ -22,6 +25,7 @@ cd "$(dirname "$0")/.."
 
 FUZZTIME=${FUZZTIME:-30s}
 PARALLEL=${PARALLEL:-1}
+MINIMIZE=${MINIMIZE:-0}
 TARGETS=${TARGETS:-.}
 pkgs=("$@")
 [ ${#pkgs[@]} -eq 0 ] && pkgs=(./...)
@@ -36,7 +40,7 @@ for pkg in $(go list "${pkgs[@]}"); do
 	for t in $targets; do
 		out="$log/$t.txt"
 		before=$(ls "$dir/testdata/fuzz/$t" 2>/dev/null | wc -l)
-		(cd "$dir" && go test -run '^$' -fuzz "^${t}\$" -fuzztime "$FUZZTIME" -parallel "$PARALLEL" . >"$out" 2>&1)
+		(cd "$dir" && go test -run '^$' -fuzz "^${t}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime "$MINIMIZE" -parallel "$PARALLEL" . >"$out" 2>&1)
 		rc=$?
 		execs=$(grep -o 'execs: [0-9]*' "$out" | tail -1 | awk '{print $2}')
 		after=$(ls "$dir/testdata/fuzz/$t" 2>/dev/null | wc -l)
