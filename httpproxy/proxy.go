@@ -129,14 +129,13 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	p.creds.configure(cfg.Redact, cfg.MaxCredentials)
 	p.creds.forgotten = func(max int) {
-		// Off the request path: Do waits for the audit queue. Serve
-		// waits for it before returning, so the fact is not lost.
+		// Off the request path: Note waits for room in the audit queue.
+		// Serve waits for it before returning, so the fact is not lost.
 		p.bg.Add(1)
 		go func() {
 			defer p.bg.Done()
-			p.auditor.Do(func(*tap.Engine) []tap.Finding {
-				return []tap.Finding{tap.TapIncomplete.At(nil, tap.Warn, "", "ahp-tap remembers at most %d credentials for redaction and has begun to forget the oldest: one of those appearing in a body from now on is neither redacted nor reported (AUTH-1)", max)}
-			})
+			p.auditor.Note(tap.Note{Kind: tap.NoteForgotten, Time: time.Now(), Detail: fmt.Sprintf(
+				"ahp-tap remembers at most %d credentials for redaction and has begun to forget the oldest: one of those appearing in a body from now on is neither redacted nor reported (AUTH-1)", max)})
 		}()
 	}
 	p.bufs.New = func() any { b := make([]byte, 32<<10); return &b }

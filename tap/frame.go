@@ -171,9 +171,6 @@ func (f *Frame) Decode() {
 // leave such a frame alone; the engine reports it (TAP-1).
 func (f *Frame) Unchecked() bool { return f.Truncated || f.OverBound }
 
-// Decoded reports whether Decode has run.
-func (f *Frame) Decoded() bool { return f.decoded }
-
 // Message is a decoded JSON-RPC message: *Request, *Notification or *Response.
 type Message interface{ isMessage() }
 
