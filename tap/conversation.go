@@ -186,6 +186,7 @@ type Conversation struct {
 }
 
 func newConversation(cfg Config) *Conversation {
+	cfg = cfg.Resolved()
 	c := &Conversation{
 		Snapshot:     cfg.Snapshot,
 		Registration: cfg.Registration,
@@ -203,17 +204,11 @@ func newConversation(cfg Config) *Conversation {
 	if c.keep == 0 {
 		c.keep = DefaultKeepAnswered
 	}
-	if c.Snapshot == "" {
-		c.Snapshot = DefaultSnapshot
-	}
 	if c.events == nil {
 		c.events = &MemoryStore{}
 	}
 	if cfg.HookID != "" {
 		c.Hook = FindHook(cfg.Registration, cfg.HookID)
-	}
-	if c.Lifecycle == "" && c.Hook != nil {
-		c.Lifecycle, _ = c.Hook.Path("transport", "lifecycle").Text()
 	}
 	return c
 }

@@ -34,6 +34,25 @@ type Config struct {
 	KeepAnswered int
 }
 
+// Stdio lifecycles (Config.Lifecycle), as a registration's
+// transport.lifecycle says them.
+const (
+	LifecyclePersistent = "persistent"
+	LifecyclePerEvent   = "per_event"
+)
+
+// Resolved returns cfg with its defaults filled in: the snapshot, and the
+// lifecycle the selected hook declares when none is given.
+func (cfg Config) Resolved() Config {
+	if cfg.Snapshot == "" {
+		cfg.Snapshot = DefaultSnapshot
+	}
+	if cfg.Lifecycle == "" && cfg.HookID != "" {
+		cfg.Lifecycle, _ = FindHook(cfg.Registration, cfg.HookID).Path("transport", "lifecycle").Text()
+	}
+	return cfg
+}
+
 // An Engine feeds frames, in order, through a rule set and one
 // Conversation. Frames from a live pipe, an HTTP body or a capture all go
 // through Feed and get the same answer. An Engine is not safe for

@@ -18,7 +18,6 @@ import (
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/httpproxy"
 	"github.com/ahp-tap/ahp-tap/report"
-	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -145,7 +144,6 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		debug.SetGCPercent(400)
 	}
 	l.cfg.Transport = tap.HTTP
-	engine := tap.NewEngine(l.cfg, rules.Default(l.opt))
 	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow
 	var auditor *tap.Auditor
 	metrics := httpproxy.NewMetrics(func() uint64 { return auditor.Dropped() })
@@ -153,10 +151,8 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if vlog != nil {
 		sink = append(sink, vlog)
 	}
-	for _, f := range l.regFindings {
-		sink.Write(f)
-	}
-	auditor = tap.NewAuditor(engine, sink, rec, httpAuditQueue)
+	session := l.session(l.cfg, sink, rec, "", 0) // reports the registration's findings
+	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue})
 	cfg.Auditor, cfg.Metrics = auditor, metrics
 	proxy, err := httpproxy.New(cfg)
 	if err != nil {
@@ -206,6 +202,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	s := collector.Summary()
 	s.NotAudited = auditor.Dropped()
+	s.NotPossible = notPossible(session.NotChecked())
 	if vlog != nil {
 		s.LogDropped = vlog.Dropped()
 	}
