@@ -24,8 +24,8 @@ func envelopeRules() []tap.Rule {
 func (r envelopeRule) Info() tap.RuleInfo { return r.info }
 
 func (r envelopeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
-	if f.Truncated {
-		return nil
+	if f.Truncated || bodilessHTTPRequest(f) {
+		return nil // a GET without a body is HTTP-1's one finding
 	}
 	var out []tap.Finding
 	add := func(ptr, format string, args ...any) {
