@@ -56,6 +56,12 @@ const (
 	NoteDropped NoteKind = "dropped"
 	// NoteEnd: the whole link ended (the tap is shutting down).
 	NoteEnd NoteKind = "end"
+	// NoteKilled: the link ended without a clean close: the forwarding
+	// process of Conn was killed (the harness signals the whole process
+	// group, e.g. at its deadline or when it closes the transport). The
+	// audit process that outlived it records this. Pending requests were
+	// abandoned by the harness, not left unanswered by the backend.
+	NoteKilled NoteKind = "killed"
 )
 
 // A NoteRule is a Rule that also takes transport notes.
