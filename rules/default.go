@@ -52,6 +52,7 @@ func Default(opts Options) []tap.Rule {
 	} {
 		all = append(all, family...)
 	}
+	tap.VerifyAnalyses(all) // a problem no rule reports panics here, not silently
 	seen := make(map[string]bool)
 	for _, r := range all {
 		id := r.Info().ID

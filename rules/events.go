@@ -436,21 +436,6 @@ func forbid(c *checker, v *tap.Value, why string, names ...string) {
 
 // ---- the catalogue (§3.3) -----------------------------------------------
 
-// interceptableEvents are the 19 events hooks/intercept may carry.
-var interceptableEvents = []string{
-	"tool.before", "tool.after", "session.start", "config.change.before", "turn.start",
-	"turn.finish.before", "model.request.before", "model.switch.before", "tool.permission.request",
-	"tool.batch.after", "context.compact.before", "context.compact.after", "task.change.before",
-	"user.elicitation.request", "user.elicitation.result", "user.message.inbound", "user.message.outbound",
-	"workspace.change.before", "model.response.after",
-}
-
-// eventTypes are the 32 standard event types.
-var eventTypes = append(append([]string{}, interceptableEvents...),
-	"session.end", "config.change.after", "turn.end", "turn.progress", "model.error",
-	"model.switch.after", "tool.permission.resolved", "tool.progress", "task.change.after",
-	"user.attention", "workspace.change.after", "file.changed", "hook.failure")
-
 const (
 	I = true  // interceptable
 	O = false // observe-only

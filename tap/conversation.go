@@ -179,8 +179,12 @@ type Conversation struct {
 	curCorr   Correlation
 	prior     *EventRecord // the earlier sighting of the current frame's event
 	ruleState map[string]any
-	last      time.Time // time of the latest frame
-	keep      int       // Config.KeepAnswered
+	// analysisIndex and results hold the analyses of the engine and
+	// what each computed for the frame being checked (Result).
+	analysisIndex map[*Analysis]int
+	results       []any
+	last          time.Time // time of the latest frame
+	keep          int       // Config.KeepAnswered
 	// standalone holds response-only exchanges (AddStandalone).
 	standalone []*Exchange
 }

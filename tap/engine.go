@@ -58,15 +58,24 @@ func (cfg Config) Resolved() Config {
 // through Feed and get the same answer. An Engine is not safe for
 // concurrent use; Auditor puts one behind a bounded queue.
 type Engine struct {
-	rules []Rule
-	conv  *Conversation
-	seq   uint64 // sequence number of the last frame fed
-	done  bool   // Finish has run
+	rules    []Rule
+	analyses []*Analysis // what the rules read, each after what it requires
+	conv     *Conversation
+	seq      uint64 // sequence number of the last frame fed
+	done     bool   // Finish has run
 }
 
 // NewEngine returns an engine running rules over one conversation.
+// The engine runs, once per frame and before the rules, every analysis the
+// rules declare (Requirer).
 func NewEngine(cfg Config, rules []Rule) *Engine {
-	return &Engine{rules: rules, conv: newConversation(cfg)}
+	e := &Engine{rules: rules, analyses: analysesOf(rules), conv: newConversation(cfg)}
+	e.conv.analysisIndex = make(map[*Analysis]int, len(e.analyses))
+	for i, a := range e.analyses {
+		e.conv.analysisIndex[a] = i
+	}
+	e.conv.results = make([]any, len(e.analyses))
+	return e
 }
 
 // Conversation returns the engine's conversation state.
@@ -90,6 +99,7 @@ func (e *Engine) Feed(f *Frame) (out []Finding) {
 		out = append(out, TruncatedFinding(f, len(f.Raw)))
 	}
 	e.conv.begin(f)
+	out = append(out, e.analyse(f)...)
 	for _, r := range e.rules {
 		out = append(out, e.run(r, f)...)
 	}
