@@ -37,6 +37,10 @@ func (t *Tap) mirror(n tap.Note) bool {
 	return true
 }
 
+// AuditThread lowers the calling goroutine's thread to the audit
+// priority p, for good (an audit process's feeding loop).
+func AuditThread(p Priority) { backgroundThread(p) }
+
 // Kinds of audit-link record.
 const (
 	RecordChunk = 1 // bytes read from Dir's stream

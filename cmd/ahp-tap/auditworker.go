@@ -127,6 +127,7 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 		io.Copy(io.Discard, link)
 		return err
 	}
+	stdio.AuditThread(prio)
 	res, clean := feedAuditLink(stdio.NewRecordReader(link), run.session, *conn)
 	// From here the link is over: exit within the bound, whatever is left.
 	bound := time.AfterFunc(auditBound, func() {
