@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -142,7 +143,7 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 			res.NotAudited = run.session.NotAudited()
 			run.writeSummary(m.Stderr, res)
 		} else {
-			fmt.Fprintln(m.Stderr, "ahp-tap: the forwarding process was killed (its process group was sent SIGKILL); the audit process finished what it had received")
+			fmt.Fprintln(m.Stderr, "ahp-tap: the forwarding process ended without closing the audit link (it was killed); the audit process checked everything it had received")
 			s := run.collector.Summary()
 			s.NotAudited = run.session.NotAudited()
 			s.LogDropped = run.log.Dropped()
@@ -160,8 +161,9 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 func feedAuditLink(rr *stdio.RecordReader, s *tap.Session, conn string) (res stdio.Result, clean bool) {
 	fr := s.NewFramer(s.Frame, s.Lost)
 	var last time.Time
+	next := drainLink(rr)
 	for {
-		rec, err := rr.Next()
+		rec, err := next()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 				s.Note(tap.Note{Kind: tap.NoteUpstreamFailure, Time: time.Now(), Conn: conn,
@@ -200,6 +202,42 @@ func feedAuditLink(rr *stdio.RecordReader, s *tap.Session, conn string) (res std
 			Detail: "the forwarding process ended without closing the audit link (killed, e.g. its process group was sent SIGKILL); last record at " + last.UTC().Format(time.RFC3339Nano)})
 	}
 	return res, clean
+}
+
+// auditBufferBytes bounds the records read off the link and not yet
+// checked: the pipe alone (1 MiB) is a small buffer for a burst.
+const auditBufferBytes = stdio.DefaultAuditBytes
+
+// drainLink reads the link on a goroutine of its own, as fast as it
+// comes, into a queue of at most auditBufferBytes of payload, so that the
+// pipe stays free while the checks (at the audit priority) catch up; past
+// the bound it stops reading and the forwarding process drops. next
+// returns the records in order, then the error that ended the link.
+func drainLink(rr *stdio.RecordReader) (next func() (stdio.Record, error)) {
+	type item struct {
+		rec stdio.Record
+		err error
+	}
+	q := make(chan item, 1<<16)
+	var queued atomic.Int64
+	go func() {
+		for {
+			rec, err := rr.Next()
+			for queued.Load() > auditBufferBytes {
+				time.Sleep(time.Millisecond)
+			}
+			queued.Add(int64(len(rec.Payload)))
+			q <- item{rec, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return func() (stdio.Record, error) {
+		it := <-q
+		queued.Add(-int64(len(it.rec.Payload)))
+		return it.rec, it.err
+	}
 }
 
 // stdioFlagArgs returns the flag arguments of `ahp-tap stdio` (those
