@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -40,6 +41,9 @@ const (
 	// audit process to finish (log, capture and summary written) before
 	// it exits itself.
 	auditExitWait = 5 * time.Second
+	// auditReadyWait bounds how long the forwarding process waits for the
+	// audit process to start reading the link before it starts CMD.
+	auditReadyWait = 2 * time.Second
 	// auditBound bounds the audit process's life after the link ended:
 	// it exits by then whatever is left to do.
 	auditBound = 5 * time.Second
@@ -63,19 +67,32 @@ func (m *Main) startAuditProcess(flagArgs []string, conn string) (*auditLink, er
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{auditWorkerCommand, "--audit-conn", conn, "--audit-fd", "3"}, flagArgs...)
-	cmd := exec.Command(exe, args...)
-	cmd.ExtraFiles = []*os.File{r}
-	cmd.Stderr = m.Stderr // findings with --log -, the summary, its own notices
-	// Its own session: a signal to the harness's process group (or the
-	// terminal's) never reaches it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
 		r.Close()
 		pm.Close()
 		return nil, err
 	}
+	defer readyR.Close()
+	args := append([]string{auditWorkerCommand, "--audit-conn", conn, "--audit-fd", "3", "--ready-fd", "4"}, flagArgs...)
+	cmd := exec.Command(exe, args...)
+	cmd.ExtraFiles = []*os.File{r, readyW}
+	cmd.Stderr = m.Stderr // findings with --log -, the summary, its own notices
+	// Its own session: a signal to the harness's process group (or the
+	// terminal's) never reaches it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
 	r.Close()
+	readyW.Close()
+	if err != nil {
+		pm.Close()
+		return nil, err
+	}
+	// Wait (bounded) until the audit process reads the link, so that the
+	// copies of the first exchanges do not overflow the pipe while it
+	// starts; past the bound they wait in this process's backlog.
+	_ = readyR.SetReadDeadline(time.Now().Add(auditReadyWait))
+	_, _ = readyR.Read(make([]byte, 1))
 	l := &auditLink{mirror: pm, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
@@ -108,6 +125,7 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 	sf.register(fs, m.Stderr)
 	conn := fs.String("audit-conn", "", "the link's name")
 	fd := fs.Int("audit-fd", 3, "the audit link's file descriptor")
+	readyFD := fs.Int("ready-fd", -1, "a file descriptor to write to once the link is being read")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
@@ -116,20 +134,32 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 		return usageError("%s: no audit link on fd %d", auditWorkerCommand, *fd)
 	}
 	defer link.Close()
+	// Drain the link first, then say so: the rules load while the
+	// copies queue here rather than in the pipe. The drain's thread is
+	// made before the priority drops, and keeps the process's.
+	next := drainLink(stdio.NewRecordReader(link))
+	if *readyFD >= 0 {
+		if f := os.NewFile(uintptr(*readyFD), "audit-ready"); f != nil {
+			f.Write([]byte{1})
+			f.Close()
+		}
+	}
 	l, err := sf.load()
 	if err != nil {
-		io.Copy(io.Discard, link) // the forwarding process never waits on us
+		for _, err := next(); err == nil; _, err = next() {
+		} // the forwarding process never waits on us
 		return err
 	}
 	prio, _ := stdio.ParsePriority(sf.priority)
 	sf.conn, sf.audit = *conn, false // no forwarding here: only the session is used
 	run, err := m.prepareStdio(&sf, l, []string{"true"}, prio)
 	if err != nil {
-		io.Copy(io.Discard, link)
+		for _, err := next(); err == nil; _, err = next() {
+		}
 		return err
 	}
 	stdio.AuditThread(prio)
-	res, clean := feedAuditLink(stdio.NewRecordReader(link), run.session, *conn)
+	res, clean := feedAuditLink(next, run.session, *conn)
 	// From here the link is over: exit within the bound, whatever is left.
 	bound := time.AfterFunc(auditBound, func() {
 		fmt.Fprintf(m.Stderr, "ahp-tap: the audit process did not finish within %v of the link's end; the log or capture may be incomplete\n", auditBound)
@@ -158,10 +188,9 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 // into frames as the in-process tap does, and reports how the link ended:
 // with the forwarding process's result (clean), or without it (killed:
 // a `killed` note is fed last).
-func feedAuditLink(rr *stdio.RecordReader, s *tap.Session, conn string) (res stdio.Result, clean bool) {
+func feedAuditLink(next func() (stdio.Record, error), s *tap.Session, conn string) (res stdio.Result, clean bool) {
 	fr := s.NewFramer(s.Frame, s.Lost)
 	var last time.Time
-	next := drainLink(rr)
 	for {
 		rec, err := next()
 		if err != nil {
@@ -220,7 +249,12 @@ func drainLink(rr *stdio.RecordReader) (next func() (stdio.Record, error)) {
 	}
 	q := make(chan item, 1<<16)
 	var queued atomic.Int64
+	started := make(chan struct{})
 	go func() {
+		// A thread of its own, made now at the process's priority, so
+		// that lowering the checks' thread never slows the draining.
+		runtime.LockOSThread()
+		close(started)
 		for {
 			rec, err := rr.Next()
 			for queued.Load() > auditBufferBytes {
@@ -233,6 +267,7 @@ func drainLink(rr *stdio.RecordReader) (next func() (stdio.Record, error)) {
 			}
 		}
 	}()
+	<-started
 	return func() (stdio.Record, error) {
 		it := <-q
 		queued.Add(-int64(len(it.rec.Payload)))
