@@ -5,7 +5,7 @@ package stdio
 import "syscall"
 
 // auditPipe makes the audit link's pipe, both ends close-on-exec.
-func auditPipe() (r, w int, err error) {
+func auditPipe(bool) (r, w int, err error) {
 	var fds [2]int
 	syscall.ForkLock.RLock()
 	defer syscall.ForkLock.RUnlock()

@@ -16,7 +16,7 @@ import (
 // audit process resynchronises that stream. Records are never cut: every
 // one read back is whole.
 func TestPipeMirrorDropsWhenFullAndSaysSo(t *testing.T) {
-	m, r, err := NewPipeMirror()
+	m, r, err := NewPipeMirror(0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -58,12 +59,12 @@ type auditLink struct {
 
 // startAuditProcess starts the audit process with the stdio flags the
 // forwarding process was given (flagArgs) for the link named conn.
-func (m *Main) startAuditProcess(flagArgs []string, conn string) (*auditLink, error) {
+func (m *Main) startAuditProcess(flagArgs []string, conn string, backlog int) (*auditLink, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	pm, r, err := stdio.NewPipeMirror()
+	pm, r, err := stdio.NewPipeMirror(backlog)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +138,7 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 	// Drain the link first, then say so: the rules load while the
 	// copies queue here rather than in the pipe. The drain's thread is
 	// made before the priority drops, and keeps the process's.
-	next := drainLink(stdio.NewRecordReader(link))
+	next := drainLink(stdio.NewRecordReader(link), sf.queue)
 	if *readyFD >= 0 {
 		if f := os.NewFile(uintptr(*readyFD), "audit-ready"); f != nil {
 			f.Write([]byte{1})
@@ -158,6 +159,9 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 		}
 		return err
 	}
+	// The audit process holds at most a few bounded buffers (the queue
+	// above, the audit copy of a line): keep the heap near them.
+	debug.SetMemoryLimit(64 << 20)
 	stdio.AuditThread(prio)
 	res, clean := feedAuditLink(next, run.session, *conn)
 	// From here the link is over: exit within the bound, whatever is left.
@@ -234,20 +238,22 @@ func feedAuditLink(next func() (stdio.Record, error), s *tap.Session, conn strin
 }
 
 // auditBufferBytes bounds the records read off the link and not yet
-// checked: the pipe alone (1 MiB) is a small buffer for a burst.
-const auditBufferBytes = stdio.DefaultAuditBytes
+// checked: the pipe alone (1 MiB) is a small buffer for a burst, and the
+// forwarding process's backlog holds up to 8 MiB more.
+const auditBufferBytes = 4 << 20
 
 // drainLink reads the link on a goroutine of its own, as fast as it
 // comes, into a queue of at most auditBufferBytes of payload, so that the
 // pipe stays free while the checks (at the audit priority) catch up; past
-// the bound it stops reading and the forwarding process drops. next
+// the bound (depth records, --audit-queue) it stops reading, and the
+// forwarding process queues, then drops. next
 // returns the records in order, then the error that ended the link.
-func drainLink(rr *stdio.RecordReader) (next func() (stdio.Record, error)) {
+func drainLink(rr *stdio.RecordReader, depth int) (next func() (stdio.Record, error)) {
 	type item struct {
 		rec stdio.Record
 		err error
 	}
-	q := make(chan item, 1<<16)
+	q := make(chan item, max(depth, 1))
 	var queued atomic.Int64
 	started := make(chan struct{})
 	go func() {
@@ -294,7 +300,9 @@ func (m *Main) prepareSplit(sf *stdioFlags, l *loaded, flagArgs, argv []string, 
 		return m.prepareStdio(sf, l, argv, prio)
 	}
 	conn := fmt.Sprintf("stdio:%d", os.Getpid())
-	link, err := m.startAuditProcess(flagArgs, conn)
+	// --audit-queue FRAMES bounds the copies waiting in this process
+	// for room in the pipe, at about 2 KiB a frame (default: 8 MiB).
+	link, err := m.startAuditProcess(flagArgs, conn, max(sf.queue, 1)*2048)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ahp-tap: cannot start the audit process (%v); auditing in this process, which a SIGKILL of its group loses\n", err)
 		return m.prepareStdio(sf, l, argv, prio)
