@@ -148,6 +148,10 @@ func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding
 		st.sent[tap.IDKey(req.ID)]++
 		return nil
 	}
+	if x := c.Exchange(); f.Truncated && x != nil && x.Request == f {
+		st.sent[x.Key]++ // a request read from its prefix: its copies may each be answered
+		return nil
+	}
 	m, ok := f.Msg.(*tap.Response)
 	if !ok || m.ID == nil {
 		return nil // BASE-1 reports a response without id
@@ -214,6 +218,11 @@ func (r answeredOnceRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 		}
 		st.reported[x] = true
 		lvl, outcome := tap.Error, tap.OutcomeUnanswered
+		switch {
+		case x.MaybeAnswered:
+			out = append(out, maybeAnswered(r.info, x))
+			continue
+		}
 		switch n.Kind {
 		case tap.NoteUpstreamFailure:
 			// An operational failure of the link, not a backend that kept
@@ -225,7 +234,11 @@ func (r answeredOnceRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 			lvl, outcome = tap.Info, tap.OutcomeAbandoned
 		}
 		x.Outcome = outcome
-		out = append(out, r.info.At(x.Request, lvl, "/id", "request id %s was never answered: %s", tap.IDText(x.Request.RPCID()), why))
+		fd := r.info.At(x.Request, lvl, "/id", "request id %s was never answered: %s", x.RPCIDText(), why)
+		if n.Kind != tap.NoteHarnessGone {
+			fd.Binds = tap.FromBackend // the harness's frame, the backend's duty
+		}
+		out = append(out, fd)
 	}
 	return out
 }
@@ -250,12 +263,27 @@ func (r answeredOnceRule) Finish(c *tap.Conversation) []tap.Finding {
 			continue
 		}
 		if _, late := pastDeadline(x, c.LastTime()); late {
+			continue // CORR-3's
+		}
+		if x.MaybeAnswered {
+			out = append(out, maybeAnswered(r.info, x))
 			continue
 		}
 		x.Outcome = tap.OutcomeUnanswered
-		out = append(out, r.info.At(x.Request, 0, "/id", "request id %s was never answered before the stream ended", tap.IDText(x.Request.RPCID())))
+		fd := r.info.At(x.Request, 0, "/id", "request id %s was never answered before the stream ended", x.RPCIDText())
+		fd.Binds = tap.FromBackend // the harness's frame, the backend's duty
+		out = append(out, fd)
 	}
 	return out
+}
+
+// maybeAnswered is the info finding for a request no answer the tap could
+// read matched, while a backend frame audited only as a prefix (whose id
+// was cut off) may have been that answer: the tap cannot tell, so it does
+// not call it unanswered.
+func maybeAnswered(info tap.RuleInfo, x *tap.Exchange) tap.Finding {
+	x.Outcome = tap.OutcomeNotAudited
+	return info.At(x.Request, tap.Info, "/id", "request id %s got no answer ahp-tap could read; a backend frame it audited only as a truncated prefix may have been that answer (not judged)", x.RPCIDText())
 }
 
 // lateRule checks CORR-3 (AHP-FAIL-002) the same way on every transport:
@@ -358,6 +386,7 @@ func (r lateRule) expired(c *tap.Conversation, x *tap.Exchange, t time.Time, how
 	x.Outcome = tap.OutcomeLate
 	fd := r.info.At(x.Request, tap.Warn, "", "hooks/intercept %s was not answered within its %v deadline (%s %v after the request, with no answer): %s", tap.IDText(x.Request.RPCID()), x.Deadline, how, took.Round(time.Millisecond), deadlineWords)
 	fd.Time = t
+	fd.Binds = tap.FromBackend // the harness's frame, the backend's SHOULD
 	return []tap.Finding{fd}
 }
 

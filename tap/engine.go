@@ -1,9 +1,6 @@
 package tap
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Config says what an Engine checks against.
 type Config struct {
@@ -80,9 +77,6 @@ func NewEngine(cfg Config, rules []Rule) *Engine {
 
 // Conversation returns the engine's conversation state.
 func (e *Engine) Conversation() *Conversation { return e.conv }
-
-// Rules returns the engine's rules.
-func (e *Engine) Rules() []Rule { return e.rules }
 
 // Feed decodes f (once), numbers it when f.Seq is zero, and returns what the
 // rules found (and a TAP-1 finding when f is a truncated audit copy). Feed recovers from a panicking rule: the panic becomes an
@@ -166,9 +160,4 @@ func DropFinding(n uint64, what string) Finding {
 // TruncatedFinding is the TAP-1 finding for a frame whose audit copy was capped.
 func TruncatedFinding(f *Frame, limit int) Finding {
 	return TapIncomplete.At(f, Warn, "", "frame of %d bytes was forwarded whole but audited only as a %d-byte prefix (limit %d); it was not checked", f.Size, len(f.Raw), limit)
-}
-
-// String is a short description of an engine for logs.
-func (e *Engine) String() string {
-	return fmt.Sprintf("engine(%d rules, snapshot %s)", len(e.rules), e.conv.Snapshot)
 }

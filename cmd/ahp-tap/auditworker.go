@@ -161,7 +161,8 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 	}
 	// The audit process holds at most a few bounded buffers (the queue
 	// above, the audit copy of a line): keep the heap near them.
-	debug.SetMemoryLimit(64 << 20)
+	debug.SetMemoryLimit(48 << 20)
+	debug.SetGCPercent(50)
 	stdio.AuditThread(prio)
 	res, clean := feedAuditLink(next, run.session, *conn)
 	// From here the link is over: exit within the bound, whatever is left.

@@ -46,6 +46,10 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	maxAudit := fs.Int("max-audit-body", httpproxy.DefaultMaxAuditBody, "cap the audit copy of each body at `BYTES`; larger bodies are forwarded whole and reported unchecked (TAP-1)")
 	upTimeout := fs.Duration("upstream-timeout", httpproxy.DefaultUpstreamTimeout, "answer 504 when the upstream sends no response headers within `D`")
 	drain := fs.Duration("drain", httpproxy.DefaultDrain, "on SIGINT/SIGTERM, wait up to `D` for requests in flight")
+	console := fs.Bool("console", false, consoleHelp)
+	summary := fs.Bool("summary", isTerminal(m.Stderr), summaryHelp)
+	var otlpf otlpFlags
+	otlpf.register(fs)
 	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
@@ -98,6 +102,10 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	otlpx, err := otlpf.open(*capPath, m.Stderr)
+	if err != nil {
+		return err
+	}
 
 	level := zerolog.WarnLevel
 	if *verbose {
@@ -146,10 +154,21 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	l.cfg.Transport = tap.HTTP
 	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow
 	var auditor *tap.Auditor
+	httpproxy.BuildVersion = version
 	metrics := httpproxy.NewMetrics(func() uint64 { return auditor.Dropped() })
+	metrics.ZeroFindings(checkIDs())
 	sink := tap.MultiSink{collector, metrics.Sink()}
 	if vlog != nil {
 		sink = append(sink, vlog)
+	}
+	con := openConsole(*console, m.Stderr)
+	if con != nil {
+		sink = append(sink, con)
+	}
+	others := sink // where the exporter reports the findings it lost
+	if otlpx != nil {
+		sink = append(sink, otlpx)
+		metrics.Register(otlpx.Collectors()...)
 	}
 	session := l.session(l.cfg, sink, rec, "", 0) // reports the registration's findings
 	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue})
@@ -157,6 +176,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	proxy, err := httpproxy.New(cfg)
 	if err != nil {
 		auditor.Close()
+		otlpx.Close(0)
 		vlog.Close()
 		if cw != nil {
 			cw.Close()
@@ -168,6 +188,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if mln != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", metrics.Handler())
+		mux.Handle("/healthz", metrics.HealthHandler())
 		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = msrv.Serve(mln) }()
 		fmt.Fprintf(m.Stderr, "ahp-tap http: metrics on http://%s/metrics\n", mln.Addr())
@@ -195,7 +216,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	proxy.Close()
 	auditor.Close() // drains the queue, end-of-stream rules, TAP-1 for drops
+	closeOTLP(otlpx, httpCloseTimeout, others)
 	logErr := vlog.Close()
+	con.Close()
 	var capErr error
 	if cw != nil {
 		capErr = errors.Join(cw.Err(), cw.Close())
@@ -206,7 +229,10 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if vlog != nil {
 		s.LogDropped = vlog.Dropped()
 	}
-	_ = s.WriteText(m.Stderr)
+	s.FindingsTo = findingsTo(*logPath, vlog.Failed(), *console)
+	if *summary {
+		_ = s.WriteText(m.Stderr)
+	}
 	switch {
 	case serveErr != nil:
 		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", serveErr)}
