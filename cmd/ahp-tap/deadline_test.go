@@ -132,11 +132,11 @@ func TestHTTPAuthFailureAnswersTheRequest(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		if r.URL.Path == "/forbidden" {
-			http.Error(w, "forbidden", 403)
+			http.Error(w, "forbidden", http.StatusForbidden)
 			return
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ahp"`)
-		http.Error(w, "wrong token", 401)
+		http.Error(w, "wrong token", http.StatusUnauthorized)
 	}))
 	defer up.Close()
 	logPath := filepath.Join(t.TempDir(), "v.log")
