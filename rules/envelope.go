@@ -27,6 +27,9 @@ func (r envelopeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	if f.Unchecked() {
 		return nil // TAP-1
 	}
+	if bodilessHTTPRequest(f) {
+		return nil // a GET without a body is HTTP-1's one finding
+	}
 	var out []tap.Finding
 	add := func(ptr, format string, args ...any) {
 		out = append(out, r.info.At(f, 0, ptr, format, args...))

@@ -50,6 +50,14 @@ func isJSONMediaType(v string) bool {
 
 func httpFrame(f *tap.Frame) bool { return f.Transport == tap.HTTP && f.HTTP != nil }
 
+// bodilessHTTPRequest reports whether f is an HTTP request other than a
+// POST that carried no body (a GET /capabilities, say): one HTTP-1
+// finding, not also a BASE-1 "not JSON" about a body nobody sent.
+func bodilessHTTPRequest(f *tap.Frame) bool {
+	return httpFrame(f) && f.Dir == tap.FromHarness && f.Size == 0 && !f.Truncated &&
+		f.HTTP.Method != "" && f.HTTP.Method != "POST"
+}
+
 // httpMessageRule checks HTTP-1: every message is one POST whose body is
 // one JSON-RPC object, sent as application/json; a response carrying a
 // JSON-RPC message is application/json too. Whether the body is valid JSON
@@ -65,7 +73,10 @@ func (r httpMessageRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding 
 	var out []tap.Finding
 	m := f.HTTP
 	if f.Dir == tap.FromHarness {
-		if m.Method != "" && m.Method != "POST" {
+		switch {
+		case bodilessHTTPRequest(f):
+			return []tap.Finding{r.info.At(f, 0, "", "the request used HTTP method %s with no body; every AHP message is one POST whose body is one JSON-RPC object", m.Method)}
+		case m.Method != "" && m.Method != "POST":
 			out = append(out, r.info.At(f, 0, "", "the request used HTTP method %s; every AHP message is sent as one POST", m.Method))
 		}
 		if f.Size == 0 && !f.Truncated {

@@ -56,6 +56,8 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		return nil
 	})
 	fs.BoolVar(&redact.NoDefaults, "no-redact", false, "record Cookie, Set-Cookie, X-Api-Key, Proxy-Authorization and credential query parameters as they are (the Authorization credential is always redacted)")
+	console := fs.Bool("console", false, consoleHelp)
+	summary := fs.Bool("summary", isTerminal(m.Stderr), summaryHelp)
 	var otlpf otlpFlags
 	otlpf.register(fs)
 	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
@@ -162,10 +164,16 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	l.cfg.Transport = tap.HTTP
 	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow
 	var auditor *tap.Auditor
+	httpproxy.BuildVersion = version
 	metrics := httpproxy.NewMetrics(func() uint64 { return auditor.Dropped() })
+	metrics.ZeroFindings(checkIDs())
 	sink := tap.MultiSink{collector, metrics.Sink()}
 	if vlog != nil {
 		sink = append(sink, vlog)
+	}
+	con := openConsole(*console, m.Stderr)
+	if con != nil {
+		sink = append(sink, con)
 	}
 	others := sink // where the exporter reports the findings it lost
 	if otlpx != nil {
@@ -190,6 +198,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if mln != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", metrics.Handler())
+		mux.Handle("/healthz", metrics.HealthHandler())
 		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = msrv.Serve(mln) }()
 		fmt.Fprintf(m.Stderr, "ahp-tap http: metrics on http://%s/metrics\n", mln.Addr())
@@ -219,6 +228,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	auditor.Close() // drains the queue, end-of-stream rules, TAP-1 for drops
 	closeOTLP(otlpx, httpCloseTimeout, others)
 	logErr := vlog.Close()
+	con.Close()
 	var capErr error
 	if cw != nil {
 		capErr = errors.Join(cw.Err(), cw.Close())
@@ -229,7 +239,10 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if vlog != nil {
 		s.LogDropped = vlog.Dropped()
 	}
-	_ = s.WriteText(m.Stderr)
+	s.FindingsTo = findingsTo(*logPath, vlog.Failed(), *console)
+	if *summary {
+		_ = s.WriteText(m.Stderr)
+	}
 	switch {
 	case serveErr != nil:
 		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", serveErr)}
