@@ -3,6 +3,7 @@ package httpproxy
 import (
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -58,14 +59,15 @@ type exchange struct {
 
 func (p *Proxy) newExchange(r *http.Request, conn, upstream string) *exchange {
 	hasBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
-	return p.newExchangeHead(r.Method, r.URL.Redacted(), r.Header, hasBody, r.ContentLength, conn, upstream)
+	return p.newExchangeHead(r.Method, r.URL, r.Header, hasBody, r.ContentLength, conn, upstream)
 }
 
 // newExchangeHead starts an exchange from a request's envelope: method,
 // target, header, whether a body follows and its Content-Length (-1 when
 // unknown). The relay and the net/http paths both start here.
-func (p *Proxy) newExchangeHead(method, target string, h http.Header, hasBody bool, contentLength int64, conn, upstream string) *exchange {
+func (p *Proxy) newExchangeHead(method string, target *url.URL, h http.Header, hasBody bool, contentLength int64, conn, upstream string) *exchange {
 	p.creds.add(h)
+	p.creds.addURL(target)
 	x := &exchange{p: p, conn: conn, start: time.Now(), httpVerb: method}
 	x.req.limit, x.resp.limit = p.maxAudit, p.maxAudit
 	x.reqEOF = !hasBody
@@ -76,9 +78,9 @@ func (p *Proxy) newExchangeHead(method, target string, h http.Header, hasBody bo
 	}
 	x.reqMeta = &tap.HTTPMeta{
 		Method:             method,
-		URL:                p.creds.redactString(target),
+		URL:                p.creds.redactURL(target),
 		Header:             p.creds.metaHeader(h),
-		Upstream:           p.creds.redactString(upstream),
+		Upstream:           p.creds.redactURLString(upstream),
 		AuthorizationCount: len(h.Values("Authorization")),
 	}
 	return x

@@ -67,6 +67,12 @@ type Config struct {
 	Metrics *Metrics
 	// Log is the diagnostic log (zero value: nothing).
 	Log zerolog.Logger
+	// Redact says which headers and query parameters are redacted besides
+	// the Authorization credential (zero value: the defaults).
+	Redact Redaction
+	// MaxCredentials bounds how many credentials are remembered for
+	// redaction (0: DefaultMaxCredentials).
+	MaxCredentials int
 }
 
 // A Proxy forwards AHP traffic and feeds the auditor. It is an
@@ -87,6 +93,7 @@ type Proxy struct {
 	bufs  sync.Pool                // *[]byte copy buffers for reverse-mode responses
 	certs certStore                // MITM leaf certificates by host
 	own   ownConns                 // local addresses of open upstream connections: loop detection
+	bg    sync.WaitGroup           // audit facts handed over off the request path; Serve waits for them
 
 	// Reverse mode's relay (relay.go).
 	upstreamAddr  string      // host:port to dial
@@ -130,6 +137,17 @@ func New(cfg Config) (*Proxy, error) {
 	timeout := cfg.UpstreamTimeout
 	if timeout <= 0 {
 		timeout = DefaultUpstreamTimeout
+	}
+	p.creds.configure(cfg.Redact, cfg.MaxCredentials)
+	p.creds.forgotten = func(max int) {
+		// Off the request path: Note waits for room in the audit queue.
+		// Serve waits for it before returning, so the fact is not lost.
+		p.bg.Add(1)
+		go func() {
+			defer p.bg.Done()
+			p.auditor.Note(tap.Note{Kind: tap.NoteForgotten, Time: time.Now(), Detail: fmt.Sprintf(
+				"ahp-tap remembers at most %d credentials for redaction and has begun to forget the oldest: one of those appearing in a body from now on is neither redacted nor reported (AUTH-1)", max)})
+		}()
 	}
 	p.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	p.tr = &http.Transport{
@@ -218,7 +236,7 @@ func New(cfg Config) (*Proxy, error) {
 
 // ServeHTTP implements http.Handler.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p.own.has(r.RemoteAddr) {
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && p.own.has(r.RemoteAddr+">"+local.String()) {
 		// The request came from one of the tap's own upstream connections:
 		// the upstream (or the forward target) is the tap itself (issue 8).
 		p.log.Warn().Str("conn", connID(r.Context())).Msg("a request from this tap to itself; answering 508 Loop Detected")
@@ -266,6 +284,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	<-errc
 	p.tr.CloseIdleConnections()
+	p.bg.Wait()
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -93,6 +94,7 @@ func (p *Proxy) serveRelay(ctx context.Context, ln net.Listener) error {
 	}
 	r.shutdown(p.drain)
 	<-srvDone
+	p.bg.Wait()
 	return err
 }
 
@@ -263,7 +265,7 @@ func (c *relayConn) serve() {
 		}
 		if !c.looped {
 			c.looped = true
-			if c.r.p.own.has(c.nc.RemoteAddr().String()) {
+			if c.r.p.own.has(connKeyOf(c.nc.RemoteAddr(), c.nc.LocalAddr())) {
 				c.answerLoop()
 				return
 			}
@@ -324,7 +326,7 @@ func (c *relayConn) exchange() (keep bool) {
 	method := rq.raw[rq.parts[0].s:rq.parts[0].e]
 	target := rq.raw[rq.parts[1].s:rq.parts[1].e]
 	upTarget := p.relayTarget(target)
-	x := p.newExchangeHead(string(method), string(target), rq.header(), rq.framing != noBody, rq.lengthHint(),
+	x := p.newExchangeHead(string(method), requestURL(target), rq.header(), rq.framing != noBody, rq.lengthHint(),
 		c.id, p.upstreamBase+string(upTarget))
 	if bytes.Equal(upTarget, target) {
 		upTarget = nil
@@ -629,6 +631,15 @@ type badResponse struct{ err error }
 
 func (e badResponse) Error() string { return "malformed response: " + e.err.Error() }
 
+// requestURL is the request target as a URL for the audit envelope and
+// credential learning; a target net/url will not parse is kept as a path.
+func requestURL(target []byte) *url.URL {
+	if u, err := url.ParseRequestURI(string(target)); err == nil {
+		return u
+	}
+	return &url.URL{Path: string(target)}
+}
+
 // lengthHint is the Content-Length of a fixed-length body, else -1.
 func (h *head) lengthHint() int64 {
 	if h.framing == fixedBody {
@@ -666,7 +677,7 @@ type upstreamConn struct {
 	nc     net.Conn // *net.TCPConn or *tls.Conn
 	br     *bufio.Reader
 	hbuf   []byte // the current response head's bytes
-	local  string // local address, registered in Proxy.own while open
+	local  string // connKeyOf its local and remote addresses, registered in Proxy.own while open
 	reused bool   // it has carried an exchange
 	once   sync.Once
 }
@@ -710,7 +721,7 @@ func (r *relay) dial() (*upstreamConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	local := raw.LocalAddr().String()
+	local := connKeyOf(raw.LocalAddr(), raw.RemoteAddr())
 	r.p.own.add(local)
 	nc := raw
 	if r.p.upstream.Scheme == "https" {
@@ -767,10 +778,15 @@ type declinedConn struct {
 
 func (d *declinedConn) Read(p []byte) (int, error) { return d.r.Read(p) }
 
-// ownConns holds the local addresses of the tap's open upstream
-// connections: a harness connection from one of them is the tap talking to
-// itself (issue 8: --upstream pointing at the tap answers 508).
+// ownConns holds the address pairs (local, remote) of the tap's open
+// upstream connections: a harness connection whose (remote, local) pair is
+// one of them is the tap talking to itself (issue 8: --upstream pointing at
+// the tap answers 508). The pair, not the local port alone: the kernel
+// reuses an ephemeral port for connections to different destinations.
 type ownConns struct{ m sync.Map }
+
+// connKeyOf names a connection by its two ends, from its dialer's side.
+func connKeyOf(from, to net.Addr) string { return from.String() + ">" + to.String() }
 
 func (o *ownConns) add(a string)      { o.m.Store(a, struct{}{}) }
 func (o *ownConns) remove(a string)   { o.m.Delete(a) }
@@ -781,7 +797,7 @@ func (o *ownConns) dialer(d *net.Dialer) func(context.Context, string, string) (
 		if err != nil {
 			return nil, err
 		}
-		oc := &ownConn{Conn: c, o: o, local: c.LocalAddr().String()}
+		oc := &ownConn{Conn: c, o: o, local: connKeyOf(c.LocalAddr(), c.RemoteAddr())}
 		o.add(oc.local)
 		return oc, nil
 	}

@@ -18,15 +18,15 @@ import (
 // errHeadTooLarge says a head did not end within the byte limit.
 var errHeadTooLarge = errors.New("message head too large")
 
-// A span is a half-open byte range [s, e) of a head's raw bytes.
-type span struct{ s, e int }
+// An hspan is a half-open byte range [s, e) of a head's raw bytes.
+type hspan struct{ s, e int }
 
 // A field is one field line of a head.
 type field struct {
-	line  span // the whole line, line terminator included
-	name  span
-	value span // without leading and trailing whitespace
-	drop  bool // hop-by-hop: not forwarded
+	line  hspan // the whole line, line terminator included
+	name  hspan
+	value hspan // without leading and trailing whitespace
+	drop  bool  // hop-by-hop: not forwarded
 }
 
 // framing says how a message body is delimited (RFC 9112 §6.3).
@@ -41,9 +41,9 @@ const (
 
 // A head is one parsed request or response head.
 type head struct {
-	raw    []byte  // the head as received, through the empty line
-	first  span    // the start line without its terminator
-	parts  [3]span // request: method, target, version; response: version, status, reason
+	raw    []byte   // the head as received, through the empty line
+	first  hspan    // the start line without its terminator
+	parts  [3]hspan // request: method, target, version; response: version, status, reason
 	fields []field
 
 	status     int // responses
@@ -122,7 +122,7 @@ func (h *head) parse(raw []byte, strictCRLF bool) error {
 			return errors.New("a bare CR inside a line")
 		}
 		if first {
-			h.first = span{i, text}
+			h.first = hspan{i, text}
 			first = false
 		} else {
 			if raw[i] == ' ' || raw[i] == '\t' {
@@ -132,7 +132,7 @@ func (h *head) parse(raw []byte, strictCRLF bool) error {
 			if c <= 0 {
 				return errors.New("a field line without a name and colon")
 			}
-			name := span{i, i + c}
+			name := hspan{i, i + c}
 			for _, b := range raw[name.s:name.e] {
 				if !isTokenChar(b) {
 					return fmt.Errorf("field name %q is not a token", raw[name.s:name.e])
@@ -150,7 +150,7 @@ func (h *head) parse(raw []byte, strictCRLF bool) error {
 					return fmt.Errorf("field %q holds a control character", raw[name.s:name.e])
 				}
 			}
-			h.fields = append(h.fields, field{line: span{i, end + 1}, name: name, value: span{vs, ve}})
+			h.fields = append(h.fields, field{line: hspan{i, end + 1}, name: name, value: hspan{vs, ve}})
 		}
 		i = end + 1
 	}
@@ -300,9 +300,9 @@ func (h *head) parseRequestLine() error {
 		return errors.New("request line without a target")
 	}
 	b += a + 1
-	h.parts[0] = span{h.first.s, h.first.s + a}
-	h.parts[1] = span{h.first.s + a + 1, h.first.s + b}
-	h.parts[2] = span{h.first.s + b + 1, h.first.e}
+	h.parts[0] = hspan{h.first.s, h.first.s + a}
+	h.parts[1] = hspan{h.first.s + a + 1, h.first.s + b}
+	h.parts[2] = hspan{h.first.s + b + 1, h.first.e}
 	for _, c := range line[:a] {
 		if !isTokenChar(c) {
 			return errors.New("method is not a token")
@@ -349,9 +349,9 @@ func (h *head) parseStatusLine() error {
 		return fmt.Errorf("status code %d", code)
 	}
 	h.status = code
-	h.parts[0] = span{h.first.s, h.first.s + 8}
-	h.parts[1] = span{h.first.s + 9, h.first.s + 12}
-	h.parts[2] = span{min(h.first.s+13, h.first.e), h.first.e}
+	h.parts[0] = hspan{h.first.s, h.first.s + 8}
+	h.parts[1] = hspan{h.first.s + 9, h.first.s + 12}
+	h.parts[2] = hspan{min(h.first.s+13, h.first.e), h.first.e}
 	return nil
 }
 
