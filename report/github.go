@@ -45,7 +45,7 @@ func NewGitHub(w io.Writer, summaryPath string) *GitHub {
 func (g *GitHub) Begin(h *Header) error { g.h = h; return nil }
 
 // Input implements Writer.
-func (g *GitHub) Input(*Input) error { return nil }
+func (g *GitHub) Input(*StreamInput) error { return nil }
 
 // Exchange implements Writer.
 func (g *GitHub) Exchange(*Exchange) error { return nil }

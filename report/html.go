@@ -108,7 +108,7 @@ func (h *HTML) Begin(hd *Header) error {
 }
 
 // Input implements Writer.
-func (h *HTML) Input(*Input) error { return nil }
+func (h *HTML) Input(*StreamInput) error { return nil }
 
 type htmlFinding struct {
 	Input     string `json:"in"`

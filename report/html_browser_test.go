@@ -104,10 +104,20 @@ func TestHTMLInBrowser(t *testing.T) {
 	if !strings.Contains(dom, rows[0][3]) {
 		t.Error("fingerprint missing")
 	}
-	// Filter by level: nothing at warn in this capture.
+	// Filter by level: the warnings are CORR-3's (a late answer); nothing is info.
 	dom = dumpDOM(t, bin, url+"#level=warn")
+	rows = findingRowRE.FindAllStringSubmatch(dom, -1)
+	if len(rows) == 0 || len(rows) != got["CORR-3"] {
+		t.Errorf("#level=warn shows %d rows, want the %d CORR-3 warnings", len(rows), got["CORR-3"])
+	}
+	for _, m := range rows {
+		if m[1] != "warn" {
+			t.Errorf("#level=warn shows a %s row", m[1])
+		}
+	}
+	dom = dumpDOM(t, bin, url+"#level=info")
 	if n := len(findingRowRE.FindAllStringSubmatch(dom, -1)); n != 0 || !strings.Contains(dom, "No finding matches.") {
-		t.Errorf("#level=warn shows %d rows, want none and a 'No finding matches.' note", n)
+		t.Errorf("#level=info shows %d rows, want none and a 'No finding matches.' note", n)
 	}
 	// Filter by event type: STDIO-1 (a banner) and BASE-1 (not JSON
 	// enough to have an event) are not on tool.before frames.

@@ -32,7 +32,7 @@ func NewJUnit(w io.Writer) *JUnit { return &JUnit{w: w, sample: map[string]map[s
 func (j *JUnit) Begin(h *Header) error { j.h = h; return nil }
 
 // Input implements Writer.
-func (j *JUnit) Input(in *Input) error {
+func (j *JUnit) Input(in *StreamInput) error {
 	j.cur = in.Name
 	if j.sample[in.Name] == nil {
 		j.sample[in.Name] = map[string][]string{}

@@ -114,7 +114,7 @@ func (s *SARIF) Begin(h *Header) error {
 }
 
 // Input implements Writer.
-func (s *SARIF) Input(*Input) error { return nil }
+func (s *SARIF) Input(*StreamInput) error { return nil }
 
 // Exchange implements Writer.
 func (s *SARIF) Exchange(*Exchange) error { return nil }

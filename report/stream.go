@@ -22,7 +22,7 @@ import (
 // close the io.Writer the format writes to.
 type Writer interface {
 	Begin(h *Header) error
-	Input(in *Input) error
+	Input(in *StreamInput) error
 	Finding(it *Item) error
 	Exchange(x *Exchange) error
 	End(e *End) error
@@ -37,8 +37,8 @@ type Header struct {
 	Catalogue []rules.Check
 }
 
-// An Input is one file (or stream) being checked.
-type Input struct {
+// A StreamInput is one file (or stream) being checked, as report writers see it.
+type StreamInput struct {
 	// Name is the name as given on the command line ("-": standard input).
 	Name string
 	// URI is Name relative to the report root, with forward slashes
@@ -179,7 +179,7 @@ type Run struct {
 }
 
 type inputState struct {
-	in     Input
+	in     StreamInput
 	end    InputEnd
 	facts  facts
 	status map[string]*CheckStatus
@@ -215,7 +215,7 @@ func (r *Run) StartInput(name string) {
 	if r.cur != nil {
 		r.EndInput(InputEnd{})
 	}
-	in := Input{Name: name, URI: artifactURI(r.cfg.Root, name)}
+	in := StreamInput{Name: name, URI: artifactURI(r.cfg.Root, name)}
 	st := &inputState{in: in, status: map[string]*CheckStatus{}}
 	st.end = InputEnd{Name: name, URI: in.URI}
 	r.cur = st

@@ -24,8 +24,11 @@ func envelopeRules() []tap.Rule {
 func (r envelopeRule) Info() tap.RuleInfo { return r.info }
 
 func (r envelopeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
-	if f.Truncated {
-		return nil
+	if f.Unchecked() {
+		return nil // TAP-1
+	}
+	if bodilessHTTPRequest(f) {
+		return nil // a GET without a body is HTTP-1's one finding
 	}
 	var out []tap.Finding
 	add := func(ptr, format string, args ...any) {
@@ -43,6 +46,10 @@ func (r envelopeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	}
 	for _, d := range f.Dups {
 		add(d.Pointer, "object key %q appears more than once; duplicate keys are invalid", d.Key)
+	}
+	if n := f.DupCount - len(f.Dups); n > 0 {
+		// Issue 8 item 6: the rest are counted, not listed one by one.
+		add("", "%d more duplicate object keys in this message (only the first %d are listed)", n, len(f.Dups))
 	}
 	t := f.Tree
 	switch t.Kind {
@@ -69,7 +76,7 @@ func (r envelopeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 			add("/params", `"params" must be an object, found %s`, m.Params.Describe())
 		}
 		out = append(out, r.noResponseMembers(f, t)...)
-		if m.Method == "hooks/observe" {
+		if m.Method == methodObserve {
 			// AHP-RPC-002: observation is a notification; it is never answered.
 			add("/id", `"hooks/observe" is a notification and must not carry an "id"`)
 		}
@@ -79,7 +86,7 @@ func (r envelopeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 			add("/params", `"params" must be an object, found %s`, m.Params.Describe())
 		}
 		out = append(out, r.noResponseMembers(f, t)...)
-		if m.Method == "hooks/intercept" || m.Method == "hooks/capabilities" {
+		if m.Method == methodIntercept || m.Method == methodCapabilities {
 			add("", "%q is a request and must carry an \"id\"", m.Method)
 		}
 	case *tap.Response:

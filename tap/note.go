@@ -16,6 +16,8 @@ type Note struct {
 	// signal that killed the process (Signal set, ExitCode -1).
 	ExitCode int    `json:"exitCode,omitempty"`
 	Signal   string `json:"signal,omitempty"`
+	// Count is the number of frames a NoteDropped says were not audited.
+	Count uint64 `json:"count,omitempty"`
 	// Detail is free text for people (an operational failure's cause).
 	Detail string `json:"detail,omitempty"`
 	// HTTP is the HTTP envelope of a NoteHTTPResponse, or of the request
@@ -46,8 +48,24 @@ const (
 	// (it closed the connection before an answer came, e.g. at its own
 	// deadline). Not a backend fault.
 	NoteHarnessGone NoteKind = "harness_gone"
+	// NoteDropped: Count frames of the link were forwarded but not
+	// audited (the audit queue was full, or the audit copy of a stream
+	// was dropped). It is recorded where the live run took it, so that a
+	// replay marks the same conversation partial and reports the same
+	// TAP-1.
+	NoteDropped NoteKind = "dropped"
 	// NoteEnd: the whole link ended (the tap is shutting down).
 	NoteEnd NoteKind = "end"
+	// NoteForgotten: the tap remembers too many credentials and has begun
+	// to forget the oldest (Detail says how many it keeps): one of those
+	// appearing in a body from then on is not redacted. A TAP-1 fact.
+	NoteForgotten NoteKind = "credentials_forgotten"
+	// NoteKilled: the link ended without a clean close: the forwarding
+	// process of Conn was killed (the harness signals the whole process
+	// group, e.g. at its deadline or when it closes the transport). The
+	// audit process that outlived it records this. Pending requests were
+	// abandoned by the harness, not left unanswered by the backend.
+	NoteKilled NoteKind = "killed"
 )
 
 // A NoteRule is a Rule that also takes transport notes.
@@ -59,6 +77,11 @@ type NoteRule interface {
 func (e *Engine) Note(n Note) (out []Finding) {
 	if !n.Time.IsZero() {
 		e.conv.last = n.Time
+	}
+	if n.Kind == NoteForgotten {
+		fd := TapIncomplete.At(nil, Warn, "", "%s", n.Detail)
+		fd.Conn, fd.Time = n.Conn, n.Time
+		out = append(out, fd)
 	}
 	for _, r := range e.rules {
 		if nr, ok := r.(NoteRule); ok {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"flag"
 	"io"
-	"os"
 
 	"github.com/ahp-tap/ahp-tap/report"
-	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -18,14 +16,15 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	var ef engineFlags
 	ef.register(fs)
+	var of offlineFlags
+	of.register(fs)
 	editContext := fs.String("edit-context", "", "host context `JSON` object for judging a response ({event, current, mode, action})")
-	format := fs.String("format", "text", "output format: text or json")
 	var rf reportFlags
 	rf.register(fs)
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
-	if err := checkFormat(*format); err != nil {
+	if err := of.validate(); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -42,9 +41,17 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		}
 		l.cfg.EditContext = v
 	}
-	formatSet := false
-	fs.Visit(func(f *flag.Flag) { formatSet = formatSet || f.Name == "format" })
-	rs, err := rf.open(m, *format, formatSet, &ef)
+	if err := of.openLog("check", m.Stderr); err != nil {
+		return err
+	}
+	defer of.lg.Close()
+	var sources []report.Source
+	if ef.registration != "" {
+		sources = append(sources, report.Source{Name: ef.registration, Findings: l.registrationFindings()})
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	rs, err := rf.open(m, of.format, set["format"], &ef)
 	if err != nil {
 		return err
 	}
@@ -53,35 +60,19 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError("check: %v", err)
 	}
-	var sources []report.Source
 	if ef.registration != "" {
-		fds := append(l.regFindings, l.opt.Spec.RegistrationFindings(l.cfg.Registration)...)
-		sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
-		feedCheck(run, ef.registration, nil, l.cfg, fds, nil)
+		run.StartInput(ef.registration)
+		run.Findings(sources[0].Findings)
+		run.EndInput(report.InputEnd{})
 	}
+	rp := &replayer{flags: l, set: set, run: run}
+	ic := &inputChecker{m: m, cmd: "check", flags: l, rp: rp, allowEmpty: of.allowEmpty, excerpt: true}
 	for _, name := range fs.Args() {
-		data, err := m.readInput(name)
-		if err != nil {
-			return usageError("check: %v", err)
-		}
-		fds, xs := rules.CheckDocumentRecords(name, data, l.cfg, l.opt)
-		if l.opt.Spec != nil && rules.DetectKind(name, data) == rules.DocRegistration {
-			reg, _, _ := tap.ParseJSON(data)
-			fds = append(fds, l.opt.Spec.RegistrationFindings(reg)...)
-		}
-		sources = append(sources, report.Source{Name: name, Findings: fds, Exchanges: xs})
-		feedCheck(run, name, data, l.cfg, fds, xs)
+		run.StartInput(name)
+		sources = append(sources, ic.check(name))
+		run.EndInput(report.InputEnd{})
 	}
-	sum := report.SummaryOf(sources)
-	return rs.finish(m, &rf, run, sources, sum, nil)
-}
-
-// readInput reads a named file, or standard input for "-".
-func (m *Main) readInput(name string) ([]byte, error) {
-	if name == "-" {
-		return io.ReadAll(m.Stdin)
-	}
-	return os.ReadFile(name)
+	return m.finishReports("check", &of, &rf, rs, run, sources, nil)
 }
 
 // parseEditContext parses --edit-context: one JSON object.
@@ -95,6 +86,9 @@ func parseEditContext(s string) (*tap.Value, error) {
 	}
 	if len(dups) > 0 {
 		return nil, usageError("--edit-context has a duplicate key %q", dups[0].Key)
+	}
+	if err := checkEditContextKeys(v); err != nil {
+		return nil, err
 	}
 	return v, nil
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
-	"os"
+	"slices"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
@@ -22,25 +20,19 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	var ef engineFlags
 	ef.register(fs)
-	logPath := fs.String("log", "", "also append findings to the violation log at `PATH` (- for stderr)")
-	format := fs.String("format", "text", "output format: text or json")
-	failOn := fs.String("fail-on", "error", "exit 1 when a finding at or above this level exists: error, warn, info or never")
-	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line)")
+	var of offlineFlags
+	of.register(fs)
+	var otlpf otlpFlags
+	otlpf.register(fs)
 	var rf reportFlags
 	rf.register(fs)
+	input := fs.String("input", "", "input `KIND`: har for an HTTP Archive (default: recognised by content)")
+	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
-	if err := checkFormat(*format); err != nil {
+	if err := of.validate(); err != nil {
 		return err
-	}
-	var threshold tap.Level // 0: never fail
-	if *failOn != "never" {
-		lvl, err := tap.ParseLevel(*failOn)
-		if err != nil {
-			return usageError("--fail-on %q is not error, warn, info or never", *failOn)
-		}
-		threshold = lvl
 	}
 	var dir tap.Direction
 	if *direction != "" {
@@ -50,6 +42,9 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		}
 		dir = d
 	}
+	if *input != "" && *input != "har" {
+		return usageError("--input %q is not har", *input)
+	}
 	if fs.NArg() == 0 {
 		return usageError("replay: no CAPTURE given (usage: ahp-tap replay [flags] CAPTURE...)")
 	}
@@ -57,58 +52,42 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var lg *report.Log
-	if *logPath != "" {
-		// Opened before the work, so a bad path fails fast.
-		if lg, err = report.OpenLog(*logPath, m.Stderr); err != nil {
-			return usageError("replay: %v", err)
-		}
-		defer lg.Close() // idempotent; flushes on the error paths too
+	otlpx, err := otlpf.open("", m.Stderr)
+	if err != nil {
+		return err
 	}
+	of.otlpx = otlpx
+	if err := of.openLog("replay", m.Stderr); err != nil {
+		return err
+	}
+	defer of.lg.Close() // idempotent; flushes on the error paths too
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	rs, err := rf.open(m, *format, set["format"], &ef)
+	rs, err := rf.open(m, of.format, set["format"], &ef)
 	if err != nil {
 		return err
 	}
 	defer rs.close()
-	run, err := rs.newRun(l.cfg.Snapshot, threshold)
+	run, err := rs.newRun(l.cfg.Snapshot, of.threshold)
 	if err != nil {
 		return usageError("replay: %v", err)
 	}
-	rp := &replayer{flags: l, set: set, dir: dir, run: run, discard: len(rs.classic) == 0 && lg == nil}
+	rp := &replayer{flags: l, set: set, dir: dir, input: *input, diag: m.Stderr, run: run}
 
 	var sources []report.Source
 	if ef.registration != "" {
-		fds := append(l.regFindings, l.opt.Spec.RegistrationFindings(l.cfg.Registration)...)
-		if len(fds) > 0 {
+		if fds := l.registrationFindings(); len(fds) > 0 {
 			sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
-			run.StartInput(ef.registration)
-			run.Findings(fds)
-			run.EndInput(report.InputEnd{})
 		}
 	}
+	ic := &inputChecker{m: m, cmd: "replay", flags: l, rp: rp, allowEmpty: of.allowEmpty}
 	for _, name := range fs.Args() {
-		rp.records = nil
 		run.StartInput(name)
-		fds, err := m.replayFile(rp, name, !rf.quiet && isTerminal(m.Stderr))
-		if err != nil {
-			return usageError("replay %s: %v", name, err)
-		}
-		run.EndInput(rp.input, rp.inputNotPossible()...)
-		sources = append(sources, report.Source{Name: name, Findings: fds, Exchanges: rp.records})
+		src := ic.check(name)
+		run.EndInput(report.InputEnd{})
+		sources = append(sources, src)
 	}
-	for _, src := range sources {
-		for _, f := range src.Findings {
-			lg.WriteWait(f) // offline: wait rather than drop; a nil log (no --log) discards
-		}
-	}
-	if err := lg.Close(); err != nil {
-		fmt.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
-	}
-	sum := report.SummaryOf(sources)
-	sum.NotPossible = rp.notPossible()
-	return rs.finish(m, &rf, run, sources, sum, sum.NotPossible)
+	return m.finishReports("replay", &of, &rf, rs, run, sources, rp.notPossible())
 }
 
 // A replayer re-runs the rules over one recorded file at a time.
@@ -116,144 +95,80 @@ type replayer struct {
 	flags *loaded         // what the command-line flags say
 	set   map[string]bool // flags given explicitly: they override the capture
 	dir   tap.Direction   // --direction, for plain NDJSON
+	input string          // --input: "har", or "" to recognise by content
+	diag  io.Writer       // one-line notices (stderr)
+	run   *report.Run     // the --report writers (nil: none)
 
-	// records collects the exchange records of the file being replayed.
-	records []tap.ExchangeRecord
-
-	// What the replayed segments were judged with, for the summary.
-	hadRegistration, hadHook, hadDeadline bool
-
-	// run streams frames, findings and exchanges to the --report writers;
-	// input is what the file being replayed measured (bytes, digest).
-	run   *report.Run
-	input report.InputEnd
-	// The same as hadRegistration…, for the file being replayed.
-	fileRegistration, fileHook, fileDeadline bool
-	// discard drops findings once the reports have them: no text or json
-	// report and no --log needs the whole list, so memory stays bounded.
-	discard bool
+	// records collects the exchange records of the file being replayed,
+	// frames counts its frames, forgotten the exchanges its conversations
+	// no longer hold.
+	records   []tap.ExchangeRecord
+	frames    int
+	forgotten int
+	// damaged, when set, is told of each capture record that cannot be
+	// read; the replay goes on with the next. When nil, it stops.
+	damaged func(*capture.LineError)
+	// notChecked holds what each session replayed could not check.
+	notChecked [][]tap.NotChecked
 }
 
-// keep appends fds to out unless the findings are only streamed.
-func (rp *replayer) keep(out, fds []tap.Finding) []tap.Finding {
-	if rp.discard {
-		return out
-	}
-	return append(out, fds...)
-}
-
-// inputNotPossible lists the checks the file being replayed had nothing for.
-func (rp *replayer) inputNotPossible() []report.NotPossible {
-	saved := [3]bool{rp.hadRegistration, rp.hadHook, rp.hadDeadline}
-	rp.hadRegistration, rp.hadHook, rp.hadDeadline = rp.fileRegistration, rp.fileHook, rp.fileDeadline
-	out := rp.notPossible()
-	rp.hadRegistration, rp.hadHook, rp.hadDeadline = saved[0], saved[1], saved[2]
-	return out
-}
-
-// notPossible lists the checks no replayed segment had what they need for.
+// notPossible lists the checks that no session replayed could make (with
+// the first session's reason).
 func (rp *replayer) notPossible() []report.NotPossible {
-	var out []report.NotPossible
-	if !rp.hadRegistration {
-		out = append(out, report.NotPossible{Check: "BASE-5",
-			Reason: "no registration: give --registration FILE --hook ID, or capture with them"})
-	} else if !rp.hadHook {
-		out = append(out, report.NotPossible{Check: "BASE-5",
-			Reason: "no hook selected: give --hook ID to check dispatch against its subscriptions"})
+	if len(rp.notChecked) == 0 {
+		return nil
 	}
-	if !rp.hadDeadline {
-		out = append(out, report.NotPossible{Check: "CORR-3",
-			Reason: "no deadline: give --timeout, or a registration whose subscriptions set timeoutMs"})
-	}
-	return out
-}
-
-// note records what a segment's configuration makes possible.
-func (rp *replayer) note(cfg tap.Config) {
-	rp.hadRegistration = rp.hadRegistration || cfg.Registration != nil
-	rp.hadHook = rp.hadHook || cfg.HookID != ""
-	rp.hadDeadline = rp.hadDeadline || cfg.Timeout > 0 || cfg.HookID != ""
-	rp.fileRegistration = rp.fileRegistration || cfg.Registration != nil
-	rp.fileHook = rp.fileHook || cfg.HookID != ""
-	rp.fileDeadline = rp.fileDeadline || cfg.Timeout > 0 || cfg.HookID != ""
-	rp.run.Note(cfg.Registration != nil, cfg.HookID != "", cfg.Timeout > 0 || cfg.HookID != "", cfg.Lifecycle)
-}
-
-// replayFile replays the named file ("-": standard input), with a
-// progress bar on stderr when bar is set.
-func (m *Main) replayFile(rp *replayer, name string, bar bool) ([]tap.Finding, error) {
-	rp.fileRegistration, rp.fileHook, rp.fileDeadline = false, false, false
-	var r io.Reader = m.Stdin
-	total := int64(-1)
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
+	var out []tap.NotChecked
+	for _, nc := range rp.notChecked[0] {
+		everywhere := true
+		for _, other := range rp.notChecked[1:] {
+			everywhere = everywhere && slices.ContainsFunc(other, func(o tap.NotChecked) bool { return o.Check == nc.Check })
 		}
-		defer f.Close()
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			total = st.Size()
-		}
-		r = f
-	}
-	p := newProgress(m.Stderr, total, bar)
-	defer p.done()
-	mr := report.NewMeter(0)
-	fds, err := rp.replay(io.TeeReader(p.reader(r), mr))
-	st := mr.Stream()
-	rp.input = report.InputEnd{Bytes: st.Bytes, SHA256: st.SHA256}
-	return fds, err
-}
-
-// replay returns the findings of one capture or NDJSON stream. It reads
-// as it goes: memory holds one record (or line) at a time, not the file.
-func (rp *replayer) replay(r io.Reader) ([]tap.Finding, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	// The first line that is not blank says what the file is.
-	var head []byte
-	for {
-		line, err := br.ReadBytes('\n')
-		head = append(head, line...)
-		if len(bytes.TrimSpace(line)) > 0 || err != nil {
-			if err != nil && err != io.EOF {
-				return nil, err
-			}
-			break
+		if everywhere {
+			out = append(out, nc)
 		}
 	}
-	all := io.MultiReader(bytes.NewReader(head), br)
-	if !capture.IsHeader(head) {
-		return rp.replayStream(all)
+	return notPossible(out)
+}
+
+// session builds the session of one replayed file or capture segment.
+// The --registration document's own findings are listed under its file
+// name, not again here; a registration a capture embeds is judged by the
+// session of each segment, as each live run did.
+func (rp *replayer) session(cfg tap.Config, out *[]tap.Finding) *tap.Session {
+	return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.flags.opt),
+		Sink:                 tap.SinkFunc(func(f tap.Finding) { *out = append(*out, f); rp.run.Findings([]tap.Finding{f}) }),
+		Recorder:             frameCounter{&rp.frames, rp.run},
+		RegistrationReported: cfg.Registration != nil && cfg.Registration == rp.flags.cfg.Registration,
+		SharedEvents:         true})
+}
+
+// close closes the sessions of a file, in order, and keeps what they
+// concluded.
+func (rp *replayer) close(sessions []*tap.Session) {
+	for _, s := range sessions {
+		s.Close()
+		rp.records = append(rp.records, s.Records()...)
+		rp.run.Exchanges(s.Records())
+		rp.forgotten += s.Forgotten()
+		rp.notChecked = append(rp.notChecked, s.NotChecked())
 	}
-	return rp.replayCapture(capture.NewReader(all))
 }
 
 // replayStream checks a plain NDJSON stream as stdio traffic. A stream from
 // one side only (--direction) is an excerpt: a request without its
 // response is no finding. Without --direction each line's sender is
-// guessed (rules.GuessDirection).
+// guessed (tap.GuessDirection).
 func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 	cfg := rp.flags.cfg
 	cfg.Transport = tap.Stdio
 	cfg.Partial = rp.dir != 0
-	rp.note(cfg)
-	e := tap.NewEngine(cfg, rules.Default(rp.flags.opt))
 	var out []tap.Finding
-	n := 0 // line number
-	s := tap.Splitter{Emit: func(line []byte, fr tap.Framing, size int, truncated bool) {
-		n++
-		f := &tap.Frame{Dir: rp.dir, Transport: tap.Stdio, Raw: bytes.Clone(line), Framing: fr, Size: size, Truncated: truncated}
-		if f.Dir == 0 {
-			f.Dir = rules.GuessDirection(f)
-		}
-		fds := e.Feed(f)
-		rp.run.Fed(e.Conversation(), f, n, fds)
-		out = rp.keep(out, fds)
-	}}
+	s := rp.session(cfg, &out)
 	buf := make([]byte, 1<<16)
 	for {
 		n, err := r.Read(buf)
-		s.Write(buf[:n])
+		s.Stream("", rp.dir, time.Time{}, buf[:n])
 		if err == io.EOF {
 			break
 		}
@@ -261,104 +176,53 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 			return nil, err
 		}
 	}
-	s.Close()
-	fin := e.Finish()
-	rp.run.Finished(e.Conversation(), fin)
-	out = rp.keep(out, fin)
-	rp.records = append(rp.records, e.Conversation().Records()...)
+	rp.close([]*tap.Session{s})
 	return out, nil
 }
 
-// replayCapture feeds a capture's frames and notes, in file order, through
-// the rules configured as the live run was (its header), unless a flag
-// says otherwise. Each header starts a segment: one live run of ahp-tap.
-// On stdio every process (the conn of its frames) had an engine of its own
-// and per-event processes shared an event store (--state), so frames and
-// notes go to the engine of their conn, all sharing one event store. On
-// HTTP a segment is one proxy run with one engine.
+// replayCapture feeds a capture through one session per segment, each
+// configured as the live run that wrote it was (its header), unless a
+// flag says otherwise. Every session shares one event store, as per_event
+// processes share --state.
 func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
-	var (
-		out     []tap.Finding
-		engines = map[string]*tap.Engine{} // stdio: by conn
-		order   []*tap.Engine              // every engine in creation order, for Finish
-		seg     *segment                   // the latest header's segment
-		events  = &tap.MemoryStore{}
-		regSeen = map[string]bool{} // registration documents already judged
-	)
-	engineFor := func(conn string) *tap.Engine {
-		if seg == nil {
-			// No header before this record (cannot happen: Read
-			// insists on one); judge with the flags alone.
-			seg = &segment{cfg: rp.flags.cfg}
-			seg.cfg.Events = events
-		}
-		if seg.cfg.Transport == tap.Stdio && conn != "" {
-			if e, ok := engines[conn]; ok {
-				return e
-			}
-			e := tap.NewEngine(seg.cfg, rules.Default(rp.flags.opt))
-			engines[conn] = e
-			order = append(order, e)
-			return e
-		}
-		if seg.engine == nil {
-			seg.engine = tap.NewEngine(seg.cfg, rules.Default(rp.flags.opt))
-			order = append(order, seg.engine)
-		}
-		return seg.engine
-	}
-	for {
-		it, err := cr.Next()
-		if err == io.EOF {
-			break
-		}
+	var out []tap.Finding
+	events := &tap.MemoryStore{}
+	cr.Damaged = rp.damaged
+	sessions, err := capture.Replay(cr, func(h *capture.Header) (*tap.Session, error) {
+		cfg, err := rp.config(h)
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case it.Header != nil:
-			cfg, regFindings, err := rp.config(it.Header)
-			if err != nil {
-				return nil, fmt.Errorf("capture line %d: %w", it.Line, err)
-			}
-			// The registration's own findings, once per document.
-			if k := string(it.Header.RegistrationDoc); k != "" && !regSeen[k] {
-				regSeen[k] = true
-				out = rp.keep(out, regFindings)
-				rp.run.Findings(regFindings)
-			}
-			cfg.Events = events
-			rp.note(cfg)
-			seg = &segment{cfg: cfg}
-		case it.Frame != nil:
-			e := engineFor(it.Frame.Conn)
-			fds := e.Feed(it.Frame)
-			rp.run.Fed(e.Conversation(), it.Frame, it.Line, fds)
-			out = rp.keep(out, fds)
-		case it.Note != nil:
-			fds := engineFor(it.Note.Conn).Note(*it.Note)
-			rp.run.Findings(fds)
-			out = rp.keep(out, fds)
-		}
+		cfg.Events = events
+		return rp.session(cfg, &out), nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	for _, e := range order {
-		fin := e.Finish()
-		rp.run.Finished(e.Conversation(), fin)
-		out = rp.keep(out, fin)
-		rp.records = append(rp.records, e.Conversation().Records()...)
-	}
+	rp.close(sessions)
 	return out, nil
 }
 
-// A segment is the part of a capture written by one live run.
-type segment struct {
-	cfg    tap.Config
-	engine *tap.Engine // the HTTP (or conn-less) engine, created on first use
+// frameCounter is a tap.Recorder that counts the frames a session audits.
+// It also hands each frame to the --report run (decoded early, which the
+// engine's own Decode then reuses; the line is not known here: 0).
+type frameCounter struct {
+	n   *int
+	run *report.Run
 }
+
+func (c frameCounter) Record(f *tap.Frame) {
+	*c.n++
+	if c.run != nil {
+		f.Decode()
+		c.run.Frame(f, 0)
+	}
+}
+func (c frameCounter) RecordNote(tap.Note) {}
 
 // config builds the engine configuration of a capture segment: the live
 // run's settings from its header, overridden by flags given explicitly.
-func (rp *replayer) config(h *capture.Header) (tap.Config, []tap.Finding, error) {
+func (rp *replayer) config(h *capture.Header) (tap.Config, error) {
 	cfg := rp.flags.cfg
 	cfg.Transport = h.Transport
 	if h.Snapshot != "" && !rp.set["protocol-version"] {
@@ -367,14 +231,12 @@ func (rp *replayer) config(h *capture.Header) (tap.Config, []tap.Finding, error)
 	if h.TimeoutMs > 0 && !rp.set["timeout"] {
 		cfg.Timeout = time.Duration(h.TimeoutMs) * time.Millisecond
 	}
-	var regFindings []tap.Finding
 	if len(h.RegistrationDoc) > 0 && !rp.set["registration"] {
 		reg, _, err := tap.ParseJSON(h.RegistrationDoc)
 		if err != nil {
-			return cfg, nil, fmt.Errorf("header registrationDoc is not JSON: %v", err)
+			return cfg, fmt.Errorf("header registrationDoc is not JSON: %v", err)
 		}
 		cfg.Registration = reg
-		regFindings = append(rules.RegistrationFindingsFor(reg, cfg.Snapshot), rp.flags.opt.Spec.RegistrationFindings(reg)...)
 		if !rp.set["hook"] {
 			cfg.HookID = h.Hook
 		}
@@ -382,5 +244,5 @@ func (rp *replayer) config(h *capture.Header) (tap.Config, []tap.Finding, error)
 	if h.Lifecycle != "" {
 		cfg.Lifecycle = h.Lifecycle
 	}
-	return cfg, regFindings, nil
+	return cfg, nil
 }

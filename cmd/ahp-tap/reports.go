@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -81,6 +79,10 @@ type reportSet struct {
 	root     string
 	sarif    *report.SARIF
 	html     *report.HTML
+	// baselined and claimMatrix are what the run concluded, for the
+	// text and json reports.
+	baselined   int
+	claimMatrix *report.ClaimMatrix
 }
 
 // A classicReport is a text or json report written at the end.
@@ -270,29 +272,87 @@ func (rs *reportSet) finish(m *Main, rf *reportFlags, run *report.Run, sources [
 	return nil
 }
 
-// feedCheck hands one checked document to the streaming reports: its
+// feedDocument hands one checked document to the streaming reports: its
 // frames (so findings get their line and fingerprint shape), findings and
 // exchanges. A stream's frame N is its line N; a message file is one frame
-// on line 1; a registration has no frames.
-func feedCheck(run *report.Run, name string, data []byte, cfg tap.Config, fds []tap.Finding, xs []tap.ExchangeRecord) {
-	run.StartInput(name)
+// on line 1; a registration has no frames. kindName is the name the
+// document kind was detected by.
+func feedDocument(run *report.Run, kindName string, data []byte, cfg tap.Config, fds []tap.Finding, xs []tap.ExchangeRecord) {
+	if run == nil {
+		return
+	}
 	run.Note(cfg.Registration != nil, cfg.HookID != "", cfg.Timeout > 0 || cfg.HookID != "", "")
-	if data != nil {
-		switch rules.DetectKind(name, data) {
-		case rules.DocRegistration:
-		case rules.DocStream:
-			for i, f := range rules.StreamFrames(data, 0) {
-				f.Seq = uint64(i + 1)
-				run.Frame(f, i+1)
-			}
-		default:
-			f := &tap.Frame{Seq: 1, Transport: tap.File, Raw: data}
-			f.Dir = rules.GuessDirection(f)
-			run.Frame(f, 1)
+	switch rules.DetectKind(kindName, data) {
+	case rules.DocRegistration:
+	case rules.DocStream:
+		for i, f := range rules.StreamFrames(data, 0) {
+			f.Seq = uint64(i + 1)
+			run.Frame(f, i+1)
 		}
+	default:
+		f := &tap.Frame{Seq: 1, Transport: tap.File, Raw: data}
+		f.Dir = tap.GuessDirection(f)
+		run.Frame(f, 1)
 	}
 	run.Findings(fds)
 	run.Exchanges(xs)
-	sum := sha256.Sum256(data)
-	run.EndInput(report.InputEnd{Bytes: uint64(len(data)), SHA256: hex.EncodeToString(sum[:])})
+}
+
+// finishStreams ends the streaming run for commands whose text/json
+// output is written elsewhere (finishOffline): writers get the totals, the
+// claim matrix and stale entries go to stderr, the baseline is written.
+func (rs *reportSet) finishStreams(m *Main, rf *reportFlags, run *report.Run, notPossible []report.NotPossible) (*report.End, error) {
+	end, err := run.Close(notPossible)
+	if err != nil {
+		rs.close()
+		return end, usageError("writing a report: %v", err)
+	}
+	rs.baselined, rs.claimMatrix = end.Baselined, end.Claim
+	if end.Claim != nil && len(rs.classic) == 0 {
+		end.Claim.WriteText(m.Stderr)
+	}
+	if rs.sarif != nil && rs.sarif.Dropped() > 0 {
+		fmt.Fprintf(m.Stderr, "ahp-tap: SARIF report: %d results left out (GitHub takes at most %d per run)\n", rs.sarif.Dropped(), report.SARIFMaxResults)
+	}
+	for _, st := range end.Stale {
+		fmt.Fprintf(m.Stderr, "ahp-tap: %s\n", report.StaleText(st))
+	}
+	if rf.writeBaseline != "" {
+		f, err := createReport(rf.writeBaseline)
+		if err != nil {
+			return end, usageError("--write-baseline: %v", err)
+		}
+		werr := run.NewBaseline().Write(f)
+		if err := f.Close(); werr == nil {
+			werr = err
+		}
+		if werr != nil {
+			return end, usageError("--write-baseline: %v", werr)
+		}
+	}
+	return end, nil
+}
+
+// finishReports ends check and replay: the streaming reports get their
+// totals, then finishOffline writes the log and the text/json reports
+// where --report and --format say. The streaming run decides exit code 1
+// (it knows the baseline); exit code 2 from finishOffline (an input not
+// checked whole) wins.
+func (m *Main) finishReports(cmd string, of *offlineFlags, rf *reportFlags, rs *reportSet, run *report.Run, sources []report.Source, notPossible []report.NotPossible) error {
+	end, err := rs.finishStreams(m, rf, run, notPossible)
+	if err != nil {
+		return err
+	}
+	of.reports = rs
+	err = m.finishOffline(cmd, of, sources, notPossible)
+	if cerr := rs.close(); cerr != nil && err == nil {
+		return usageError("writing a report: %v", cerr)
+	}
+	if ee, ok := err.(*exitError); err != nil && (!ok || ee.code != 1) {
+		return err
+	}
+	if end.Failing() {
+		return &exitError{code: 1}
+	}
+	return nil
 }

@@ -120,7 +120,7 @@ func formatFindings(t *testing.T, capture string, extra ...string) (map[string][
 	for _, m := range htmlRE.FindAllStringSubmatch(data, -1) {
 		out["html"] = append(out["html"], m[1])
 	}
-	textRE := regexp.MustCompile(`(?m)^\S+: (?:#\d+ \S+ )?(?:error|warn|info)\s+([A-Z0-9-]+)`)
+	textRE := regexp.MustCompile(`(?m)^\S+: (?:#\d+ [^:]*: )?(?:error|warn|info)\s+([A-Z0-9-]+)`)
 	for _, m := range textRE.FindAllStringSubmatch(r.stdout, -1) {
 		out["text"] = append(out["text"], m[1])
 	}

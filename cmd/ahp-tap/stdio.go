@@ -16,8 +16,8 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/report"
-	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/stdio"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -30,10 +30,13 @@ type stdioFlags struct {
 	state     string
 	lifecycle string
 	summary   bool
+	console   bool
 	maxLine   int
 	queue     int
 	audit     bool
 	priority  string
+	otlp      otlpFlags
+	conn      string // the link's name ("": stdio:<this pid>); set in the audit process
 }
 
 func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
@@ -42,11 +45,13 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	fs.StringVar(&sf.capture, "capture", "", "append every frame to the capture at `PATH` (mode 0600; safe for concurrent per_event processes)")
 	fs.StringVar(&sf.state, "state", "", "share conversation state with other ahp-tap processes in `DIR` (per_event backends: retries across processes)")
 	fs.StringVar(&sf.lifecycle, "lifecycle", "", "backend lifecycle `persistent|per_event` when no --registration/--hook says it")
-	fs.BoolVar(&sf.summary, "summary", isTerminal(stderr), "print a summary on stderr at exit (default: when stderr is a terminal)")
+	fs.BoolVar(&sf.summary, "summary", isTerminal(stderr), summaryHelp)
+	fs.BoolVar(&sf.console, "console", false, consoleHelp+"; stderr is the backend's too")
 	fs.IntVar(&sf.maxLine, "max-audit-line", stdio.DefaultMaxAuditLine, "audit at most `BYTES` of one line (longer lines are forwarded whole and reported as not audited)")
 	fs.BoolVar(&sf.audit, "audit", true, "check the traffic; --audit=false only forwards (to compare overhead)")
 	fs.StringVar(&sf.priority, "audit-priority", string(stdio.PriorityLow), "CPU priority of auditing, `low|idle|normal`: low is nice 5; idle uses only spare CPU (lowest latency cost, more frames not audited under load); normal competes with forwarding")
 	fs.IntVar(&sf.queue, "audit-queue", tap.DefaultQueue, "audit queue depth in `FRAMES` (when full, audit copies are dropped, never traffic)")
+	sf.otlp.register(fs)
 }
 
 func isTerminal(w io.Writer) bool {
@@ -61,6 +66,9 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	var sf stdioFlags
 	sf.register(fs, m.Stderr)
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
+		return err
+	}
+	if err := checkStdioValues(&sf); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -85,7 +93,7 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 		// forwarding loops one at all times, and the kernel arbitrates.
 		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 2)
 	}
-	run, err := m.prepareStdio(&sf, l, fs.Args(), prio)
+	run, err := m.prepareSplit(&sf, l, stdioFlagArgs(args, fs.NArg()), fs.Args(), prio) // auditworker.go
 	if err != nil {
 		return err
 	}
@@ -108,6 +116,9 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	// ctx is cancelled by the first SIGINT/SIGTERM in main; the backend
 	// decides what that signal means, so it must not stop the tap.
 	res, err := run.tap.Run(context.WithoutCancel(ctx))
+	if run.audit != nil {
+		run.audit.end(res) // auditworker.go: bounded
+	}
 	var se *stdio.StartError
 	if errors.As(err, &se) {
 		run.close()
@@ -118,7 +129,7 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 		return err
 	}
 	run.close()
-	if sf.summary {
+	if sf.summary && run.audit == nil { // the audit process writes it
 		run.writeSummary(m.Stderr, res)
 	}
 	if res.Signal != 0 {
@@ -134,24 +145,29 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 // stdioRun is one wrapped backend with its sinks.
 type stdioRun struct {
 	tap       *stdio.Tap
+	session   *tap.Session // nil with --audit=false
 	log       *report.Log
 	capture   *capture.Writer
 	collector *report.Collector
-	cfg       tap.Config
+	console   *report.Console
 	sf        *stdioFlags
-	diag      io.Writer // ahp-tap's own one-line notices (stderr)
+	audit     *auditLink // the audit process, when auditing happens there
+	diag      io.Writer  // ahp-tap's own one-line notices (stderr)
+	otlp      *otlpexport.Exporter
 	closed    bool
 }
 
 func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio.Priority) (*stdioRun, error) {
-	r := &stdioRun{collector: &report.Collector{Limit: 1}, sf: sf, diag: m.Stderr}
+	r := &stdioRun{collector: &report.Collector{Limit: 1}, diag: m.Stderr, sf: sf}
+	x, err := sf.otlp.open(sf.capture, m.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	r.otlp = x
 	cfg := l.cfg
 	cfg.Transport = tap.Stdio
-	if sf.lifecycle != "" {
-		cfg.Lifecycle = sf.lifecycle
-	} else if h := tap.FindHook(cfg.Registration, cfg.HookID); h != nil {
-		cfg.Lifecycle, _ = h.Path("transport", "lifecycle").Text()
-	}
+	cfg.Lifecycle = sf.lifecycle
+	cfg = cfg.Resolved() // the hook's lifecycle, for the capture header
 	if sf.state != "" {
 		st, err := stdio.OpenDirStore(sf.state, m.Stderr)
 		if err != nil {
@@ -159,15 +175,23 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		}
 		cfg.Events = st
 	}
-	r.cfg = cfg
 	sinks := tap.MultiSink{r.collector}
+	if r.console = openConsole(sf.console, m.Stderr); r.console != nil {
+		sinks = append(sinks, r.console)
+	}
 	if sf.log != "" {
 		// A log that cannot be opened never keeps the backend from
 		// running: the harness depends on it, the log is an aid.
 		r.log = report.OpenLogBestEffort(sf.log, m.Stderr)
 		sinks = append(sinks, r.log)
 	}
-	conn := fmt.Sprintf("stdio:%d", os.Getpid())
+	if r.otlp != nil {
+		sinks = append(sinks, r.otlp)
+	}
+	conn := sf.conn
+	if conn == "" {
+		conn = fmt.Sprintf("stdio:%d", os.Getpid())
+	}
 	var rec tap.Recorder
 	if sf.capture != "" {
 		h := capture.Header{
@@ -182,18 +206,18 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 			r.capture, rec = w, w
 		}
 	}
-	for _, f := range l.regFindings {
-		sinks.Write(f)
-	}
-	eng := tap.NewEngine(cfg, rules.Default(l.opt))
+	// The session reports the registration's own findings now, even
+	// with --audit=false (they are about the configuration, not traffic).
+	r.session = l.session(cfg, sinks, rec, conn, sf.maxLine)
+	sess := r.session
 	if !sf.audit {
-		eng = nil // forwarding only: no frame is split, checked or captured
+		sess = nil // forwarding only: no frame is split, checked or captured
 	}
 	r.tap = stdio.New(stdio.Config{
 		Command: argv[0], Args: argv[1:],
 		Stdin: m.Stdin, Stdout: m.Stdout, Stderr: m.Stderr,
-		Engine: eng, Sink: sinks, Recorder: rec,
-		Queue: sf.queue, MaxAuditLine: sf.maxLine, Conn: conn,
+		Session: sess,
+		Queue:   sf.queue, MaxAuditLine: sf.maxLine, Conn: conn,
 		Hash: sf.summary, Diag: m.Stderr, AuditPriority: prio,
 	})
 	return r, nil
@@ -205,7 +229,9 @@ func (r *stdioRun) close() {
 		return
 	}
 	r.closed = true
+	closeOTLP(r.otlp, stdioCloseTimeout, tap.MultiSink{r.collector, r.log})
 	r.log.Close()
+	r.console.Close()
 	if r.capture != nil {
 		// Capture writes never disturb traffic; a failure is told once.
 		if err := r.capture.Err(); err != nil {
@@ -213,40 +239,6 @@ func (r *stdioRun) close() {
 		}
 		r.capture.Close()
 	}
-}
-
-// notPossible lists the checks this configuration cannot make.
-func (r *stdioRun) notPossible() []report.NotPossible {
-	var out []report.NotPossible
-	cfg := r.cfg
-	if cfg.Registration == nil || cfg.HookID == "" {
-		out = append(out, report.NotPossible{Check: "BASE-5", Reason: "no --registration FILE --hook ID: dispatch is not known"})
-	}
-	if cfg.Timeout == 0 && !hasDeadline(cfg) {
-		out = append(out, report.NotPossible{Check: "CORR-3", Reason: "no deadline: give --registration/--hook with timeoutMs, or --timeout"})
-	}
-	switch cfg.Lifecycle {
-	case "per_event":
-		out = append(out, report.NotPossible{Check: "STDIO-3", Reason: "the lifecycle is per_event"})
-		if r.sf.state == "" {
-			out = append(out, report.NotPossible{Check: "BASE-6", Reason: "per_event without --state DIR: retries across processes are not seen"})
-		}
-	case "persistent":
-		out = append(out, report.NotPossible{Check: "STDIO-2", Reason: "the lifecycle is persistent"})
-	default:
-		out = append(out, report.NotPossible{Check: "STDIO-2, STDIO-3", Reason: "lifecycle unknown: give --registration/--hook or --lifecycle"})
-	}
-	return out
-}
-
-func hasDeadline(cfg tap.Config) bool {
-	h := tap.FindHook(cfg.Registration, cfg.HookID)
-	for _, s := range h.Get("subscriptions").Elems() {
-		if _, ok := s.Get("timeoutMs").Int(); ok {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *stdioRun) writeSummary(w io.Writer, res stdio.Result) {
@@ -259,7 +251,8 @@ func (r *stdioRun) writeSummary(w io.Writer, res stdio.Result) {
 	}
 	s.NotAudited = res.NotAudited
 	s.LogDropped = r.log.Dropped()
-	s.NotPossible = r.notPossible()
+	s.NotPossible = notPossible(r.session.NotChecked())
+	s.FindingsTo = findingsTo(r.sf.log, r.log.Failed(), r.sf.console)
 	how := fmt.Sprintf("exited with status %d", res.ExitCode)
 	if res.Signal != 0 {
 		how = "was killed by " + res.Signal.String()
