@@ -215,63 +215,6 @@ func (rs *reportSet) newRun(snapshot string, failOn tap.Level) (*report.Run, err
 	})
 }
 
-// finish ends the run: streaming writers get the totals, text/json
-// reports are written from sources (with the claim matrix), the claim
-// matrix goes to stderr when neither carries it, stale entries are named on stderr, and the
-// baseline is written when asked. It returns the exit error (1 when the
-// run fails).
-func (rs *reportSet) finish(m *Main, rf *reportFlags, run *report.Run, sources []report.Source, sum *report.Summary, notPossible []report.NotPossible) error {
-	end, err := run.Close(notPossible)
-	if err != nil {
-		rs.close()
-		return usageError("writing a report: %v", err)
-	}
-	sum.Baselined, sum.Claim = end.Baselined, end.Claim
-	for _, c := range rs.classic {
-		if err := writeReport(c.w, c.format, sources, sum); err != nil {
-			rs.close()
-			return usageError("writing the %s report: %v", c.format, err)
-		}
-		if c.format == "text" {
-			if end.Baselined > 0 {
-				fmt.Fprintf(c.w, "  baselined: %d findings accepted by %s\n", end.Baselined, rf.baseline)
-			}
-			if end.Claim != nil {
-				end.Claim.WriteText(c.w)
-			}
-		}
-	}
-	if end.Claim != nil && len(rs.classic) == 0 {
-		end.Claim.WriteText(m.Stderr)
-	}
-	if rs.sarif != nil && rs.sarif.Dropped() > 0 {
-		fmt.Fprintf(m.Stderr, "ahp-tap: SARIF report: %d results left out (GitHub takes at most %d per run)\n", rs.sarif.Dropped(), report.SARIFMaxResults)
-	}
-	for _, st := range end.Stale {
-		fmt.Fprintf(m.Stderr, "ahp-tap: %s\n", report.StaleText(st))
-	}
-	if err := rs.close(); err != nil {
-		return usageError("writing a report: %v", err)
-	}
-	if rf.writeBaseline != "" {
-		f, err := createReport(rf.writeBaseline)
-		if err != nil {
-			return usageError("--write-baseline: %v", err)
-		}
-		werr := run.NewBaseline().Write(f)
-		if err := f.Close(); werr == nil {
-			werr = err
-		}
-		if werr != nil {
-			return usageError("--write-baseline: %v", werr)
-		}
-	}
-	if end.Failing() {
-		return &exitError{code: 1}
-	}
-	return nil
-}
-
 // feedDocument hands one checked document to the streaming reports: its
 // frames (so findings get their line and fingerprint shape), findings and
 // exchanges. A stream's frame N is its line N; a message file is one frame
