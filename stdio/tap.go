@@ -36,7 +36,7 @@ const (
 	// smallChunk is the buffer size for reads of up to that many bytes.
 	smallChunk = 4 << 10
 	// DefaultAuditBytes caps the bytes of frames waiting in the audit queue.
-	DefaultAuditBytes = 64 << 20
+	DefaultAuditBytes = tap.DefaultBudget
 	// readSize is the forwarding loop's buffer: one pipe buffer.
 	readSize = 64 << 10
 	// auditNice is the scheduling priority (nice) of the audit threads.
@@ -84,6 +84,10 @@ type Config struct {
 	// AuditBytes caps the bytes of frames queued for the auditor (0:
 	// DefaultAuditBytes). Frames beyond it are dropped and counted.
 	AuditBytes int64
+	// Complete audits every frame: instead of dropping audit copies, the
+	// forwarding loops wait for room in the chunk queue (back-pressure on
+	// the harness and the backend). Bytes and order are unchanged.
+	Complete bool
 	// AuditPriority is how the audit threads yield the CPU to forwarding
 	// (the zero value is PriorityLow).
 	AuditPriority Priority
@@ -174,8 +178,8 @@ type Tap struct {
 
 	chunks chan chunk    // read chunks and notes, in wire order; closed by Run after both streams end
 	fed    chan struct{} // closed when the feeder has handled every chunk
-	queued atomic.Int64  // bytes of frames submitted to the auditor and not yet recorded
 	chunkB atomic.Int64  // buffer bytes of the chunks in the chunks queue
+	room   chan struct{} // Complete: the feeder made room in chunks
 
 	mu      sync.Mutex // guards pgid, signals
 	pgid    int        // the backend's process group, 0 before start
@@ -209,7 +213,7 @@ func New(cfg Config) *Tap {
 	if cfg.Diag == nil {
 		cfg.Diag = io.Discard
 	}
-	t := &Tap{cfg: cfg, chunks: make(chan chunk, cfg.ChunkQueue), fed: make(chan struct{})}
+	t := &Tap{cfg: cfg, chunks: make(chan chunk, cfg.ChunkQueue), fed: make(chan struct{}), room: make(chan struct{}, 1)}
 	t.aud = t.newAuditor() // feed.go
 	return t
 }
@@ -498,6 +502,10 @@ func (t *Tap) audit(dir tap.Direction, p []byte) {
 	size := int64(cap(*buf))
 	c := chunk{dir: dir, b: append((*buf)[:0], p...), t: time.Now(), buf: buf}
 	c.lost = t.dropped[dir].Load()
+	if t.cfg.Complete {
+		t.waitChunkRoom(c, size) // feed.go
+		return
+	}
 	queued := false
 	if t.chunkB.Add(size) <= t.cfg.ChunkBytes {
 		select {
