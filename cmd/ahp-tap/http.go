@@ -45,6 +45,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics")
 	maxAudit := fs.Int("max-audit-body", httpproxy.DefaultMaxAuditBody, "cap the audit copy of each body at `BYTES`; larger bodies are forwarded whole and reported unchecked (TAP-1)")
 	upTimeout := fs.Duration("upstream-timeout", httpproxy.DefaultUpstreamTimeout, "answer 504 when the upstream sends no response headers within `D`")
+	mode := auditBestEffort
+	fs.Var(&mode, "audit", "`MODE`: best-effort (drop audit copies rather than slow traffic) or complete (requests wait for the audit: every body checked, at the cost of latency and throughput)")
+	budgetFlag := fs.String("audit-budget", "64MiB", "cap the bytes of bodies waiting for the audit at `SIZE` (1MiB to 64GiB; bodies beyond it are dropped and reported, TAP-1, or waited for with --audit complete)")
 	drain := fs.Duration("drain", httpproxy.DefaultDrain, "on SIGINT/SIGTERM, wait up to `D` for requests in flight")
 	var otlpf otlpFlags
 	otlpf.register(fs)
@@ -54,6 +57,16 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError("http: unexpected argument %q", fs.Arg(0))
+	}
+	if mode == auditOff {
+		return usageError("http: --audit is best-effort or complete")
+	}
+	budget, err := parseBudget(*budgetFlag)
+	if err != nil {
+		return err
+	}
+	if int64(*maxAudit) > budget/2 {
+		*maxAudit = int(budget / 2) // a request and its response must fit the budget together
 	}
 	cfg := httpproxy.Config{Forward: *forward, MaxAuditBody: *maxAudit, UpstreamTimeout: *upTimeout, Drain: *drain}
 	switch {
@@ -163,7 +176,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		metrics.Register(otlpx.Collectors()...)
 	}
 	session := l.session(l.cfg, sink, rec, "", 0) // reports the registration's findings
-	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue})
+	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue, Budget: budget, Complete: mode == auditComplete})
 	cfg.Auditor, cfg.Metrics = auditor, metrics
 	proxy, err := httpproxy.New(cfg)
 	if err != nil {

@@ -25,16 +25,18 @@ import (
 // stdioFlags are the flags of `ahp-tap stdio`.
 type stdioFlags struct {
 	engineFlags
-	log       string
-	capture   string
-	state     string
-	lifecycle string
-	summary   bool
-	maxLine   int
-	queue     int
-	audit     bool
-	priority  string
-	otlp      otlpFlags
+	log         string
+	capture     string
+	state       string
+	lifecycle   string
+	summary     bool
+	maxLine     int
+	queue       int
+	audit       auditMode
+	budget      string
+	budgetBytes int64
+	priority    string
+	otlp        otlpFlags
 }
 
 func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
@@ -45,7 +47,9 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	fs.StringVar(&sf.lifecycle, "lifecycle", "", "backend lifecycle `persistent|per_event` when no --registration/--hook says it")
 	fs.BoolVar(&sf.summary, "summary", isTerminal(stderr), "print a summary on stderr at exit (default: when stderr is a terminal)")
 	fs.IntVar(&sf.maxLine, "max-audit-line", stdio.DefaultMaxAuditLine, "audit at most `BYTES` of one line (longer lines are forwarded whole and reported as not audited)")
-	fs.BoolVar(&sf.audit, "audit", true, "check the traffic; --audit=false only forwards (to compare overhead)")
+	sf.audit = auditBestEffort
+	fs.Var(&sf.audit, "audit", "`MODE`: best-effort (drop audit copies rather than slow traffic), complete (forwarding waits for the audit: every frame checked, at the cost of latency and throughput), or false (only forward, to compare overhead)")
+	fs.StringVar(&sf.budget, "audit-budget", "64MiB", "cap the bytes of frames waiting for the audit at `SIZE` (1MiB to 64GiB; frames beyond it are dropped and reported, TAP-1, or waited for with --audit complete)")
 	fs.StringVar(&sf.priority, "audit-priority", string(stdio.PriorityLow), "CPU priority of auditing, `low|idle|normal`: low is nice 5; idle uses only spare CPU (lowest latency cost, more frames not audited under load); normal competes with forwarding")
 	fs.IntVar(&sf.queue, "audit-queue", tap.DefaultQueue, "audit queue depth in `FRAMES` (when full, audit copies are dropped, never traffic)")
 	sf.otlp.register(fs)
@@ -68,6 +72,14 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	if fs.NArg() == 0 {
 		return usageError("stdio: no backend command given (usage: ahp-tap stdio [flags] -- CMD [ARGS...])")
 	}
+	budget, err := parseBudget(sf.budget)
+	if err != nil {
+		return err
+	}
+	if int64(sf.maxLine) > budget {
+		sf.maxLine = int(budget) // a line must fit the budget to be audited
+	}
+	sf.budgetBytes = budget
 	prio, err := stdio.ParsePriority(sf.priority)
 	if err != nil {
 		return usageError("--audit-priority: %v", err)
@@ -192,7 +204,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	// with --audit=false (they are about the configuration, not traffic).
 	r.session = l.session(cfg, sinks, rec, conn, sf.maxLine)
 	sess := r.session
-	if !sf.audit {
+	if sf.audit == auditOff {
 		sess = nil // forwarding only: no frame is split, checked or captured
 	}
 	r.tap = stdio.New(stdio.Config{
@@ -200,6 +212,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		Stdin: m.Stdin, Stdout: m.Stdout, Stderr: m.Stderr,
 		Session: sess,
 		Queue:   sf.queue, MaxAuditLine: sf.maxLine, Conn: conn,
+		AuditBytes: sf.budgetBytes, Complete: sf.audit == auditComplete,
 		Hash: sf.summary, Diag: m.Stderr, AuditPriority: prio,
 	})
 	return r, nil
