@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -49,6 +50,17 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	fs.Var(&mode, "audit", "`MODE`: best-effort (drop audit copies rather than slow traffic) or complete (requests wait for the audit: every body checked, at the cost of latency and throughput)")
 	budgetFlag := fs.String("audit-budget", "64MiB", "cap the bytes of bodies waiting for the audit at `SIZE` (1MiB to 64GiB; bodies beyond it are dropped and reported, TAP-1, or waited for with --audit complete)")
 	drain := fs.Duration("drain", httpproxy.DefaultDrain, "on SIGINT/SIGTERM, wait up to `D` for requests in flight")
+	var redact httpproxy.Redaction
+	fs.Func("redact-header", "also redact the values of header `NAME` in captures and logs, and find them in bodies like a bearer token (repeatable)", func(v string) error {
+		if v == "" || strings.ContainsAny(v, " \t:") {
+			return fmt.Errorf("%q is not a header name", v)
+		}
+		redact.Headers = append(redact.Headers, v)
+		return nil
+	})
+	fs.BoolVar(&redact.NoDefaults, "no-redact", false, "record Cookie, Set-Cookie, X-Api-Key, Proxy-Authorization and credential query parameters as they are (the Authorization credential is always redacted)")
+	console := fs.Bool("console", false, consoleHelp)
+	summary := fs.Bool("summary", isTerminal(m.Stderr), summaryHelp)
 	var otlpf otlpFlags
 	otlpf.register(fs)
 	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
@@ -68,7 +80,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if int64(*maxAudit) > budget/2 {
 		*maxAudit = int(budget / 2) // a request and its response must fit the budget together
 	}
-	cfg := httpproxy.Config{Forward: *forward, MaxAuditBody: *maxAudit, UpstreamTimeout: *upTimeout, Drain: *drain}
+	cfg := httpproxy.Config{Forward: *forward, MaxAuditBody: *maxAudit, UpstreamTimeout: *upTimeout, Drain: *drain, Redact: redact}
 	switch {
 	case *forward && *upstream != "":
 		return usageError("http: give --upstream (reverse mode) or --forward, not both")
@@ -165,10 +177,16 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	l.cfg.Transport = tap.HTTP
 	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow
 	var auditor *tap.Auditor
+	httpproxy.BuildVersion = version
 	metrics := httpproxy.NewMetrics(func() uint64 { return auditor.Dropped() })
+	metrics.ZeroFindings(checkIDs())
 	sink := tap.MultiSink{collector, metrics.Sink()}
 	if vlog != nil {
 		sink = append(sink, vlog)
+	}
+	con := openConsole(*console, m.Stderr)
+	if con != nil {
+		sink = append(sink, con)
 	}
 	others := sink // where the exporter reports the findings it lost
 	if otlpx != nil {
@@ -193,6 +211,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if mln != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", metrics.Handler())
+		mux.Handle("/healthz", metrics.HealthHandler())
 		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = msrv.Serve(mln) }()
 		fmt.Fprintf(m.Stderr, "ahp-tap http: metrics on http://%s/metrics\n", mln.Addr())
@@ -222,6 +241,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	auditor.Close() // drains the queue, end-of-stream rules, TAP-1 for drops
 	closeOTLP(otlpx, httpCloseTimeout, others)
 	logErr := vlog.Close()
+	con.Close()
 	var capErr error
 	if cw != nil {
 		capErr = errors.Join(cw.Err(), cw.Close())
@@ -232,7 +252,10 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if vlog != nil {
 		s.LogDropped = vlog.Dropped()
 	}
-	_ = s.WriteText(m.Stderr)
+	s.FindingsTo = findingsTo(*logPath, vlog.Failed(), *console)
+	if *summary {
+		_ = s.WriteText(m.Stderr)
+	}
 	switch {
 	case serveErr != nil:
 		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", serveErr)}
