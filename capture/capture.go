@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ahp-tap/ahp-tap/internal/safefile"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -122,16 +123,21 @@ type Writer struct {
 	f   *os.File
 	buf bytes.Buffer
 	err error // first write error
+
+	notice string // set by Create, then read-only
 }
 
 // Create opens (creating with mode 0600, or appending to) a capture file and
-// writes h as a segment header.
+// writes h as a segment header. It never blocks and never follows a link:
+// a symbolic link or anything but a regular file is refused (a FIFO
+// without a reader would block the open). An existing file others may read
+// or write is made 0600; Notice then says so in one line.
 func Create(path string, h Header) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, notice, err := safefile.OpenAppend(path)
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{f: f}
+	w := &Writer{f: f, notice: notice}
 	h.Type, h.Format, h.Version = "header", Format, Version
 	if h.Started.IsZero() {
 		h.Started = time.Now().UTC()
@@ -142,6 +148,10 @@ func Create(path string, h Header) (*Writer, error) {
 	}
 	return w, nil
 }
+
+// Notice is the one-line notice Create left for the user ("" for none): an
+// existing capture others could read was made 0600.
+func (w *Writer) Notice() string { return w.notice }
 
 // Record implements tap.Recorder.
 func (w *Writer) Record(f *tap.Frame) { _ = w.write(FrameRecord(f)) }
