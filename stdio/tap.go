@@ -427,19 +427,19 @@ func (t *Tap) closeChunks() {
 }
 
 // Signal forwards a signal the wrapper received to the backend's process
-// group. Signals that ask a process to stop (SIGINT, SIGTERM, SIGHUP,
-// SIGQUIT) are passed on as they are the first time; a second one kills
-// the group and ends the wait for the shutdown (issue 8 item 5: a second
-// signal exits at once), as does any such signal after the backend was
-// reaped. Others (SIGUSR1, SIGUSR2, SIGWINCH…) are always passed on as
-// they are.
+// group. Signals that ask a process to stop (SIGINT, SIGTERM, SIGHUP) are
+// passed on as they are the first time; a second one kills the group and
+// ends the wait for the shutdown (issue 8 item 5: a second signal exits at
+// once), as does any such signal after the backend was reaped. Others
+// (SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH…) are always passed on as they are:
+// a backend may handle them and go on.
 func (t *Tap) Signal(sig os.Signal) {
 	s, ok := sig.(syscall.Signal)
 	if !ok {
 		return
 	}
 	switch s {
-	case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT:
+	case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP:
 	default:
 		t.killGroup(s)
 		return
