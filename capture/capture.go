@@ -233,6 +233,12 @@ func Read(r io.Reader) ([]Item, error) {
 	}
 }
 
+// MaxLine caps one line of a capture a Reader accepts. ahp-tap writes frames
+// of at most 16 MiB (the live taps' audit cap); even JSON-escaped they fit.
+// A longer line (a hostile or corrupt file) is an error, never a reason to
+// hold unbounded memory (issue 8 item 9).
+const MaxLine = 128 << 20
+
 // A Reader reads a capture one record at a time, so that a replay holds
 // one record in memory rather than the whole file.
 type Reader struct {
@@ -249,7 +255,7 @@ func NewReader(r io.Reader) *Reader { return &Reader{br: bufio.NewReaderSize(r, 
 // the caller may read it another way).
 func (r *Reader) Next() (Item, error) {
 	for {
-		b, err := r.br.ReadBytes('\n')
+		b, err := r.readLine()
 		if len(b) > 0 {
 			r.line++
 		}
@@ -262,6 +268,21 @@ func (r *Reader) Next() (Item, error) {
 		}
 		if err != nil {
 			return Item{}, err // io.EOF at the end
+		}
+	}
+}
+
+// readLine is bufio's ReadBytes('\n') with the MaxLine cap.
+func (r *Reader) readLine() ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := r.br.ReadSlice('\n')
+		if len(line)+len(frag) > MaxLine {
+			return nil, fmt.Errorf("capture line %d is longer than %d MiB: not an ahp-tap capture record", r.line+1, MaxLine>>20)
+		}
+		line = append(line, frag...)
+		if err != bufio.ErrBufferFull {
+			return line, err
 		}
 	}
 }

@@ -46,20 +46,45 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
 	}
 	for _, name := range fs.Args() {
-		data, err := m.readInput(name)
-		if err != nil {
-			return usageError("check: %v", err)
+		// Issue 8 item 5: a SIGINT/SIGTERM stops the check with the
+		// files checked so far; the file in progress is abandoned.
+		type result struct {
+			src report.Source
+			err error
 		}
-		fds, xs := rules.CheckDocumentRecords(name, data, l.cfg, l.opt)
-		if l.opt.Spec != nil && rules.DetectKind(name, data) == rules.DocRegistration {
-			reg, _, _ := tap.ParseJSON(data)
-			fds = append(fds, l.opt.Spec.RegistrationFindings(reg)...)
+		done := make(chan result, 1)
+		go func() {
+			data, err := m.readInput(name)
+			if err != nil {
+				done <- result{err: err}
+				return
+			}
+			fds, xs := rules.CheckDocumentRecords(name, data, l.cfg, l.opt)
+			if l.opt.Spec != nil && rules.DetectKind(name, data) == rules.DocRegistration {
+				reg, _, _ := tap.ParseJSON(data)
+				fds = append(fds, l.opt.Spec.RegistrationFindings(reg)...)
+			}
+			done <- result{src: report.Source{Name: name, Findings: fds, Exchanges: xs}}
+		}()
+		var r result
+		select {
+		case r = <-done:
+		case <-ctx.Done():
 		}
-		sources = append(sources, report.Source{Name: name, Findings: fds, Exchanges: xs})
+		if ctx.Err() != nil {
+			break
+		}
+		if r.err != nil {
+			return usageError("check: %v", r.err)
+		}
+		sources = append(sources, r.src)
 	}
 	sum := report.SummaryOf(sources)
 	if err := writeReport(m.Stdout, *format, sources, sum); err != nil {
 		return usageError("check: writing the report: %v", err)
+	}
+	if sig, ok := interruption(ctx); ok {
+		return interruptedError(sig, "check")
 	}
 	if sum.Levels.Error > 0 {
 		return &exitError{code: 1}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
+	"github.com/ahp-tap/ahp-tap/stdio"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -58,14 +60,14 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	var lg *report.Log
 	if *logPath != "" {
 		// Opened before the work, so a bad path fails fast.
-		if lg, err = report.OpenLog(*logPath, m.Stderr); err != nil {
+		if lg, err = report.OpenLog(*logPath, m.diag()); err != nil {
 			return usageError("replay: %v", err)
 		}
 		defer lg.Close() // idempotent; flushes on the error paths too
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	rp := &replayer{flags: l, set: set, dir: dir}
+	rp := &replayer{flags: l, set: set, dir: dir, ctx: ctx}
 
 	var sources []report.Source
 	if ef.registration != "" {
@@ -76,11 +78,17 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	}
 	for _, name := range fs.Args() {
 		rp.records = nil
-		fds, err := m.replayFile(rp, name)
-		if err != nil {
+		fds, err := m.replayFileInterruptibly(rp, name)
+		if err == errAbandoned {
+			break
+		}
+		if err != nil && err != errInterrupted {
 			return usageError("replay %s: %v", name, err)
 		}
 		sources = append(sources, report.Source{Name: name, Findings: fds, Exchanges: rp.records})
+		if err == errInterrupted {
+			break // issue 8 item 5: stop with what we have
+		}
 	}
 	for _, src := range sources {
 		for _, f := range src.Findings {
@@ -91,9 +99,14 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		fmt.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
 	}
 	sum := report.SummaryOf(sources)
-	sum.NotPossible = rp.notPossible()
+	if _, ok := interruption(ctx); !ok {
+		sum.NotPossible = rp.notPossible()
+	}
 	if err := writeReport(m.Stdout, *format, sources, sum); err != nil {
 		return usageError("replay: writing the report: %v", err)
+	}
+	if sig, ok := interruption(ctx); ok {
+		return interruptedError(sig, "replay")
 	}
 	if threshold != 0 && sum.Levels.AtLeast(threshold) > 0 {
 		return &exitError{code: 1}
@@ -101,11 +114,25 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	return nil
 }
 
+// errInterrupted ends the replay of a file when a SIGINT/SIGTERM arrived;
+// the findings so far are kept.
+var errInterrupted = errors.New("interrupted")
+
+// errAbandoned: interrupted while a read blocked; the file's findings are
+// lost.
+var errAbandoned = errors.New("interrupted during a read")
+
+// maxReplayLine caps the audited prefix of one line of a replayed stream,
+// as the live taps cap theirs (issue 8 item 9): a longer line is audited
+// as a truncated prefix (TAP-1) and the rest streams past.
+const maxReplayLine = stdio.DefaultMaxAuditLine
+
 // A replayer re-runs the rules over one recorded file at a time.
 type replayer struct {
 	flags *loaded         // what the command-line flags say
 	set   map[string]bool // flags given explicitly: they override the capture
 	dir   tap.Direction   // --direction, for plain NDJSON
+	ctx   context.Context // ends on SIGINT/SIGTERM: stop with what was read
 
 	// records collects the exchange records of the file being replayed.
 	records []tap.ExchangeRecord
@@ -113,6 +140,9 @@ type replayer struct {
 	// What the replayed segments were judged with, for the summary.
 	hadRegistration, hadHook, hadDeadline bool
 }
+
+// interrupted reports whether a SIGINT/SIGTERM asked the replay to stop.
+func (rp *replayer) interrupted() bool { return rp.ctx != nil && rp.ctx.Err() != nil }
 
 // notPossible lists the checks no replayed segment had what they need for.
 func (rp *replayer) notPossible() []report.NotPossible {
@@ -138,6 +168,35 @@ func (rp *replayer) note(cfg tap.Config) {
 	rp.hadDeadline = rp.hadDeadline || cfg.Timeout > 0 || cfg.HookID != ""
 }
 
+// replayFileInterruptibly replays the named file, returning soon after a
+// SIGINT/SIGTERM ends rp.ctx: the replay notices between reads and keeps
+// what it found; a read that blocks (a pipe that never ends) is abandoned
+// after a moment, with the file's findings.
+func (m *Main) replayFileInterruptibly(rp *replayer, name string) ([]tap.Finding, error) {
+	type result struct {
+		fds []tap.Finding
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		fds, err := m.replayFile(rp, name)
+		done <- result{fds, err}
+	}()
+	select {
+	case r := <-done:
+		return r.fds, r.err
+	case <-rp.ctx.Done():
+	}
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.fds, errInterrupted
+	case <-t.C:
+		return nil, errAbandoned // rp is still the goroutine's: not to be read
+	}
+}
+
 // replayFile replays the named file ("-": standard input).
 func (m *Main) replayFile(rp *replayer, name string) ([]tap.Finding, error) {
 	if name == "-" {
@@ -148,6 +207,12 @@ func (m *Main) replayFile(rp *replayer, name string) ([]tap.Finding, error) {
 		return nil, err
 	}
 	defer f.Close()
+	// A signal interrupts a read that waits (a FIFO, a pipe that never
+	// ends): closing a pollable file ends its Read.
+	if rp.ctx != nil {
+		stop := context.AfterFunc(rp.ctx, func() { f.Close() })
+		defer stop()
+	}
 	return rp.replay(f)
 }
 
@@ -155,11 +220,16 @@ func (m *Main) replayFile(rp *replayer, name string) ([]tap.Finding, error) {
 // as it goes: memory holds one record (or line) at a time, not the file.
 func (rp *replayer) replay(r io.Reader) ([]tap.Finding, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
-	// The first line that is not blank says what the file is.
+	// The first line that is not blank says what the file is. It is read
+	// up to maxReplayLine: a longer one (replay /dev/zero) is no capture
+	// header, and the stream reader caps it.
 	var head []byte
-	for {
-		line, err := br.ReadBytes('\n')
+	for len(head) <= maxReplayLine {
+		line, err := br.ReadSlice('\n')
 		head = append(head, line...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
 		if len(bytes.TrimSpace(line)) > 0 || err != nil {
 			if err != nil && err != io.EOF {
 				return nil, err
@@ -185,7 +255,10 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 	rp.note(cfg)
 	e := tap.NewEngine(cfg, rules.Default(rp.flags.opt))
 	var out []tap.Finding
-	s := tap.Splitter{Emit: func(line []byte, fr tap.Framing, size int, truncated bool) {
+	s := tap.Splitter{Max: maxReplayLine, Emit: func(line []byte, fr tap.Framing, size int, truncated bool) {
+		if truncated {
+			line = line[:min(len(line), 4<<10)] // as the live taps keep it
+		}
 		f := &tap.Frame{Dir: rp.dir, Transport: tap.Stdio, Raw: bytes.Clone(line), Framing: fr, Size: size, Truncated: truncated}
 		if f.Dir == 0 {
 			f.Dir = rules.GuessDirection(f)
@@ -194,12 +267,20 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 	}}
 	buf := make([]byte, 1<<16)
 	for {
+		if rp.interrupted() {
+			s.Close()
+			return out, errInterrupted
+		}
 		n, err := r.Read(buf)
 		s.Write(buf[:n])
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
+			if rp.interrupted() {
+				s.Close()
+				return out, errInterrupted
+			}
 			return nil, err
 		}
 	}
@@ -248,11 +329,17 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 		return seg.engine
 	}
 	for {
+		if rp.interrupted() {
+			return out, errInterrupted
+		}
 		it, err := cr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
+			if rp.interrupted() {
+				return out, errInterrupted
+			}
 			return nil, err
 		}
 		switch {

@@ -1,0 +1,240 @@
+package main
+
+// Regression tests for issue 8 items 5, 9 and 10 on the offline commands
+// and the HTTP tap's flags: real ahp-tap processes, FIFOs and signals.
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// mainCmd is `ahp-tap ARGS` with the test binary as ahp-tap.
+func mainCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	return cmd
+}
+
+const unsolicited = "{\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{}}\n"
+
+// TestReplayAndCheckStopOnSignals: replay of a FIFO that never ends and
+// check of a file list with such a FIFO stop on SIGTERM/SIGINT, print the
+// report of what they had, and exit 143/130 (issue 8 item 5).
+func TestReplayAndCheckStopOnSignals(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "stream.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := filepath.Join(dir, "done.jsonl")
+	os.WriteFile(done, fmt.Appendf(nil, unsolicited, 1), 0o600)
+	for _, tc := range []struct {
+		args []string
+		sig  syscall.Signal
+		want int
+	}{
+		{[]string{"replay", "--direction", "backend", fifo}, syscall.SIGTERM, 143},
+		{[]string{"check", done, fifo}, syscall.SIGINT, 130},
+	} {
+		cmd := mainCmd(tc.args...)
+		var stdout, stderr syncBuf
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0) // waits for the reader
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(w, unsolicited, 2)
+		time.Sleep(500 * time.Millisecond) // let it read the line; the FIFO stays open
+		cmd.Process.Signal(tc.sig)
+		waitWithin(t, cmd, 30*time.Second)
+		w.Close()
+		if code := cmd.ProcessState.ExitCode(); code != tc.want {
+			t.Errorf("%v: exit %d (stderr %q), want %d", tc.args, code, stderr.String(), tc.want)
+		}
+		if !strings.Contains(stdout.String(), "BASE-2") {
+			t.Errorf("%v: report %q, want the findings read before the signal", tc.args, stdout.String())
+		}
+		if !strings.Contains(stderr.String(), "interrupted by") {
+			t.Errorf("%v: stderr %q, want the interruption said", tc.args, stderr.String())
+		}
+	}
+}
+
+// TestReplayLongLineBoundedMemory replays a stream whose one line is 300
+// MiB (replay /dev/zero in small): the audited prefix is capped as the
+// live taps cap it (TAP-1) and memory stays far below the line (issue 8
+// item 9).
+func TestReplayLongLineBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("300 MiB through a pipe")
+	}
+	cmd := mainCmd("replay", "-")
+	stdin, _ := cmd.StdinPipe()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte{'0'}, 1<<20)
+	for range 300 {
+		if _, err := stdin.Write(chunk); err != nil {
+			break
+		}
+	}
+	stdin.Write([]byte("\n"))
+	stdin.Close()
+	waitWithin(t, cmd, 5*time.Minute)
+	if code := cmd.ProcessState.ExitCode(); code > 1 {
+		t.Fatalf("replay exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "TAP-1") {
+		t.Errorf("report %q, want a TAP-1 for the capped line", stdout.String())
+	}
+	maxRSS := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
+	t.Logf("peak RSS replaying a 300 MiB line: %.1f MiB", float64(maxRSS)/(1<<20))
+	if maxRSS > 160<<20 && !raceEnabled {
+		t.Errorf("peak RSS = %d MiB, want < 160 MiB for a 300 MiB line", maxRSS>>20)
+	}
+}
+
+// TestFlagRanges: values that would exhaust memory or make no sense exit
+// 2 with a one-line reason, before anything starts (issue 8 item 9).
+func TestFlagRanges(t *testing.T) {
+	for _, args := range [][]string{
+		{"stdio", "--audit-queue", "2000000000", "--", "true"},
+		{"stdio", "--audit-queue", "0", "--", "true"},
+		{"stdio", "--max-audit-line", "0", "--", "true"},
+		{"stdio", "--max-audit-line", "4000000000", "--", "true"},
+		{"stdio", "--drain", "-1s", "--", "true"},
+		{"http", "--upstream", "http://127.0.0.1:1", "--max-audit-body", "0"},
+		{"http", "--upstream", "http://127.0.0.1:1", "--max-audit-body", "4000000000"},
+		{"http", "--upstream", "http://127.0.0.1:1", "--drain", "0s"},
+		{"http", "--upstream", "http://127.0.0.1:1", "--upstream-timeout", "1000h"},
+	} {
+		r := runTap(t, "", args...)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "out of range") {
+			t.Errorf("ahp-tap %v: exit %d, stderr %q; want 2 and one out-of-range line", args, r.code, r.stderr)
+		}
+	}
+}
+
+// TestHTTPOffLoopbackNeedsAllowRemote: a forward proxy or metrics endpoint
+// on every interface is refused without --allow-remote, and warned about
+// with it (issue 8 item 10).
+func TestHTTPOffLoopbackNeedsAllowRemote(t *testing.T) {
+	for _, args := range [][]string{
+		{"http", "--forward", "--listen", "0.0.0.0:0"},
+		{"http", "--upstream", "http://127.0.0.1:1", "--listen", "127.0.0.1:0", "--metrics", "0.0.0.0:0"},
+	} {
+		r := runTap(t, "", args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--allow-remote") {
+			t.Errorf("ahp-tap %v: exit %d, stderr %q; want 2 naming --allow-remote", args, r.code, r.stderr)
+		}
+		cmd := mainCmd(append(args, "--allow-remote")...)
+		var stderr syncBuf
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; !strings.Contains(stderr.String(), "listening on") && !strings.Contains(stderr.String(), "forward proxy on"); i++ {
+			if i == 3000 {
+				cmd.Process.Kill()
+				t.Fatalf("ahp-tap %v --allow-remote did not start: %q", args, stderr.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		waitWithin(t, cmd, 30*time.Second)
+		if !strings.Contains(stderr.String(), "WARNING") {
+			t.Errorf("ahp-tap %v --allow-remote: stderr %q, want a loud warning", args, stderr.String())
+		}
+	}
+}
+
+// TestHTTPSecondSignalExitsAtOnce: with a request held by an upstream
+// that never answers and a long --drain, the first SIGTERM starts the
+// drain and a second one exits at once (issue 8 item 5).
+func TestHTTPSecondSignalExitsAtOnce(t *testing.T) {
+	ln := hangingUpstream(t)
+	cmd := mainCmd("http", "--upstream", "http://"+ln, "--listen", "127.0.0.1:0", "--drain", "1h", "--upstream-timeout", "1h")
+	var stderr syncBuf
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := waitListening(t, cmd, &stderr)
+	go func() {
+		resp, err := httpPost("http://"+addr+"/", "{}")
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	time.Sleep(300 * time.Millisecond) // the request reaches the upstream and hangs there
+	cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	waitWithin(t, cmd, 30*time.Second)
+	if code := cmd.ProcessState.ExitCode(); code != 143 {
+		t.Errorf("exit %d after two SIGTERMs, want 143; stderr %q", code, stderr.String())
+	}
+}
+
+// hangingUpstream is a TCP server that reads requests and never answers.
+// It returns its address.
+func hangingUpstream(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+var listeningRE = regexp.MustCompile(`listening on http://([0-9.:]+)`)
+
+// waitListening waits for the HTTP tap's "listening on" line and returns
+// the address.
+func waitListening(t *testing.T, cmd *exec.Cmd, stderr *syncBuf) string {
+	t.Helper()
+	for i := 0; ; i++ {
+		if m := listeningRE.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1]
+		}
+		if i == 3000 {
+			cmd.Process.Kill()
+			t.Fatalf("ahp-tap did not start: %q", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func httpPost(url, body string) (*http.Response, error) {
+	c := &http.Client{Timeout: time.Minute}
+	return c.Post(url, "application/json", strings.NewReader(body))
+}
