@@ -95,6 +95,11 @@ type Config struct {
 	// Diag receives ahp-tap's own one-line diagnostics (nil: discarded).
 	// It must not block: give an nbwriter.Writer in front of stderr.
 	Diag io.Writer
+	// Watchdog, when set, is the command line of a watchdog process
+	// (see Watchdog) that kills the backend's process group if ahp-tap
+	// dies without cleaning up; ahp-tap stdio runs itself as
+	// `ahp-tap __watchdog`.
+	Watchdog []string
 	// Drain bounds the exit once the backend has been reaped (0:
 	// DefaultDrain): forwarding what processes the backend started (a
 	// setsid'd daemon holding its stdout) still write, writing the
@@ -309,6 +314,12 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 	t.mu.Unlock()
 	if pending > 0 {
 		t.killGroup(syscall.SIGTERM)
+	}
+	if len(t.cfg.Watchdog) > 0 {
+		disarm := startWatchdog(t.cfg.Watchdog, cmd.Process.Pid, t.cfg.Diag)
+		// Run kills the group itself once the backend is reaped; the
+		// watchdog is for the case where Run never gets there.
+		defer disarm()
 	}
 	if t.aud != nil {
 		// Notes go through the auditor in order; nothing else is queued yet.

@@ -363,3 +363,31 @@ func (s *syncBuf) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestStdioKilledTapLeavesNoGrandchild kills ahp-tap with SIGKILL while
+// the backend has a child in its process group: the watchdog must take
+// the grandchild down too, not only the backend (issue 8 item 10).
+func TestStdioKilledTapLeavesNoGrandchild(t *testing.T) {
+	cmd := tapCmd(nil, "groupspawner")
+	stdout, _ := cmd.StdoutPipe()
+	stdin, _ := cmd.StdinPipe()
+	defer stdin.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("grandchild said %q", line)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	time.Sleep(200 * time.Millisecond) // the watchdog starts right after the backend
+	cmd.Process.Kill()
+	cmd.Wait()
+	for i := 0; running(pid); i++ {
+		if i == 1000 {
+			t.Fatalf("grandchild %d still runs after ahp-tap was killed", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ahp-tap/ahp-tap/internal/nbwriter"
+	"github.com/ahp-tap/ahp-tap/stdio"
 )
 
 // version is ahp-tap's version, set at build time with -ldflags.
@@ -193,6 +194,9 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runHTTP(ctx, rest)
 	case "ca":
 		return m.runCA(ctx, rest)
+	case "__watchdog":
+		// Internal: the watchdog of a stdio tap (stdio.Watchdog).
+		return &exitError{code: stdio.Watchdog(m.Stdin)}
 	case "version", "--version", "-version":
 		fmt.Fprintf(m.Stdout, "ahp-tap %s\n", version)
 		return nil

@@ -242,8 +242,23 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		Engine: eng, Sink: sinks, Recorder: rec,
 		Queue: sf.queue, MaxAuditLine: sf.maxLine, Conn: conn,
 		Hash: sf.summary, Diag: m.diag(), AuditPriority: prio, Drain: sf.drain,
+		Watchdog: watchdogArgv(),
 	})
 	return r, nil
+}
+
+// watchdogArgv is how a stdio tap starts its watchdog: this same binary
+// (/proc/self/exe on Linux, which survives the binary being replaced),
+// with the internal __watchdog command. Nil when the binary cannot be
+// found: the tap then runs without one.
+func watchdogArgv() []string {
+	exe := "/proc/self/exe"
+	if _, err := os.Stat(exe); err != nil {
+		if exe, err = os.Executable(); err != nil {
+			return nil
+		}
+	}
+	return []string{exe, "__watchdog"}
 }
 
 // close flushes and closes the log and the capture. It is idempotent.
