@@ -42,6 +42,10 @@ func OpenAppend(path string) (f *os.File, notice string, err error) {
 		unix.Close(fd)
 		return nil, "", fmt.Errorf("%s is not a regular file (%s); give a regular file, or - for stderr", path, kind(st.Mode))
 	}
+	if pseudoFS(fd) {
+		unix.Close(fd)
+		return nil, "", fmt.Errorf("%s is not a regular file (a kernel interface under /proc or /sys); give a regular file, or - for stderr", path)
+	}
 	// A regular file never blocks; O_NONBLOCK only mattered for the open.
 	if err := unix.SetNonblock(fd, false); err != nil {
 		unix.Close(fd)

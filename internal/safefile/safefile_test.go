@@ -126,3 +126,20 @@ func TestCheckDir(t *testing.T) {
 		t.Errorf("CheckDir(0700) = %v, want nil", err)
 	}
 }
+
+// TestOpenAppendRefusesKernelFiles: /proc files look regular; they are
+// refused, and their mode is never changed (as root it could be).
+func TestOpenAppendRefusesKernelFiles(t *testing.T) {
+	before, err := os.Stat("/proc/version")
+	if err != nil {
+		t.Skip("no /proc/version")
+	}
+	if f, _, err := OpenAppend("/proc/version"); err == nil {
+		f.Close()
+		t.Errorf("OpenAppend(/proc/version) succeeded, want a refusal")
+	}
+	if after, _ := os.Stat("/proc/version"); after.Mode() != before.Mode() {
+		os.Chmod("/proc/version", before.Mode().Perm())
+		t.Errorf("/proc/version mode changed from %v to %v", before.Mode(), after.Mode())
+	}
+}
