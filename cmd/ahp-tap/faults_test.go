@@ -36,13 +36,16 @@ func init() {
 	// catboth copies stdin to stdout and writes args[0] MiB to stderr.
 	helpers["stderrflood"] = func(args []string) int {
 		n, _ := strconv.Atoi(args[0])
+		done := make(chan struct{})
 		go func() {
+			defer close(done)
 			b := bytes.Repeat([]byte("backend diagnostic line, not protocol\n"), 1<<20/38)
 			for range n {
 				os.Stderr.Write(b)
 			}
 		}()
 		io.Copy(os.Stdout, os.Stdin)
+		<-done
 		return 0
 	}
 	// halfkill writes args[0] then kills itself: a crash mid-frame.
@@ -51,17 +54,6 @@ func init() {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
 	}
-}
-
-// rss returns the peak RSS of a finished process in MiB.
-func rss(cmd *exec.Cmd) float64 {
-	if cmd.ProcessState == nil {
-		return 0
-	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return float64(ru.Maxrss) / 1024
-	}
-	return 0
 }
 
 // fault logs one line of figures for RELIABILITY.md.
@@ -131,6 +123,7 @@ func roundTrip(t *testing.T, flags []string, in io.Reader, helper string, args .
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	sampleRSS(cmd)
 	waitWithin(t, cmd, 10*time.Minute)
 	return cmd, stdout.Bytes(), stderr.String()
 }
@@ -164,6 +157,7 @@ func TestFault200MBLine(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	sampleRSS(cmd)
 	go func() { stdin.Write(line); stdin.Close() }()
 	h := sha256.New()
 	n, _ := io.Copy(h, stdout)
@@ -209,6 +203,7 @@ func TestFaultStderrFlood(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	sampleRSS(cmd)
 	n, _ := io.Copy(io.Discard, stderr)
 	waitWithin(t, cmd, 10*time.Minute)
 	if !bytes.Equal(stdout.Bytes(), in) {
@@ -237,6 +232,7 @@ func TestFaultStderrNotReadWithLogDash(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	sampleRSS(cmd)
 	w.Close()
 	waitWithin(t, cmd, 2*time.Minute)
 	if !bytes.Equal(stdout.Bytes(), in) || cmd.ProcessState.ExitCode() != 0 {
@@ -254,6 +250,7 @@ func TestFaultSetsidDescendantHoldsStdout(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	sampleRSS(cmd)
 	line, _ := bufio.NewReader(stdout).ReadString('\n')
 	pid, _ := strconv.Atoi(strings.TrimSpace(line))
 	defer syscall.Kill(pid, syscall.SIGKILL)
@@ -293,6 +290,7 @@ func TestFaultTapSIGKILLed(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	sampleRSS(cmd)
 	line, _ := bufio.NewReader(stdout).ReadString('\n')
 	pid, _ := strconv.Atoi(strings.TrimSpace(line))
 	time.Sleep(200 * time.Millisecond)
@@ -332,6 +330,7 @@ func startTap(t *testing.T, stderr io.Writer, args ...string) (*exec.Cmd, string
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	sampleRSS(cmd)
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	return cmd, waitListening(t, cmd, &sb)
 }
@@ -417,7 +416,7 @@ func TestFaultHTTPUpstreamResetsAndHangs(t *testing.T) {
 			c.Close() // RST
 			return
 		}
-		time.Sleep(time.Hour) // hang (the tap's --upstream-timeout answers)
+		<-r.Context().Done() // hang until the tap gives up (its --upstream-timeout answers)
 	})
 	log := filepath.Join(t.TempDir(), "log.jsonl")
 	cmd, addr := startTap(t, io.Discard, "--upstream", up.URL, "--upstream-timeout", "500ms", "--log", log)
@@ -449,6 +448,7 @@ func TestFaultHTTPStderrNotReadUpstreamFailing(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	sampleRSS(cmd)
 	w.Close()
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); r.Close() })
 	br := bufio.NewReader(r)
@@ -483,6 +483,7 @@ func TestFaultReplayHugeLine(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	sampleRSS(cmd)
 	chunk := make([]byte, 1<<20) // zeros: replay /dev/zero for 1 GiB
 	for range 1024 {
 		stdin.Write(chunk)
