@@ -286,4 +286,3 @@ func rss(cmd *exec.Cmd) float64 {
 	}
 	return 0
 }
-
