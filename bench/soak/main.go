@@ -3,7 +3,7 @@
 // not in CI), samples the taps' RSS over time, and at the end checks that
 // the findings are exactly the ones the traffic should cause: one BASE-2
 // per deliberately bad response (no protocolVersion), one STDIO-1 per
-// stdio connection for the non-JSON lines (reported once), nothing else,
+// non-JSON line sent on stdio (each is a run of one), nothing else,
 // unless ahp-tap says (TAP-1) it dropped audit copies.
 //
 // With -backend it is the stdio backend: it answers each request line with
@@ -94,7 +94,7 @@ func request(id string, size int) []byte {
 var sizes = []int{1024, 1024, 1024, 2048, 1024, 65536, 1024, 1024, 512, 1 << 20}
 
 type counts struct {
-	stdioFrames, httpRequests, badStdio, badHTTP, httpErrors atomic.Int64
+	stdioFrames, httpRequests, badStdio, badHTTP, httpErrors, nonJSON atomic.Int64
 }
 
 func run() error {
@@ -162,7 +162,8 @@ func run() error {
 			sem <- struct{}{}
 			stIn.Write(append(request("s"+strconv.Itoa(i), sizes[i%len(sizes)]), '\n'))
 			if i%1000 == 0 {
-				stIn.Write([]byte("this line is not JSON\n")) // STDIO-1, reported once per link
+				stIn.Write([]byte("this line is not JSON\n")) // one STDIO-1 each (a run of one such line)
+				c.nonJSON.Add(1)
 			}
 		}
 		stIn.Close()
@@ -244,7 +245,7 @@ func run() error {
 		name, path string
 		base2      int64
 		stdio1     int64
-	}{{"stdio", stdioLog, c.badStdio.Load(), 1}, {"http", httpLog, c.badHTTP.Load(), 0}} {
+	}{{"stdio", stdioLog, c.badStdio.Load(), c.nonJSON.Load()}, {"http", httpLog, c.badHTTP.Load(), 0}} {
 		got, dropped, err := tally(l.path)
 		if err != nil {
 			return err

@@ -56,20 +56,6 @@ func init() {
 	}
 }
 
-// fault logs one line of figures for RELIABILITY.md.
-func fault(t *testing.T, format string, args ...any) {
-	t.Helper()
-	line := fmt.Sprintf("FAULT %s: ", t.Name()) + fmt.Sprintf(format, args...)
-	t.Log(line)
-	if p := os.Getenv("FAULTS_OUT"); p != "" {
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err == nil {
-			fmt.Fprintln(f, line)
-			f.Close()
-		}
-	}
-}
-
 // children returns the pids whose parent is pid.
 func children(pid int) []int {
 	var out []int
@@ -335,18 +321,6 @@ func startTap(t *testing.T, stderr io.Writer, args ...string) (*exec.Cmd, string
 	return cmd, waitListening(t, cmd, &sb)
 }
 
-func post(t *testing.T, c *http.Client, url, body string) (int, []byte, error) {
-	resp, err := c.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
-}
-
-const intercept = `{"jsonrpc":"2.0","id":1,"method":"hooks/intercept","params":{"protocolVersion":"draft"}}`
-
 func TestFaultHTTPConcurrentClients(t *testing.T) {
 	n := 1000
 	if v, _ := strconv.Atoi(os.Getenv("FAULTS_CLIENTS")); v > 0 {
@@ -434,45 +408,6 @@ func TestFaultHTTPUpstreamResetsAndHangs(t *testing.T) {
 	waitWithin(t, cmd, time.Minute)
 	data, _ := os.ReadFile(log)
 	fault(t, "upstream hangs: 504; upstream resets: 502; exit %d; %d log records; peak RSS %.1f MiB", cmd.ProcessState.ExitCode(), bytes.Count(data, []byte("\n")), rss(cmd))
-}
-
-func TestFaultHTTPStderrNotReadUpstreamFailing(t *testing.T) {
-	// Every request fails upstream (refused) and each failure is a
-	// diagnostic on stderr, which nobody reads (issue 8 item 8).
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	dead := ln.Addr().String()
-	ln.Close()
-	cmd := mainCmd("http", "--listen", "127.0.0.1:0", "--upstream", "http://"+dead, "-v")
-	r, w, _ := os.Pipe()
-	cmd.Stderr = w
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sampleRSS(cmd)
-	w.Close()
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); r.Close() })
-	br := bufio.NewReader(r)
-	var addr string
-	for addr == "" {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m := listeningRE.FindStringSubmatch(line); m != nil {
-			addr = m[1]
-		}
-	}
-	// From here stderr is not read.
-	c := &http.Client{Timeout: 30 * time.Second}
-	for i := range 2000 {
-		code, _, err := post(t, c, "http://"+addr+"/", intercept)
-		if err != nil || code != 502 {
-			t.Fatalf("request %d with stderr not read: %d %v, want 502", i, code, err)
-		}
-	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	waitWithin(t, cmd, time.Minute)
-	fault(t, "2,000 failing requests with -v and stderr not read: all answered 502, exit %d, peak RSS %.1f MiB", cmd.ProcessState.ExitCode(), rss(cmd))
 }
 
 func TestFaultReplayHugeLine(t *testing.T) {
