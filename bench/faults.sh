@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-run=${RUN:-'Fault|TestStdio(ExitsWhen|SignalAfter|FIFO|FilesAre|ForwardsQuit|KeepsSignals|KilledTap)|TestReplay(AndCheck|LongLine)|TestFlagRanges|TestHTTP(OffLoopback|SecondSignal)'}
+run=${RUN:-'Fault|TestStdio(ExitsWhen|SignalAfter|FIFO|FilesAre|ForwardsQuit|KeepsSignals|KilledTap)|TestReplay(AndCheck|LongLine)|TestFlagRanges|TestHTTP(OffLoopback|SecondSignal|StderrNotRead)|TestAuditorCloseWithin|TestAnsweredExchanges'}
 status=0
 FAULTS_OUT=$out go test -tags faults -count=1 -timeout 30m -run "$run" -v ./cmd/ahp-tap 2>&1 |
 	grep -E '^(--- |ok|FAIL|panic)|FAULT ' | sed -E 's/^ +[a-z_]+_test.go:[0-9]+: //' || status=$?
