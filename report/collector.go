@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"sort"
 	"sync"
 
@@ -19,6 +20,7 @@ type Collector struct {
 	findings []tap.Finding
 	counts   map[string]*CheckCount
 	levels   LevelCounts
+	older    []string // distinct Finding.OlderDraft values, first seen first
 }
 
 // A CheckCount is how many findings one check produced, by level.
@@ -74,6 +76,9 @@ func (c *Collector) Write(f tap.Finding) {
 	}
 	cc.add(f.Level)
 	c.levels.add(f.Level)
+	if f.OlderDraft != "" && !slices.Contains(c.older, f.OlderDraft) {
+		c.older = append(c.older, f.OlderDraft)
+	}
 	if c.Limit <= 0 || len(c.findings) < c.Limit {
 		c.findings = append(c.findings, f)
 	}
@@ -103,7 +108,11 @@ func (c *Collector) ByCheck() []CheckCount {
 // Summary returns a Summary holding the collector's counts; the caller
 // fills in what only a transport knows (streams, frames not audited).
 func (c *Collector) Summary() *Summary {
-	return &Summary{Levels: c.Levels(), Findings: c.ByCheck()}
+	s := &Summary{Levels: c.Levels(), Findings: c.ByCheck()}
+	c.mu.Lock()
+	s.OlderDrafts = slices.Clone(c.older)
+	c.mu.Unlock()
+	return s
 }
 
 func sortedCounts(m map[string]*CheckCount) []CheckCount {

@@ -31,6 +31,9 @@ type Summary struct {
 	LogDropped uint64 `json:"logDropped,omitempty"`
 	// NotPossible lists checks that could not be made, and why.
 	NotPossible []NotPossible `json:"notPossible,omitempty"`
+	// OlderDrafts names the earlier states of the draft whose shapes the
+	// findings matched (an SDK pinned to an older schema revision).
+	OlderDrafts []string `json:"olderDrafts,omitempty"`
 }
 
 // A Stream is what one direction of a link carried.
@@ -113,6 +116,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	if s.LogDropped > 0 {
 		fmt.Fprintf(&b, "  findings not logged: %d (log buffer full)\n", s.LogDropped)
+	}
+	if len(s.OlderDrafts) > 0 {
+		fmt.Fprintf(&b, "  older draft: some findings match shapes of %s; an SDK may pin an older schema revision\n", strings.Join(s.OlderDrafts, " and of "))
 	}
 	for _, np := range s.NotPossible {
 		fmt.Fprintf(&b, "  not checked: %s (%s)\n", np.Check, np.Reason)

@@ -1,52 +1,96 @@
 package rules
 
-import "github.com/ahp-tap/ahp-tap/tap"
+import (
+	"strings"
 
-// A Check is one entry of the check catalogue (docs/CHECKS.md). Check IDs
-// are a public interface: they never change meaning.
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// A Check is one entry of the check catalogue (docs/checks.md, generated
+// from this table by TestChecksDoc). Check IDs are a public interface: they
+// never change meaning.
 type Check struct {
 	ID          string
 	Requirement string
-	Level       tap.Level
-	Summary     string
+	// Level is the usual level of the check's findings; a rule may report
+	// a suspicious but legal fact under it as a warning.
+	Level   tap.Level
+	Summary string
+	// Description says what is checked on the wire, for people: the
+	// catalogue text of docs/checks.md.
+	Description string
 }
 
 // Catalogue lists every check a finding can carry, in catalogue order.
 // TAP-* checks are ahp-tap's own facts about the audit, not the traffic.
+// § numbers are sections of the AHP draft.
 var Catalogue = []Check{
-	{"BASE-1", "AHP-RPC-001", tap.Error, "every message is UTF-8 and one JSON-RPC 2.0 object of exactly one kind (no batches, no duplicate keys)"},
-	{"STDIO-1", "AHP-STDIO-001", tap.Error, "stdio framing: one object per line ended by one \\n; nothing else on backend stdout"},
-	{"STDIO-2", "AHP-STDIO-001", tap.Error, "per_event lifecycle: one message then EOF, at most one line back, exit 0 after an intercept"},
-	{"STDIO-3", "AHP-STDIO-001", tap.Error, "persistent lifecycle: at most one hooks/intercept outstanding"},
-	{"HTTP-1", "AHP-HTTP-001", tap.Error, "each message is one POST with one JSON-RPC object and Content-Type: application/json"},
-	{"HTTP-2", "AHP-HTTP-001", tap.Error, "status codes: 200 for intercept and capabilities, 202/204 with no body for observe"},
-	{"HTTP-3", "AHP-HTTP-001", tap.Error, "TLS is required off loopback"},
-	{"AUTH-1", "AHP-AUTH-001", tap.Error, "one Authorization header; the bearer credential never appears in a body"},
-	{"BASE-2", "AHP-VER-001", tap.Error, "protocolVersion equals the snapshot in every params and successful result"},
-	{"BASE-3", "AHP-CORE-003", tap.Error, "unknown fields are ignored; unknown event types, effect types and enum values are unsupported semantics"},
-	{"BASE-4", "AHP-EXT-001", tap.Error, "extension keys, deny codes and extension effect names are reverse-DNS"},
-	{"BASE-5", "AHP-REG-001, AHP-REG-002", tap.Error, "the registration is valid and every event reaching the backend matches a subscription's events and mode"},
-	{"BASE-6", "AHP-CORE-004", tap.Error, "event identity is preserved across retries"},
-	{"BASE-7", "AHP-RPC-002", tap.Error, "unsupported requests get the defined JSON-RPC error; notifications get no response"},
-	{"BASE-8", "", tap.Error, "every event carries harness with non-empty name and version (Base Protocol profile)"},
-	{"BASE-9", "AHP-SEC-001, AHP-CAP-001, AHP-DEC-001", tap.Error, "no successful result weakens host controls: only advertised, allowed effects"},
-	{"CORR-1", "AHP-CORE-004", tap.Error, "the JSON-RPC id of hooks/intercept equals params.event.id"},
-	{"CORR-2", "AHP-RPC-001", tap.Error, "every request is answered exactly once with its id"},
-	{"CORR-3", "AHP-FAIL-002", tap.Error, "responses arrive within the subscription's timeoutMs"},
-	{"CAP-1", "AHP-CAP-002", tap.Error, "every hooks/intercept carries well-formed capabilities"},
-	{"CAP-2", "AHP-RPC-001", tap.Error, "hooks/capabilities request and result shapes; the manifest follows §6.1"},
-	{"EVT-1", "AHP-TB-001, AHP-RPC-002", tap.Error, "event envelope and per-type payload; only interceptable events in hooks/intercept"},
-	{"EFF-1", "AHP-DEC-001, AHP-CORE-003", tap.Error, "every effect is a closed object of a defined type; one invalid effect invalidates the response"},
-	{"EDIT-1", "AHP-CONTENT-001", tap.Error, "model, turn and context items are canonical message lists"},
-	{"EDIT-2", "AHP-CONTENT-001", tap.Error, "text part variants: body text inline; metadata, omit and gap views carry no text or body"},
-	{"EDIT-3", "AHP-CONTENT-002, AHP-EDIT-001", tap.Error, "attachments are immutable; no whole-list replace over hidden text parts"},
-	{"EDIT-4", "AHP-EDIT-001", tap.Error, "modify values fit the target and the boundary"},
-	{"EDIT-5", "AHP-EDIT-001", tap.Error, "replace, list merge and object merge semantics"},
-	{"EDIT-6", "AHP-CAP-001", tap.Error, "an edit needs the exact advertised capability and body selection"},
-	{"EDIT-7", "AHP-EDIT-001", tap.Error, "one invalid effect rejects every edit in the response"},
-	{"EDIT-8", "AHP-CONTENT-001", tap.Error, "elicitation request/result text parts are complete MCP JSON that agrees with the envelope"},
-	{"TAP-1", "", tap.Warn, "ahp-tap could not audit every frame (queue full or audit copy truncated); traffic was unaffected"},
-	{"TAP-2", "", tap.Error, "an ahp-tap rule failed internally; traffic was unaffected"},
+	{"BASE-1", "AHP-RPC-001", tap.Error, "every message is UTF-8 and one JSON-RPC 2.0 object of exactly one kind (no batches, no duplicate keys)",
+		"Every message in either direction is UTF-8, parses as one JSON object (an array is a forbidden batch; duplicate object keys are invalid), has `\"jsonrpc\":\"2.0\"`, and is exactly one of: request (`id` string or integer, `method`, `params` object), notification (no `id`), success response (`id`, `result` object, no `error`), error response (`id`, `error{code integer, message string, data?}`, no `result`). §2"},
+	{"STDIO-1", "AHP-STDIO-001", tap.Error, "stdio framing: one object per line ended by one \\n; nothing else on backend stdout",
+		"One object per line, ended by exactly one `\\n`; no literal newline inside a message (pretty-printed JSON); nothing on backend stdout that is not a protocol message (banners, logs, progress); a final line without `\\n` at EOF; `\\r\\n` endings (warn). Stderr is free-form and never a finding. §1.2"},
+	{"STDIO-2", "AHP-STDIO-001", tap.Error, "per_event lifecycle: one message then EOF, at most one line back, exit 0 after an intercept",
+		"`per_event` lifecycle: the backend process receives exactly one message then EOF, writes at most one line, writes none for a notification, and exits 0 after an intercept exchange; a nonzero exit, a crash or a missing response is reported. §1.2"},
+	{"STDIO-3", "AHP-STDIO-001", tap.Error, "persistent lifecycle: at most one hooks/intercept outstanding",
+		"`persistent` lifecycle: at most one `hooks/intercept` outstanding at a time on one backend. §1.2"},
+	{"HTTP-1", "AHP-HTTP-001", tap.Error, "each message is one POST with one JSON-RPC object and Content-Type: application/json",
+		"Each message is one `POST` whose body is one JSON-RPC object; `Content-Type: application/json` on requests and on responses that carry a body. §1.3"},
+	{"HTTP-2", "AHP-HTTP-001", tap.Error, "status codes: 200 for intercept and capabilities, 202/204 with no body for observe",
+		"`hooks/intercept` and `hooks/capabilities` are answered `200` with the JSON-RPC response; `hooks/observe` is answered `202` or `204` with an empty body; `401` only as an authentication challenge; any other status, and any redirect, is an operational failure. §1.3"},
+	{"HTTP-3", "AHP-HTTP-001", tap.Error, "TLS is required off loopback",
+		"A non-loopback endpoint reached over plain `http://` (TLS is required off loopback). §1.3"},
+	{"AUTH-1", "AHP-AUTH-001", tap.Error, "one Authorization header; the bearer credential never appears in a body",
+		"At most one `Authorization` header; the bearer credential seen in it never appears in any body, `error.data`, deny `reason`, or log line ahp-tap writes. §1.4"},
+	{"BASE-2", "AHP-VER-001", tap.Error, "protocolVersion equals the snapshot in every params and successful result",
+		"`protocolVersion` equals the selected snapshot (default `\"draft\"`) in `params` of every request and notification and in every successful `result`; absent from error responses is fine. §2.3"},
+	{"BASE-3", "AHP-CORE-003", tap.Error, "unknown fields are ignored; unknown event types, effect types and enum values are unsupported semantics",
+		"Unknown object fields never produce a finding on their own. Unknown event types, effect types, operations and enum values are unsupported semantics: reported (warn on a request the backend then refuses correctly, error on a response that carries them). §6.3"},
+	{"BASE-4", "AHP-EXT-001", tap.Error, "extension keys, deny codes and extension effect names are reverse-DNS",
+		"Every key of every `extensions` object, every `deny.code`, and every extension effect name is reverse-DNS. §6.4"},
+	{"BASE-5", "AHP-REG-001, AHP-REG-002", tap.Error, "the registration is valid and every event reaching the backend matches a subscription's events and mode",
+		"With a registration given: the registration is valid before use (§5), and every event reaching this backend is covered by one of its subscriptions whose `events` names the event type and whose `mode` matches the method (`hooks/intercept` ↔ `intercept`, `hooks/observe` ↔ `observe`). An observe of an event covered only by an intercept subscription is the allowed short-circuit case (info)."},
+	{"BASE-6", "AHP-CORE-004", tap.Error, "event identity is preserved across retries",
+		"A harness preserves event identity across retries: a re-sent event (same `event.id`, same `source`) carries identical event content, the same JSON-RPC `id`, session id and call id; no retry follows an explicit deny or a successful empty-effect response; a retry stays within the original deadline. Two different events never share one `(source, id)`. Holds across process-per-event backends too. §7"},
+	{"BASE-7", "AHP-RPC-002", tap.Error, "unsupported requests get the defined JSON-RPC error; notifications get no response",
+		"A backend answers unsupported request semantics with the defined JSON-RPC error (`-32001` unsupported protocol version, `-32002` unsupported event, `-32601` unknown method) rather than a success; it sends no response at all (neither result nor error) to a notification. §2.5"},
+	{"BASE-8", "", tap.Error, "every event carries harness with non-empty name and version (Base Protocol profile)",
+		"Every event, observed or intercepted, carries `harness` with non-empty string `name` and `version`, also when no `session.start` came before (Base Protocol profile)."},
+	{"BASE-9", "AHP-SEC-001, AHP-CAP-001, AHP-DEC-001", tap.Error, "no successful result weakens host controls: only advertised, allowed effects",
+		"No successful result weakens host controls: every returned effect type, modify target and operation, flow operation and inject `deliverAt` was advertised in that request's `capabilities`, and is allowed at that event (§4.3); no effect type that is not defined (an unknown \"grant\"-like effect) is accepted as valid."},
+	{"CORR-1", "AHP-CORE-004", tap.Error, "the JSON-RPC id of hooks/intercept equals params.event.id",
+		"The JSON-RPC `id` of `hooks/intercept` equals `params.event.id`. §2.4"},
+	{"CORR-2", "AHP-RPC-001", tap.Error, "every request is answered exactly once with its id",
+		"Every request is answered exactly once with the same `id`; no response for an id that was never sent or was already answered; requests still unanswered when a stream, process or connection ends are reported. Ids are paired exactly as written, never coerced (`1`, `1.0` and `\"1\"` are three ids). A request id that other implementations do not preserve (an integer beyond ±(2^53−1), or an integer written as `1.0` or `1e3`) is a warning: legal JSON-RPC, but a JavaScript or double-decoding peer answers with another id."},
+	{"CORR-3", "AHP-FAIL-002", tap.Error, "responses arrive within the subscription's timeoutMs",
+		"A response that arrives after the subscription's `timeoutMs` (from the registration, or a deadline given on the command line) is late: reported, and the harness must ignore it."},
+	{"CAP-1", "AHP-CAP-002", tap.Error, "every hooks/intercept carries well-formed capabilities",
+		"Every `hooks/intercept` carries `capabilities.effects` (with `deny` for `tool.before`); option blocks match the listed effects (`modify` ⇔ `modify{}`, `flow` ⇔ `flow{}`, `inject` ⇔ `inject{}`); `continue` comes with `remainingContinuations` and `continuationCount`. §4.2"},
+	{"CAP-2", "AHP-RPC-001", tap.Error, "hooks/capabilities request and result shapes; the manifest follows §6.1",
+		"`hooks/capabilities`: request params hold only `protocolVersion`; the result holds `manifest` and no `effects`; an intercept result holds no `manifest`; the manifest follows §6.1."},
+	{"EVT-1", "AHP-TB-001, AHP-RPC-002", tap.Error, "event envelope and per-type payload; only interceptable events in hooks/intercept",
+		"Event envelope (`id`, `source` absolute URI, `type`, `time` RFC 3339) and per-type payload: required and forbidden fields, enums, closed nested objects (§3.2–3.3); `hooks/intercept` carries only the 19 interceptable events."},
+	{"EFF-1", "AHP-DEC-001, AHP-CORE-003", tap.Error, "every effect is a closed object of a defined type; one invalid effect invalidates the response",
+		"Every effect is a closed object of a defined type with its required fields; one invalid member invalidates the whole response (the response is reported once, naming every effect it takes down). §4.1, §4.6"},
+	{"EDIT-1", "AHP-CONTENT-001", tap.Error, "model, turn and context items are canonical message lists",
+		"Model, turn and context items are canonical message lists: each message has its own `id`, `role`, `parts`, optional `synthesized`; user-message events use `message.messages`; parts do not repeat role or parent identity. Wherever the content appears: in an event, an `inject` value, or inside a `modify` value. §8"},
+	{"EDIT-2", "AHP-CONTENT-001", tap.Error, "text part variants: body text inline; metadata, omit and gap views carry no text or body",
+		"A selected text part has `kind:\"text\"`, `mediaType:\"text/plain\"`, `selection:\"body\"` and inline `text`, with no body reference or upload; metadata, omit and gap views carry neither `text` nor `body`; parts are closed text or attachment variants (there is no JSON part kind), and a content reference is `{ref}` only. Wherever the content appears, inside a `modify` value too. §8"},
+	{"EDIT-3", "AHP-CONTENT-002, AHP-EDIT-001", tap.Error, "attachments are immutable; no whole-list replace over hidden text parts",
+		"Attachment bodies stay immutable `{ref}` references: an edit may keep unchanged attachment descriptors that the event carried, remove or reorder them, but not change their content or substitute a reference the event did not carry; a whole-list `replace` is rejected when the existing list holds any metadata, omit or gap text part; a list `merge` keeps those entries."},
+	{"EDIT-4", "AHP-EDIT-001", tap.Error, "modify values fit the target and the boundary",
+		"`modify` values fit target and boundary: `prompt`, `request`, `response`, `output` and outbound `content` are message lists; `instructions` and `summary` are text-part lists; elicitation-result `content` is the parsed MCP answer object of an accepted form result; `input` and `workspace` are objects; `output` only at `tool.after` (its `items`); no `modify(request)` at `user.elicitation.request`. A value of the wrong kind (an object where a message list belongs, bare parts for `output`) is EDIT-4; a fault inside content of the right kind keeps its content check (EDIT-1, EDIT-2). §4.4"},
+	{"EDIT-5", "AHP-EDIT-001", tap.Error, "replace, list merge and object merge semantics",
+		"Operation semantics: `replace` substitutes the whole target; list `merge` appends in order without de-duplication; object `merge` is shallow and keeps literal `null`; a `merge` whose value and target are not the same kind (list/object) is invalid. Where ahp-tap can compute the effective value it reports it in the exchange record."},
+	{"EDIT-6", "AHP-CAP-001", tap.Error, "an edit needs the exact advertised capability and body selection",
+		"An edit needs the exact `capabilities.modify[target].replace` or `.merge` advertised, and (with a registration) body selection for the content it edits; inline text never bypasses selection."},
+	{"EDIT-7", "AHP-EDIT-001", tap.Error, "one invalid effect rejects every edit in the response",
+		"The whole response is validated before any change is published: one invalid later effect rejects every edit in that response (reported as one finding on the response, besides the finding of the invalid effect itself)."},
+	{"EDIT-8", "AHP-CONTENT-001", tap.Error, "elicitation request/result text parts are complete MCP JSON that agrees with the envelope",
+		"A body-selected elicitation `request`/`result` text part parses as complete MCP JSON and fits the pinned MCP contract; request `mode` (MCP's omitted mode means `form`) and result `action` agree with the envelope; result `content` only for an accepted form result; metadata, omit and gap views are never parsed."},
+	{"TAP-1", "", tap.Warn, "ahp-tap could not audit every frame (queue full or audit copy truncated); traffic was unaffected",
+		"ahp-tap's own fact, about the audit and never about the traffic: some frames were forwarded but not audited (audit queue full, audit copy truncated, capture cut off); forwarding was not affected. A warning, so a run that audited less than it saw says so."},
+	{"TAP-2", "", tap.Error, "an ahp-tap rule failed internally; traffic was unaffected",
+		"ahp-tap's own fact, about the audit and never about the traffic: an ahp-tap rule failed internally; the frame was forwarded unchanged. An error, because a check that did not run is a check that did not pass."},
 }
 
 // CheckByID returns the catalogue entry for id.
@@ -69,3 +113,25 @@ func info(ruleID, check, summary string) tap.RuleInfo {
 	}
 	return tap.RuleInfo{ID: ruleID, Check: check, Requirement: c.Requirement, Level: c.Level, Summary: summary}
 }
+
+// warnInfo is info for a rule that reports a legal but suspicious fact
+// under check, at level warn whatever the check's usual level.
+func warnInfo(ruleID, check, summary string) tap.RuleInfo {
+	ri := info(ruleID, check, summary)
+	ri.Level = tap.Warn
+	return ri
+}
+
+// ChecksDocURL is the published catalogue document, docs/checks.md; every
+// check has a stable anchor in it (CheckAnchor), so a report can link a
+// finding to its check (SARIF helpUri).
+const ChecksDocURL = "https://github.com/ahp-tap/ahp-tap/blob/main/docs/checks.md"
+
+// CheckAnchor is the anchor of check id in docs/checks.md ("EDIT-4" →
+// "edit-4"): the check's heading holds the ID alone, so the anchor is the
+// one every Markdown renderer derives from it, and never changes.
+func CheckAnchor(id string) string { return strings.ToLower(id) }
+
+// CheckHelpURI is the address of check id's entry in the published
+// catalogue document.
+func CheckHelpURI(id string) string { return ChecksDocURL + "#" + CheckAnchor(id) }

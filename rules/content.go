@@ -9,18 +9,33 @@ import (
 // The content model (§8, AHP-CONTENT-001/002): canonical messages own a
 // role and ordered parts (EDIT-1); parts are closed, selection-aware
 // variants of kind text or attachment (EDIT-2). The event rule (EVT-1)
-// calls these validators wherever an event carries content; problems keep
-// their EDIT-1/EDIT-2 check wherever they are found. Content rules have no
-// rule of their own to run: contentRules only gives EDIT-1 and EDIT-2 the
-// rules that report them.
+// calls these validators wherever an event carries content, the effect
+// rule wherever an inject carries it, and the edit evaluator inside every
+// modify value; problems keep their EDIT-1/EDIT-2 check wherever they are
+// found. Content rules have no walk of their own: contentRules only gives
+// EDIT-1 and EDIT-2 the rules that report them.
 
 // contentRules reports the EDIT-1 and EDIT-2 problems the shared shape walk
-// finds in event content and in effect values.
+// finds in event content and in effect values, and those the edit
+// evaluation finds inside modify values.
 func contentRules() []tap.Rule {
 	return []tap.Rule{
-		shapeRule(info("EDIT-1/messages", "EDIT-1", "model, turn and context items are canonical message lists")),
-		shapeRule(info("EDIT-2/parts", "EDIT-2", "content parts are closed text or attachment variants; metadata, omit and gap views carry no text or body")),
+		analysisRule{info: info("EDIT-1/messages", "EDIT-1", "model, turn and context items are canonical message lists"), analyse: contentAnalysis},
+		analysisRule{info: info("EDIT-2/parts", "EDIT-2", "content parts are closed text or attachment variants; metadata, omit and gap views carry no text or body"), analyse: contentAnalysis},
 	}
+}
+
+// contentAnalysis is every problem of a frame that the content rules may
+// report: the shape walk's, and the edit evaluation's (a content fault
+// inside a modify value carries the content check, as it would in an
+// event). Each analysis is computed once per frame.
+func contentAnalysis(c *tap.Conversation, f *tap.Frame) []problem {
+	shaped := frameProblems(c, f)
+	edited := editAnalysis(c, f)
+	if len(edited) == 0 {
+		return shaped
+	}
+	return append(shaped[:len(shaped):len(shaped)], edited...)
 }
 
 // messageRoles are the canonical roles (§8).
@@ -78,7 +93,7 @@ func checkMessageList(c *checker, v *tap.Value, role string) {
 // message is a canonical message: {id, role, parts, synthesized?}, closed.
 var message = obj{check: "EDIT-1", what: "a message", closed: true, fields: []field{
 	req("id", nonEmpty("EDIT-1")),
-	req("role", enum("EDIT-1", messageRoles...)),
+	req("role", enum("EDIT-1", messageRoles...)).from(draftBeforeInlineMessages),
 	req("parts", parts),
 	opt("synthesized", boolean("EDIT-1")),
 }}
@@ -134,13 +149,13 @@ var (
 	// reference is a content reference: {ref} only (§8, newest).
 	reference = (&obj{check: "EDIT-2", what: "a content reference", closed: true, fields: []field{
 		req("ref", nonEmpty("EDIT-2")),
-		ban("size", "a content reference is {ref} only; size belongs in the upload receipt"),
-		ban("sha256", "a content reference is {ref} only; sha256 belongs in the upload receipt"),
+		ban("size", "a content reference is {ref} only; size belongs in the upload receipt").from(draftBeforeReceipts),
+		ban("sha256", "a content reference is {ref} only; sha256 belongs in the upload receipt").from(draftBeforeReceipts),
 	}}).shape()
 
 	textBody = obj{check: "EDIT-2", skip: isPartRoleKey, what: "a text body part", closed: true, fields: partFields("text",
 		req("text", str("EDIT-2")),
-		ban("body", "text is inline in \"text\", never a body reference"),
+		ban("body", "text is inline in \"text\", never a body reference").from(draftBeforeInlineMessages),
 		ban("size", "a text body part carries its text, not a size"),
 		ban("sha256", "a text body part carries its text, not a sha256"),
 	)}
@@ -158,8 +173,8 @@ var (
 	attBody = obj{check: "EDIT-2", skip: isPartRoleKey, what: "an attachment body part", closed: true, fields: partFields("attachment",
 		req("body", reference),
 		ban("text", "an attachment carries a body reference, never inline text"),
-		ban("size", "an attachment body part carries only its {ref}"),
-		ban("sha256", "an attachment body part carries only its {ref}"),
+		ban("size", "an attachment body part carries only its {ref}").from(draftBeforeReceipts),
+		ban("sha256", "an attachment body part carries only its {ref}").from(draftBeforeReceipts),
 	)}
 	attGap = obj{check: "EDIT-2", skip: isPartRoleKey, what: "an attachment gap part", closed: true, fields: partFields("attachment",
 		req("gap", gap), opt("size", size), opt("sha256", sha256),
@@ -263,6 +278,7 @@ func checkPart(c *checker, v *tap.Value, textOnly bool) {
 		case kind == "text" && has(v, "body") && !has(v, "text"):
 			// §8: text is never replaced with a reference.
 			c.reportAt("EDIT-2", "body", "a text part carries its text inline in \"text\"; text is never replaced with a body reference")
+			c.olderDraft(draftBeforeInlineMessages)
 			return
 		default:
 			variant = pick(kind, &textBody, &attBody)

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -19,6 +21,8 @@ func correlationRules() []tap.Rule {
 			"every request is answered exactly once; no response for an unknown or already answered id")},
 		lateRule{info("CORR-3/late", "CORR-3",
 			"a response after the subscription's timeoutMs (or --timeout) is late and must be ignored")},
+		portableIDRule{warnInfo("CORR-2/portable-id", "CORR-2",
+			"a request id that JavaScript and some SDK decoders do not preserve (an integer above 2^53-1, or written as a non-integer number)")},
 	}
 }
 
@@ -253,3 +257,34 @@ func (r lateRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	x.Outcome = tap.OutcomeLate
 	return []tap.Finding{r.info.At(f, 0, "", "response came %v after its request, later than the %v deadline; the harness must ignore it and apply the failure policy", took.Round(time.Millisecond), x.Deadline)}
 }
+
+// portableIDRule warns under CORR-2 about a request id that is legal
+// JSON-RPC but does not survive other implementations: an integer beyond
+// ±(2^53−1), which JavaScript numbers and many SDKs' decoders round, or an
+// integer written as a non-integer number (1.0, 1e3), which they re-encode
+// differently. Either may come back in the response as another id, and
+// ahp-tap pairs ids exactly as written (never coerced), so the answer
+// would match no request. An id BASE-1 already rejects (1.5) is BASE-1's.
+type portableIDRule struct{ info tap.RuleInfo }
+
+func (r portableIDRule) Info() tap.RuleInfo { return r.info }
+
+func (r portableIDRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
+	m, ok := f.Msg.(*tap.Request)
+	if !ok || !m.ID.Is(tap.Number) || !validID(m.ID) {
+		return nil
+	}
+	lit := m.ID.Str
+	if strings.ContainsAny(lit, ".eE") {
+		n, _ := m.ID.Int()
+		return []tap.Finding{r.info.At(f, 0, "/id", "request id %s is written as a non-integer number; JavaScript and many SDK decoders re-encode it as %d, so the response may carry another id (ids are paired exactly as written)", lit, n)}
+	}
+	if n, err := strconv.ParseInt(lit, 10, 64); err == nil && n <= maxSafeInteger && n >= -maxSafeInteger {
+		return nil
+	}
+	return []tap.Finding{r.info.At(f, 0, "/id", "request id %s is beyond 2^53-1 (9007199254740991); JavaScript numbers and some SDK decoders do not preserve it, so the response may carry another id (ids are paired exactly as written)", lit)}
+}
+
+// maxSafeInteger is 2^53−1, the largest integer every IEEE 754 double
+// (a JavaScript number) holds exactly.
+const maxSafeInteger = 1<<53 - 1

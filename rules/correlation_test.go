@@ -299,3 +299,62 @@ func BenchmarkConversationRules(b *testing.B) {
 		e.Feed(res)
 	}
 }
+
+// CORR-2 (issue 12): an id that other implementations do not preserve is a
+// warning on the request; pairing still compares ids exactly as written.
+func TestPortableRequestIDs(t *testing.T) {
+	req := func(id string) *tap.Frame {
+		return harnessFrame(`{"jsonrpc":"2.0","id":` + id + `,"method":"hooks/capabilities","params":{"protocolVersion":"draft"}}`)
+	}
+	answer := func(id string) *tap.Frame {
+		return backendFrame(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32601,"message":"m"}}`)
+	}
+	tests := []struct {
+		name         string
+		sent, answer string
+		warn, errors int
+		warnMentions string
+	}{
+		{"largest safe integer", "9007199254740991", "9007199254740991", 0, 0, ""},
+		{"smallest safe integer", "-9007199254740991", "-9007199254740991", 0, 0, ""},
+		{"string id", `"9007199254740993"`, `"9007199254740993"`, 0, 0, ""},
+		{"above 2^53-1, echoed exactly", "9007199254740993", "9007199254740993", 1, 0, "2^53-1"},
+		{"below -(2^53-1)", "-9007199254740993", "-9007199254740993", 1, 0, "2^53-1"},
+		{"beyond int64", "100000000000000000000", "100000000000000000000", 1, 0, "2^53-1"},
+		// The answer JavaScript would send back: another id, never coerced
+		// into a match (an unsolicited response, an unanswered request).
+		{"above 2^53-1, rounded by the backend", "9007199254740993", "9007199254740992", 1, 2, "2^53-1"},
+		{"written as 1.0, echoed exactly", "1.0", "1.0", 1, 0, "re-encode it as 1"},
+		{"written as 1.0, answered as 1", "1.0", "1", 1, 2, "non-integer number"},
+		{"written as 2e1", "2e1", "2e1", 1, 0, "re-encode it as 20"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := withCheck(runRules(tap.Config{}, Default(Options{}), req(tt.sent), answer(tt.answer)), "CORR-2")
+			var warns, errs []tap.Finding
+			for _, f := range fs {
+				switch f.Level {
+				case tap.Warn:
+					warns = append(warns, f)
+				case tap.Error:
+					errs = append(errs, f)
+				}
+			}
+			if len(warns) != tt.warn || len(errs) != tt.errors {
+				t.Fatalf("CORR-2 findings = %d warn, %d error, want %d, %d:%s", len(warns), len(errs), tt.warn, tt.errors, dump(fs))
+			}
+			if tt.warn > 0 && (warns[0].Pointer != "/id" || warns[0].Rule != "CORR-2/portable-id" || !bytes.Contains([]byte(warns[0].Message), []byte(tt.warnMentions))) {
+				t.Errorf("warning = %s (rule %s), want CORR-2/portable-id at /id mentioning %q", warns[0], warns[0].Rule, tt.warnMentions)
+			}
+		})
+	}
+	// BASE-1 owns an id that is not an integer at all; an id beyond int64
+	// is still an integer, so BASE-1 accepts it.
+	fs := runRules(tap.Config{}, Default(Options{}), req("1.5"), answer("1.5"))
+	wantFindings(t, withCheck(fs, "CORR-2"), "CORR-2", 0)
+	if len(withCheck(fs, "BASE-1")) == 0 {
+		t.Errorf("id 1.5: no BASE-1 finding:%s", dump(fs))
+	}
+	fs = runRules(tap.Config{}, Default(Options{}), req("100000000000000000000"), answer("100000000000000000000"))
+	wantFindings(t, fs, "BASE-1", 0)
+}

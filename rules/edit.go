@@ -91,11 +91,14 @@ func responseContext(c *tap.Conversation) (EditContext, bool) {
 
 // responseProblems turns an evaluation into the problems the EDIT rules
 // report. Problems of the effect list as such belong to the effect and
-// content rules (EFF-1, EDIT-1, EDIT-2) and BASE-9; an EDIT-4 shape problem
-// that the shared shape walk already reported at the same place is not
-// repeated. EDIT-7 is one problem on the response, naming the effects an
-// invalid edit takes down; when the effect list itself is invalid, EFF-1
-// already says so and names them.
+// content rules (EFF-1, EDIT-1, EDIT-2) and BASE-9, which report them from
+// the shared shape walk; an EDIT-4 shape problem that the walk already
+// reported at the same place is not repeated. Content faults the evaluator
+// finds inside a modify value (stage "edit") are reported under their own
+// check, EDIT-1 or EDIT-2, by the content rules (contentAnalysis). EDIT-7
+// is one problem on the response, naming the effects an invalid edit takes
+// down; when the effect list itself is invalid, EFF-1 already says so and
+// names them.
 func responseProblems(res EditResult, effects *tap.Value, shaped []problem) []problem {
 	if res.Accepted {
 		return nil
@@ -103,6 +106,7 @@ func responseProblems(res EditResult, effects *tap.Value, shaped []problem) []pr
 	already := make(map[string]bool, len(shaped))
 	for _, p := range shaped {
 		already[p.ptr] = true
+		already[p.check+" "+p.ptr] = true
 	}
 	var out []problem
 	invalid := make(map[int]bool)
@@ -120,6 +124,10 @@ func responseProblems(res EditResult, effects *tap.Value, shaped []problem) []pr
 		case "EDIT-4":
 			if !already[r.Pointer] {
 				out = append(out, problem{check: r.Check, ptr: r.Pointer, msg: r.Message})
+			}
+		case "EDIT-1", "EDIT-2":
+			if r.Stage == "edit" && !already[r.Check+" "+r.Pointer] {
+				out = append(out, problem{check: r.Check, ptr: r.Pointer, msg: r.Message, older: r.older})
 			}
 		}
 	}

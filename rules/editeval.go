@@ -57,9 +57,10 @@ type EditContext struct {
 
 // An EditReason is one reason a response's edits are rejected.
 type EditReason struct {
-	// Check is the catalogue check the reason belongs to (EDIT-3…EDIT-6,
-	// or EFF-1, EDIT-1, EDIT-2, BASE-9 for problems of the effect list
-	// that other rules report).
+	// Check is the catalogue check the reason belongs to: EDIT-3…EDIT-6;
+	// EDIT-1 or EDIT-2 for a content fault inside a modify value (the
+	// check the same fault gets in an event); EFF-1, EDIT-1, EDIT-2 or
+	// BASE-9 for problems of the effect list that other rules report.
 	Check string `json:"check"`
 	// Pointer is a JSON Pointer into the response.
 	Pointer string `json:"pointer"`
@@ -67,6 +68,8 @@ type EditReason struct {
 	// Stage is "effects" for a problem of the effect list as such (found
 	// without any context) and "edit" for one found against the context.
 	Stage string `json:"stage"`
+	// older is the earlier draft a content fault's shape matches (hint).
+	older olderDraft
 }
 
 // An EditResult is the verdict on one response.
@@ -555,38 +558,93 @@ func targetIsList(k valueKind, cur *tap.Value, known bool) (list, ok bool) {
 }
 
 // checkShape checks the value against the target's kind at this boundary.
-// Problems the content validators find keep their pointer and are reported
-// as EDIT-4 (the value does not fit the target).
+// A value of the wrong kind (an object where a message list belongs, a
+// list of parts where messages belong, or messages where text parts
+// belong) is EDIT-4: it does not fit the target. A fault inside content of
+// the right kind keeps the check, pointer and message it gets in an event
+// (EDIT-1, EDIT-2): one fault, one ID, wherever the content sits.
 func (ev *evaluation) checkShape(ptr, target string, kind valueKind, role string, val *tap.Value) {
-	var ps []problem
+	var misfits, content []problem
 	switch kind {
 	case kindMessages:
-		ps = messageList(val, ptr, role)
+		misfits, content = listFit(ptr, target, val, kindMessages, func() []problem { return messageList(val, ptr, role) })
 	case kindTextParts:
-		ps = textPartList(val, ptr)
+		misfits, content = listFit(ptr, target, val, kindTextParts, func() []problem { return textPartList(val, ptr) })
 	case kindObject:
 		if !val.Is(tap.Object) {
-			ps = []problem{{ptr: ptr, msg: fmt.Sprintf("modify(%s) needs an object value, found %s", target, val.Describe())}}
+			misfits = []problem{{ptr: ptr, msg: fmt.Sprintf("modify(%s) needs an object value, found %s", target, val.Describe())}}
 		}
 	case kindAnswer:
 		if !val.Is(tap.Object) {
-			ps = []problem{{ptr: ptr, msg: fmt.Sprintf("elicitation content is the MCP answer object of an accepted form result, not %s", val.Describe())}}
+			misfits = []problem{{ptr: ptr, msg: fmt.Sprintf("elicitation content is the MCP answer object of an accepted form result, not %s", val.Describe())}}
 			break
 		}
 		for _, f := range mcpAnswerFaults(val) {
-			ps = append(ps, problem{ptr: ptr + f.at, msg: "the MCP answer " + f.msg})
+			misfits = append(misfits, problem{ptr: ptr + f.at, msg: "the MCP answer " + f.msg})
 		}
 	case kindMessagesOrAnswer:
 		switch {
 		case val.Is(tap.Array):
-			ps = messageList(val, ptr, role)
+			misfits, content = listFit(ptr, target, val, kindMessages, func() []problem { return messageList(val, ptr, role) })
 		case !val.Is(tap.Object):
-			ps = []problem{{ptr: ptr, msg: fmt.Sprintf("modify(content) needs a message list or an object, found %s", val.Describe())}}
+			misfits = []problem{{ptr: ptr, msg: fmt.Sprintf("modify(content) needs a message list or an object, found %s", val.Describe())}}
 		}
 	}
-	for _, p := range ps {
+	for _, p := range misfits {
 		ev.reject("EDIT-4", p.ptr, "edit", "%s does not fit modify(%s): %s", valueWhere(ev.ctx.EventType), target, p.msg)
 	}
+	for _, p := range content {
+		ev.reasons = append(ev.reasons, EditReason{Check: p.check, Pointer: p.ptr, Message: p.msg, Stage: "edit", older: p.older})
+	}
+}
+
+// listFit splits the problems of a list-valued modify: misfits are the
+// value or items of the wrong kind for the target (EDIT-4); content holds
+// what the content validator (validate) finds in the items that fit,
+// under their own checks. A misfit item's inner faults are not reported:
+// the item does not belong there at all.
+func listFit(ptr, target string, val *tap.Value, want valueKind, validate func() []problem) (misfits, content []problem) {
+	if !val.Is(tap.Array) {
+		return []problem{{ptr: ptr, msg: fmt.Sprintf("modify(%s) takes %s, found %s", target, want.describe(), val.Describe())}}, nil
+	}
+	var wrong map[string]bool
+	for i, e := range val.Arr {
+		var is string
+		switch {
+		case want == kindMessages && e.Is(tap.Object) && e.Has("kind") && !e.Has("parts"):
+			is = "a content part"
+		case want == kindTextParts && e.Is(tap.Object) && e.Has("parts") && !e.Has("kind"):
+			is = "a message"
+		default:
+			continue
+		}
+		at := tap.Ptr(ptr, i)
+		if wrong == nil {
+			wrong = make(map[string]bool)
+		}
+		wrong[at] = true
+		misfits = append(misfits, problem{ptr: at, msg: fmt.Sprintf("item %d is %s, but modify(%s) takes %s", i, is, target, want.describe())})
+	}
+	for _, p := range validate() {
+		if wrong != nil && wrong[itemPointer(ptr, p.ptr)] {
+			continue
+		}
+		content = append(content, p)
+	}
+	return misfits, content
+}
+
+// itemPointer is the pointer of the list item (directly below list) that
+// p points into, or "" when p is not below list.
+func itemPointer(list, p string) string {
+	rest, ok := strings.CutPrefix(p, list+"/")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		rest = rest[:i]
+	}
+	return list + "/" + rest
 }
 
 func valueWhere(event string) string {

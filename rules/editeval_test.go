@@ -276,8 +276,12 @@ func TestEvaluateBoundaries(t *testing.T) {
 			`{"type":"modify","target":"output","operation":"replace","value":` + msgs + `}`, "EDIT-4"},
 		{"outbound content list", `{"type":"user.message.outbound","message":{"channel":"c","messages":[]}}`,
 			`{"type":"modify","target":"content","operation":"replace","value":` + msgs + `}`, ""},
+		// A message of the wrong role is a message-list fault (EDIT-1), as
+		// it is in the event's own message.messages; the list still fits.
 		{"outbound content wrong role", `{"type":"user.message.outbound","message":{"channel":"c","messages":[]}}`,
-			`{"type":"modify","target":"content","operation":"replace","value":[` + msgJSON("m1", "user", textPartJSON("p", "x")) + `]}`, "EDIT-4"},
+			`{"type":"modify","target":"content","operation":"replace","value":[` + msgJSON("m1", "user", textPartJSON("p", "x")) + `]}`, "EDIT-1"},
+		{"output as bare parts", `{"type":"tool.after","items":[]}`,
+			`{"type":"modify","target":"output","operation":"merge","value":[` + textPartJSON("p", "x") + `]}`, "EDIT-4"},
 		{"outbound content object", `{"type":"user.message.outbound","message":{"channel":"c","messages":[]}}`,
 			`{"type":"modify","target":"content","operation":"replace","value":{"a":1}}`, "EDIT-4"},
 		{"summary parts", `{"type":"context.compact.after","summary":[]}`,

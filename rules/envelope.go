@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -138,7 +139,22 @@ func validID(id *tap.Value) bool {
 		return s != ""
 	}
 	_, ok := id.Int()
-	return ok
+	return ok || id.Is(tap.Number) && isIntegerLiteral(id.Str) // beyond int64 is still an integer
+}
+
+// isIntegerLiteral reports whether a JSON number literal is written as an
+// integer: an optional minus sign and digits only.
+func isIntegerLiteral(lit string) bool {
+	lit = strings.TrimPrefix(lit, "-")
+	if lit == "" {
+		return false
+	}
+	for i := 0; i < len(lit); i++ {
+		if !isDigit(lit[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // show renders a value for a message: its JSON text when short, else its type.

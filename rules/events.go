@@ -194,6 +194,7 @@ var (
 		req("origin", enum(evt, "native", "mcp")),
 		opt("kind", nonEmpty(evt)),
 		opt("mcp", mcp),
+		ban("callId", "the call's identity is call.id; tool.callId belongs to the 0.1 revision").from(revision01),
 	}, also: func(c *checker, v *tap.Value) {
 		// §3.2: mcp is required iff origin is "mcp".
 		origin, _ := v.Get("origin").Text()

@@ -10,9 +10,10 @@ import (
 // several rules share (content model, effects, events). The rule that calls
 // the validator turns problems into findings.
 type problem struct {
-	check string // catalogue ID the problem belongs to
-	ptr   string // JSON Pointer into the frame
-	msg   string // one sentence naming the field and what was expected
+	check string     // catalogue ID the problem belongs to
+	ptr   string     // JSON Pointer into the frame
+	msg   string     // one sentence naming the field and what was expected
+	older olderDraft // the earlier draft this shape matches, if any (hint)
 }
 
 // findings turns problems into findings about f, each under the rule of
@@ -65,7 +66,7 @@ func (r analysisRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	var out []tap.Finding
 	for _, p := range r.analyse(c, f) {
 		if p.check == r.info.Check {
-			out = append(out, r.info.At(f, 0, p.ptr, "%s", p.msg))
+			out = append(out, hintOlderDraft(c, r.info.At(f, 0, p.ptr, "%s", p.msg), p.older))
 		}
 	}
 	return out

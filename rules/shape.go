@@ -34,12 +34,18 @@ type field struct {
 	ban  bool   // the member must be absent
 	val  shape  // how the member's value must look (nil: any JSON)
 	why  string // why a banned member must be absent, for the message
+	// older is the earlier draft whose shape a banned member's presence (or
+	// a required member's absence) matches, for the hint (olderdraft.go).
+	older olderDraft
 }
 
 // req, opt and ban build fields.
 func req(name string, s shape) field { return field{name: name, req: true, val: s} }
 func opt(name string, s shape) field { return field{name: name, val: s} }
 func ban(name, why string) field     { return field{name: name, ban: true, why: why} }
+
+// from marks a field's fault as a shape of the older draft d.
+func (f field) from(d olderDraft) field { f.older = d; return f }
 
 // An obj is the shape of a JSON object.
 type obj struct {
@@ -146,6 +152,14 @@ func (c *checker) reportAt(check, k, format string, args ...any) {
 	c.pop()
 }
 
+// olderDraft marks the problem just reported as a shape of the older
+// draft d ("" leaves it unmarked).
+func (c *checker) olderDraft(d olderDraft) {
+	if d != "" && len(c.probs) > 0 {
+		c.probs[len(c.probs)-1].older = d
+	}
+}
+
 // failed reports whether any problem has been recorded since mark.
 func (c *checker) failed(mark int) bool { return len(c.probs) > mark }
 
@@ -184,10 +198,12 @@ func (o *obj) members(c *checker, v *tap.Value) {
 				} else {
 					c.reportAt(o.check, f.name, "%q is not allowed in %s", f.name, o.what)
 				}
+				c.olderDraft(f.older)
 			}
 		case mv == nil:
 			if f.req {
 				c.reportAt(o.check, f.name, "%s must carry %q", o.what, f.name)
+				c.olderDraft(f.older)
 			}
 		case f.val != nil:
 			c.at(f.name, mv, f.val)

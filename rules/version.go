@@ -44,7 +44,11 @@ func (r versionRule) check(c *tap.Conversation, f *tap.Frame, obj *tap.Value, ba
 		return []tap.Finding{r.info.At(f, 0, ptr, "the %s carries no protocolVersion; it must be %s%s", kind, quoted(c.Snapshot), consequence)}
 	}
 	if s, ok := v.Text(); !ok || s != c.Snapshot {
-		return []tap.Finding{r.info.At(f, 0, ptr, "the %s carries protocolVersion %s, expected exactly %s (the snapshot being audited)%s", kind, show(v), quoted(c.Snapshot), consequence)}
+		fd := r.info.At(f, 0, ptr, "the %s carries protocolVersion %s, expected exactly %s (the snapshot being audited)%s", kind, show(v), quoted(c.Snapshot), consequence)
+		if s == "0.1" {
+			fd = hintOlderDraft(c, fd, revision01)
+		}
+		return []tap.Finding{fd}
 	}
 	return nil
 }

@@ -73,6 +73,17 @@ type Finding struct {
 	// RPCID is the JSON-RPC id as written on the wire ("\"abc\"" or "7").
 	RPCID   string `json:"rpcId,omitempty"`
 	EventID string `json:"eventId,omitempty"`
+	// EventType is the type of the event the frame carries ("tool.before").
+	EventType string `json:"eventType,omitempty"`
+	// TraceParent is the W3C traceparent of the event's
+	// org.w3c.trace_context extension, so that a finding can be joined to
+	// the harness's trace.
+	TraceParent string `json:"traceParent,omitempty"`
+	// OlderDraft names the earlier state of the draft whose shape this
+	// finding reports ("the 0.1 revision"), on the first such finding of a
+	// conversation; the message already says so, and the summary gathers
+	// them. Not part of any record format.
+	OlderDraft string `json:"-"`
 }
 
 // String renders a finding on one line for people.
@@ -115,8 +126,10 @@ func (r RuleInfo) At(f *Frame, lvl Level, ptr, format string, args ...any) Findi
 	if f != nil {
 		out.Seq, out.Dir, out.Conn, out.Time = f.Seq, f.Dir, f.Conn, f.Time
 		out.RPCID = IDText(f.RPCID())
-		if id, ok := f.Event().Get("id").Text(); ok {
-			out.EventID = id
+		if ev := f.Event(); ev != nil {
+			out.EventID, _ = ev.Get("id").Text()
+			out.EventType, _ = ev.Get("type").Text()
+			out.TraceParent, _ = ev.Path("extensions", "org.w3c.trace_context", "traceparent").Text()
 		}
 	}
 	return out

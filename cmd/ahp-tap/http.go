@@ -48,6 +48,8 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	maxAudit := fs.Int("max-audit-body", httpproxy.DefaultMaxAuditBody, "cap the audit copy of each body at `BYTES`; larger bodies are forwarded whole and reported unchecked (TAP-1)")
 	upTimeout := fs.Duration("upstream-timeout", httpproxy.DefaultUpstreamTimeout, "answer 504 when the upstream sends no response headers within `D`")
 	drain := fs.Duration("drain", httpproxy.DefaultDrain, "on SIGINT/SIGTERM, wait up to `D` for requests in flight")
+	var otlpf otlpFlags
+	otlpf.register(fs)
 	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
 	allowRemote := fs.Bool("allow-remote", false, "let --forward and --metrics listen on an address other than loopback (anyone who can reach it may use the proxy or read the metrics)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
@@ -100,6 +102,10 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		cfg.MITMCA = ca
 	}
 	l, err := ef.load()
+	if err != nil {
+		return err
+	}
+	otlpx, err := otlpf.open(*capPath, m.Stderr)
 	if err != nil {
 		return err
 	}
@@ -176,6 +182,11 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if vlog != nil {
 		sink = append(sink, vlog)
 	}
+	others := sink // where the exporter reports the findings it lost
+	if otlpx != nil {
+		sink = append(sink, otlpx)
+		metrics.Register(otlpx.Collectors()...)
+	}
 	for _, f := range l.regFindings {
 		sink.Write(f)
 	}
@@ -184,6 +195,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	proxy, err := httpproxy.New(cfg)
 	if err != nil {
 		auditor.Close()
+		otlpx.Close(0)
 		vlog.Close()
 		if cw != nil {
 			cw.Close()
@@ -233,6 +245,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if !auditor.CloseWithin(left()) { // drains the queue, end-of-stream rules, TAP-1 for drops
 		fmt.Fprintf(m.diag(), "ahp-tap http: the audit did not finish within --drain %s; %d frames were not audited (TAP-1)\n", *drain, auditor.Dropped())
 	}
+	closeOTLP(otlpx, min(httpCloseTimeout, left()), others)
 	logErr := vlog.CloseWithin(left())
 	var capErr error
 	if cw != nil {

@@ -162,6 +162,8 @@ Commands:
   rules           list every check and rule
   example-backend an example AHP backend on stdio, for testing harnesses (--mode MODE)
   example-harness an example AHP harness that plays a short session
+  wrap            put ahp-tap in front of every backend of a registration (--dir DIR [-o FILE] REGISTRATION)
+  unwrap          take ahp-tap out of a wrapped registration again
   ca              manage the CA for HTTPS interception (ca init DIR)
   version         print the version
 
@@ -197,6 +199,10 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	case "__watchdog":
 		// Internal: the watchdog of a stdio tap (stdio.Watchdog).
 		return &exitError{code: stdio.Watchdog(m.Stdin)}
+	case "wrap":
+		return m.runWrap(ctx, rest)
+	case "unwrap":
+		return m.runUnwrap(ctx, rest)
 	case "version", "--version", "-version":
 		fmt.Fprintf(m.Stdout, "ahp-tap %s\n", version)
 		return nil

@@ -27,6 +27,9 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	logPath := fs.String("log", "", "also append findings to the violation log at `PATH` (- for stderr)")
 	format := fs.String("format", "text", "output format: text or json")
 	failOn := fs.String("fail-on", "error", "exit 1 when a finding at or above this level exists: error, warn, info or never")
+	var otlpf otlpFlags
+	otlpf.register(fs)
+	input := fs.String("input", "", "input `KIND`: har for an HTTP Archive (default: recognised by content)")
 	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
@@ -50,10 +53,17 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		}
 		dir = d
 	}
+	if *input != "" && *input != "har" {
+		return usageError("--input %q is not har", *input)
+	}
 	if fs.NArg() == 0 {
 		return usageError("replay: no CAPTURE given (usage: ahp-tap replay [flags] CAPTURE...)")
 	}
 	l, err := ef.load()
+	if err != nil {
+		return err
+	}
+	otlpx, err := otlpf.open("", m.Stderr)
 	if err != nil {
 		return err
 	}
@@ -67,7 +77,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	rp := &replayer{flags: l, set: set, dir: dir, ctx: ctx}
+	rp := &replayer{flags: l, set: set, dir: dir, input: *input, diag: m.diag(), ctx: ctx}
 
 	var sources []report.Source
 	if ef.registration != "" {
@@ -95,6 +105,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 			lg.WriteWait(f) // offline: wait rather than drop; a nil log (no --log) discards
 		}
 	}
+	sources = exportSources(otlpx, sources, lg)
 	if err := lg.Close(); err != nil {
 		fmt.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
 	}
@@ -132,6 +143,8 @@ type replayer struct {
 	flags *loaded         // what the command-line flags say
 	set   map[string]bool // flags given explicitly: they override the capture
 	dir   tap.Direction   // --direction, for plain NDJSON
+	input string          // --input: "har", or "" to recognise by content
+	diag  io.Writer       // one-line notices (stderr)
 	ctx   context.Context // ends on SIGINT/SIGTERM: stop with what was read
 
 	// records collects the exchange records of the file being replayed.
@@ -220,6 +233,9 @@ func (m *Main) replayFile(rp *replayer, name string) ([]tap.Finding, error) {
 // as it goes: memory holds one record (or line) at a time, not the file.
 func (rp *replayer) replay(r io.Reader) ([]tap.Finding, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
+	if rp.isHAR(br) {
+		return rp.replayHAR(br)
+	}
 	// The first line that is not blank says what the file is. It is read
 	// up to maxReplayLine: a longer one (replay /dev/zero) is no capture
 	// header, and the stream reader caps it.

@@ -12,7 +12,8 @@ import (
 )
 
 // runRules lists every check of the catalogue and every rule of the default
-// rule set: ID, check, requirement, level and one line.
+// rule set: ID, check, requirement, level and one line (with --format json,
+// each check's description and its entry in docs/checks.md too).
 func (m *Main) runRules(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("rules", flag.ContinueOnError)
 	format := fs.String("format", "text", "output format: text or json")
@@ -38,13 +39,15 @@ func (m *Main) runRules(ctx context.Context, args []string) error {
 			Requirement string    `json:"requirement"`
 			Level       tap.Level `json:"level"`
 			Summary     string    `json:"summary"`
+			Description string    `json:"description"`
+			HelpURI     string    `json:"helpUri"`
 		}
 		doc := struct {
 			Checks []check        `json:"checks"`
 			Rules  []tap.RuleInfo `json:"rules"`
 		}{Rules: ruleInfos}
 		for _, c := range rules.Catalogue {
-			doc.Checks = append(doc.Checks, check(c))
+			doc.Checks = append(doc.Checks, check{c.ID, c.Requirement, c.Level, c.Summary, c.Description, rules.CheckHelpURI(c.ID)})
 		}
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")

@@ -16,6 +16,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/stdio"
@@ -35,6 +36,7 @@ type stdioFlags struct {
 	audit     bool
 	priority  string
 	drain     time.Duration
+	otlp      otlpFlags
 }
 
 func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
@@ -49,6 +51,7 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	fs.StringVar(&sf.priority, "audit-priority", string(stdio.PriorityLow), "CPU priority of auditing, `low|idle|normal`: low is nice 5; idle uses only spare CPU (lowest latency cost, more frames not audited under load); normal competes with forwarding")
 	fs.IntVar(&sf.queue, "audit-queue", tap.DefaultQueue, "audit queue depth in `FRAMES` (when full, audit copies are dropped, never traffic)")
 	fs.DurationVar(&sf.drain, "drain", stdio.DefaultDrain, "once the backend has exited, exit within `D` even if a process it started holds its stdout open, the harness stops reading, or a log or capture write blocks (what is left is not forwarded or not audited, and reported)")
+	sf.otlp.register(fs)
 }
 
 func isTerminal(w io.Writer) bool {
@@ -154,6 +157,7 @@ type stdioRun struct {
 	cfg       tap.Config
 	sf        *stdioFlags
 	diag      io.Writer // ahp-tap's own one-line notices (stderr)
+	otlp      *otlpexport.Exporter
 	closed    bool
 }
 
@@ -189,6 +193,11 @@ func (sf *stdioFlags) validate() error {
 
 func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio.Priority) (*stdioRun, error) {
 	r := &stdioRun{collector: &report.Collector{Limit: 1}, sf: sf, diag: m.diag()}
+	x, err := sf.otlp.open(sf.capture, m.diag())
+	if err != nil {
+		return nil, err
+	}
+	r.otlp = x
 	cfg := l.cfg
 	cfg.Transport = tap.Stdio
 	if sf.lifecycle != "" {
@@ -210,6 +219,9 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		// running: the harness depends on it, the log is an aid.
 		r.log = report.OpenLogBestEffort(sf.log, m.diag())
 		sinks = append(sinks, r.log)
+	}
+	if r.otlp != nil {
+		sinks = append(sinks, r.otlp)
 	}
 	conn := fmt.Sprintf("stdio:%d", os.Getpid())
 	var rec tap.Recorder
@@ -273,7 +285,8 @@ func (r *stdioRun) closeWithin(d time.Duration) {
 	}
 	r.closed = true
 	deadline := time.Now().Add(d)
-	r.log.CloseWithin(d)
+	closeOTLP(r.otlp, min(stdioCloseTimeout, d), tap.MultiSink{r.collector, r.log})
+	r.log.CloseWithin(max(time.Until(deadline), time.Millisecond))
 	if r.capture != nil {
 		// Capture writes never disturb traffic; a failure is told once.
 		// Close waits for a write in progress, so it runs bounded.

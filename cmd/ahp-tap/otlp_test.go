@@ -1,0 +1,191 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ahp-tap/ahp-tap/otlpexport"
+	"github.com/ahp-tap/ahp-tap/otlpexport/otlptest"
+)
+
+// demoSession plays the example harness against the demo backend through
+// `ahp-tap stdio` with extra flags, and returns the harness's output.
+func demoSession(t *testing.T, flags ...string) string {
+	t.Helper()
+	reg := writeFile(t, "hooks.json", demoRegistration)
+	args := append([]string{"example-harness", "--", tapBinary, "stdio", "--registration", reg, "--hook", demoHook}, flags...)
+	args = append(args, "--", tapBinary, "example-backend", "--mode", "demo")
+	out, err := exec.Command(tapBinary, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("example-harness: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// TestStdioExportsEveryFindingToOTLP runs a live stdio session with
+// --otlp-endpoint: the collector receives exactly the findings of the
+// violation log, each with the capture path and frame number that let
+// replay reproduce it.
+func TestStdioExportsEveryFindingToOTLP(t *testing.T) {
+	rc := otlptest.NewReceiver(t, false)
+	dir := t.TempDir()
+	logPath, capPath := filepath.Join(dir, "v.log"), filepath.Join(dir, "s.capture")
+	demoSession(t, "--log", logPath, "--capture", capPath, "--otlp-endpoint", rc.URL)
+	log, _ := os.ReadFile(logPath)
+	want := logCounts(t, log)
+	got := map[string]int{}
+	for _, r := range rc.Records() {
+		a := otlptest.Attrs(r)
+		got[a[otlpexport.AttrCheck]]++
+		if a[otlpexport.AttrCapture] != capPath {
+			t.Errorf("%s: %s = %q, want %s", a[otlpexport.AttrCheck], otlpexport.AttrCapture, a[otlpexport.AttrCapture], capPath)
+		}
+		if a[otlpexport.AttrCheck] == "BASE-9" && (a[otlpexport.AttrFrame] == "" || a[otlpexport.AttrDirection] != "backend" || a[otlpexport.AttrRequestID] == "") {
+			t.Errorf("BASE-9 record lacks frame, direction or request id: %v", a)
+		}
+	}
+	if !equalCounts(got, want) || len(want) == 0 {
+		t.Errorf("collector received %v, violation log has %v", got, want)
+	}
+}
+
+// TestStdioWithAHangingCollector: a collector that never answers, or none
+// at all, costs no traffic: the session completes as without it, and the
+// lost findings are a TAP-1 finding in the log.
+func TestStdioWithAHangingCollector(t *testing.T) {
+	base := demoSession(t)
+	hanging := otlptest.NewReceiver(t, true)
+	for name, endpoint := range map[string]string{"hanging": hanging.URL, "absent": "http://127.0.0.1:1"} {
+		logPath := filepath.Join(t.TempDir(), "v.log")
+		out := demoSession(t, "--log", logPath, "--otlp-endpoint", endpoint)
+		if harnessLines(out) != harnessLines(base) {
+			t.Errorf("%s collector: the harness saw\n%s\nwithout a collector:\n%s", name, harnessLines(out), harnessLines(base))
+		}
+		log, _ := os.ReadFile(logPath)
+		if !strings.Contains(string(log), `"check":"TAP-1"`) || !strings.Contains(string(log), "not exported to the OTLP collector") {
+			t.Errorf("%s collector: no TAP-1 for the lost findings in the log:\n%s", name, log)
+		}
+		if c := logCounts(t, log); c["STDIO-1"] != 2 || c["BASE-9"] != 1 {
+			t.Errorf("%s collector: log %v lacks the session's findings", name, c)
+		}
+	}
+}
+
+// harnessLines keeps what the example harness said about each answer.
+func harnessLines(out string) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "harness: ") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+func TestReplayExportsToOTLP(t *testing.T) {
+	rc := otlptest.NewReceiver(t, false)
+	capPath := filepath.Join("testdata", "example.capture.jsonl")
+	r := runTap(t, "", "replay", "--fail-on", "never", "--format", "json", "--otlp-endpoint", rc.URL, capPath)
+	if r.code != 0 {
+		t.Fatalf("replay: exit %d: %s", r.code, r.stderr)
+	}
+	var rep struct {
+		Findings []struct {
+			Check string
+			Seq   uint64
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	recs := rc.Records()
+	if len(recs) != len(rep.Findings) || len(recs) == 0 {
+		t.Fatalf("collector received %d records, replay reported %d findings", len(recs), len(rep.Findings))
+	}
+	frames := map[string]bool{}
+	for _, f := range rep.Findings {
+		frames[f.Check+"#"+strconv.FormatUint(f.Seq, 10)] = true
+	}
+	for _, rec := range recs {
+		a := otlptest.Attrs(rec)
+		if a[otlpexport.AttrCapture] != capPath {
+			t.Errorf("record capture %q, want %s", a[otlpexport.AttrCapture], capPath)
+		}
+		seq := a[otlpexport.AttrFrame]
+		if seq == "" {
+			seq = "0"
+		}
+		if !frames[a[otlpexport.AttrCheck]+"#"+seq] {
+			t.Errorf("record %s at frame %s is not a finding of the replay", a[otlpexport.AttrCheck], seq)
+		}
+	}
+}
+
+// TestHTTPExportsToOTLP runs `ahp-tap http` with a hanging collector and
+// then a working one: traffic is answered either way, the hanging one's
+// losses are TAP-1 and a metric, the working one gets the findings.
+func TestHTTPExportsToOTLP(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"1900-01-01","effects":[]}}`)
+	}))
+	defer up.Close()
+	for _, hang := range []bool{false, true} {
+		rc := otlptest.NewReceiver(t, hang)
+		logPath := filepath.Join(t.TempDir(), "v.log")
+		lt := startHTTPTap(t, "--upstream", up.URL, "--log", logPath, "--otlp-endpoint", rc.URL, "--metrics", "127.0.0.1:0")
+		metricsAddr := lt.waitFor(t, "metrics on", "http://")
+		addr := lt.waitFor(t, "listening on", "http://")
+		for range 3 {
+			resp, err := http.Post("http://"+addr+"/agent-hooks", "application/json", strings.NewReader(
+				`{"jsonrpc":"2.0","id":"e1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"e1","type":"tool.before"}}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(body), "1900-01-01") {
+				t.Fatalf("hang=%v: harness got %q, want the backend's answer", hang, body)
+			}
+		}
+		mresp, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics, _ := io.ReadAll(mresp.Body)
+		mresp.Body.Close()
+		if !strings.Contains(string(metrics), "ahp_tap_otlp_dropped_total") {
+			t.Errorf("hang=%v: metrics lack ahp_tap_otlp_dropped_total", hang)
+		}
+		lt.cmd.Process.Signal(syscall.SIGTERM)
+		<-lt.done
+		if err := lt.cmd.Wait(); err != nil {
+			t.Fatalf("hang=%v: ahp-tap http: %v\n%s", hang, err, lt.stderrText())
+		}
+		log, _ := os.ReadFile(logPath)
+		counts := logCounts(t, log)
+		if hang {
+			if counts["TAP-1"] != 1 || !strings.Contains(string(log), "not exported to the OTLP collector") {
+				t.Errorf("hanging collector: log %v lacks the TAP-1 for lost findings:\n%s", counts, log)
+			}
+			continue
+		}
+		got := map[string]int{}
+		for _, r := range rc.Records() {
+			got[otlptest.Attrs(r)[otlpexport.AttrCheck]]++
+		}
+		if !equalCounts(got, counts) || counts["BASE-2"] == 0 {
+			t.Errorf("collector received %v, log has %v", got, counts)
+		}
+	}
+}

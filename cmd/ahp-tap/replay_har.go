@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+
+	"github.com/ahp-tap/ahp-tap/har"
+	"github.com/ahp-tap/ahp-tap/rules"
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// harSniffBytes is how much of a file replay looks at to recognise a HAR.
+const harSniffBytes = 512
+
+// isHAR reports whether the replay input is a HAR file: --input har, or
+// recognised by its first bytes.
+func (rp *replayer) isHAR(br *bufio.Reader) bool {
+	if rp.input == "har" {
+		return true
+	}
+	head, _ := br.Peek(harSniffBytes)
+	return rp.input == "" && har.Sniff(head)
+}
+
+// replayHAR audits the AHP exchanges of a HAR file as HTTP traffic, the
+// frames and notes built as the HTTP tap builds them. Entries that are not
+// AHP traffic are counted and skipped.
+func (rp *replayer) replayHAR(r io.Reader) ([]tap.Finding, error) {
+	hr, err := har.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	cfg := rp.flags.cfg
+	cfg.Transport = tap.HTTP
+	rp.note(cfg)
+	e := tap.NewEngine(cfg, rules.Default(rp.flags.opt))
+	var out []tap.Finding
+	for {
+		items, err := hr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			if it.Frame != nil {
+				out = append(out, e.Feed(it.Frame)...)
+			} else {
+				out = append(out, e.Note(*it.Note)...)
+			}
+		}
+	}
+	out = append(out, e.Finish()...)
+	rp.records = append(rp.records, e.Conversation().Records()...)
+	if rp.diag != nil {
+		st := hr.Stats()
+		fmt.Fprintf(rp.diag, "ahp-tap replay: HAR with %d entries: %d AHP exchanges audited, %d other entries skipped\n", st.Entries, st.Audited, st.Skipped)
+	}
+	return out, nil
+}

@@ -1,0 +1,492 @@
+// Package otlpexport sends findings to an OpenTelemetry collector as log
+// records, over OTLP/HTTP, with the official OpenTelemetry Go SDK.
+//
+// An Exporter is a tap.Sink that never blocks and never fails the tap:
+// Write puts the finding in a bounded queue and returns; one goroutine
+// turns the queue into log records, in batches, and exports them. When the queue is full (the collector
+// is slow, down or hanging) a finding is dropped and counted, as is every
+// finding of a batch the collector did not take. Close reports the count
+// as a TAP-1 finding, and Collectors exposes it as a Prometheus metric.
+package otlpexport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
+	otellog "go.opentelemetry.io/otel/log"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"go.opentelemetry.io/otel/sdk/resource"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// Defaults of Config.
+const (
+	DefaultQueue         = 4096
+	DefaultBatch         = 512
+	DefaultExportTimeout = 5 * time.Second
+)
+
+// Attribute keys of an exported finding. They are a public interface: a
+// collector's pipelines and alerts select on them.
+const (
+	AttrCheck       = "ahp.check"
+	AttrRequirement = "ahp.requirement"
+	AttrRule        = "ahp.rule"
+	AttrPointer     = "ahp.pointer"
+	AttrDirection   = "ahp.direction"
+	AttrEventType   = "ahp.event.type"
+	AttrEventID     = "ahp.event.id"
+	AttrRequestID   = "rpc.jsonrpc.request_id"
+	AttrConn        = "ahp.conn"
+	AttrCapture     = "ahp.capture.path"
+	AttrFrame       = "ahp.frame.seq"
+)
+
+// Config says where findings go.
+type Config struct {
+	// Endpoint is the collector's OTLP/HTTP URL. A URL without a path
+	// gets the logs path, /v1/logs. Empty means: from the standard
+	// OTEL_EXPORTER_OTLP_LOGS_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT
+	// variables (headers, compression, certificates and timeouts always
+	// come from the OTEL_EXPORTER_OTLP_* variables when set).
+	Endpoint string
+	// Capture is the capture file the findings' frames are recorded in,
+	// sent with each finding so that `ahp-tap replay` can reproduce it.
+	Capture string
+	// Queue bounds the findings waiting for export (0: DefaultQueue).
+	Queue int
+	// ExportTimeout bounds one export request (0: DefaultExportTimeout).
+	ExportTimeout time.Duration
+	// Version is ahp-tap's version, for the resource's service.version.
+	Version string
+	// Diag receives one line when exports start failing; nil discards.
+	Diag io.Writer
+}
+
+// Enabled reports whether cfg, or the environment, names a collector.
+func Enabled(endpoint string) bool {
+	return endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
+}
+
+// An Exporter is a tap.Sink that exports findings as OpenTelemetry log
+// records.
+type Exporter struct {
+	cfg      Config
+	provider *sdklog.LoggerProvider
+	logger   otellog.Logger
+	proc     *processor
+	target   string // the endpoint for people, credentials redacted
+}
+
+// New starts an exporter. It fails only on a configuration error (a bad
+// URL); an unreachable collector is not an error, its findings are dropped
+// and counted.
+func New(cfg Config) (*Exporter, error) {
+	if cfg.Queue <= 0 {
+		cfg.Queue = DefaultQueue
+	}
+	if cfg.ExportTimeout <= 0 {
+		cfg.ExportTimeout = DefaultExportTimeout
+	}
+	if cfg.Diag == nil {
+		cfg.Diag = io.Discard
+	}
+	opts := []otlploghttp.Option{
+		otlploghttp.WithTimeout(cfg.ExportTimeout),
+		// A failed batch is counted, not retried for a minute: retries
+		// would only hold the queue full longer.
+		otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: false}),
+	}
+	target := cfg.Endpoint
+	if cfg.Endpoint != "" {
+		u, err := url.Parse(cfg.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("OTLP endpoint %q is not an absolute http:// or https:// URL", cfg.Endpoint)
+		}
+		if u.Path == "" || u.Path == "/" {
+			u.Path = "/v1/logs"
+		}
+		opts = append(opts, otlploghttp.WithEndpointURL(u.String()))
+		target = u.Redacted()
+	} else {
+		target = firstEnv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+		if u, err := url.Parse(target); err == nil {
+			target = u.Redacted()
+		}
+	}
+	exp, err := otlploghttp.New(context.Background(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("OTLP exporter: %v", err)
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceVersion(cfg.Version)))
+	if err != nil {
+		res = resource.Default()
+	}
+	if env, err := resource.New(context.Background(), resource.WithFromEnv()); err == nil {
+		if m, err := resource.Merge(res, env); err == nil {
+			res = m
+		}
+	}
+	if os.Getenv("OTEL_SERVICE_NAME") == "" && !strings.Contains(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), "service.name=") {
+		if m, err := resource.Merge(res, resource.NewSchemaless(semconv.ServiceName("ahp-tap"))); err == nil {
+			res = m
+		}
+	}
+	p := newProcessor(exp, cfg, target)
+	lp := sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(p))
+	x := &Exporter{cfg: cfg, provider: lp, proc: p, target: target,
+		logger: lp.Logger("github.com/ahp-tap/ahp-tap", otellog.WithInstrumentationVersion(cfg.Version))}
+	p.emit = x.emit
+	p.start()
+	return x, nil
+}
+
+func firstEnv(names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Write exports f without blocking: it is dropped and counted when the
+// queue is full. It implements tap.Sink. Nothing but a copy into the queue
+// happens on the caller's goroutine.
+func (x *Exporter) Write(f tap.Finding) {
+	if x != nil {
+		x.proc.offer(pending{f: f, capture: x.cfg.Capture}, 0)
+	}
+}
+
+// WriteWait exports f as found in the named capture, waiting up to the
+// export timeout for room in the queue: for offline use (replay), where
+// nothing is forwarded and waiting beats dropping.
+func (x *Exporter) WriteWait(f tap.Finding, capture string) {
+	if x != nil {
+		x.proc.offer(pending{f: f, capture: capture}, x.cfg.ExportTimeout)
+	}
+}
+
+// A pending finding waits in the queue for the export goroutine.
+type pending struct {
+	f       tap.Finding
+	capture string
+}
+
+// emit turns a finding into a log record through the SDK's logger, which
+// hands it to the processor. It runs on the export goroutine only.
+func (x *Exporter) emit(f tap.Finding, capture string) {
+	var r otellog.Record
+	now := time.Now()
+	ts := f.Time
+	if ts.IsZero() {
+		ts = now
+	}
+	r.SetTimestamp(ts)
+	r.SetObservedTimestamp(now)
+	r.SetSeverity(severity(f.Level))
+	r.SetSeverityText(f.Level.String())
+	r.SetBody(attribute.StringValue(f.Message))
+	attrs := make([]attribute.KeyValue, 0, 11)
+	attrs = append(attrs, attribute.String(AttrCheck, f.Check))
+	add := func(k, v string) {
+		if v != "" {
+			attrs = append(attrs, attribute.String(k, v))
+		}
+	}
+	add(AttrRequirement, f.Requirement)
+	add(AttrRule, f.Rule)
+	attrs = append(attrs, attribute.String(AttrPointer, f.Pointer))
+	if f.Dir != 0 {
+		add(AttrDirection, f.Dir.String())
+	}
+	add(AttrEventType, f.EventType)
+	add(AttrEventID, f.EventID)
+	add(AttrRequestID, f.RPCID)
+	add(AttrConn, f.Conn)
+	add(AttrCapture, capture)
+	if f.Seq > 0 {
+		attrs = append(attrs, attribute.Int64(AttrFrame, int64(f.Seq)))
+	}
+	r.AddAttributes(attrs...)
+	ctx := context.Background()
+	if sc, ok := spanContext(f.TraceParent); ok {
+		// The SDK takes the record's trace and span from the context.
+		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	x.logger.Emit(ctx, r)
+}
+
+func severity(l tap.Level) otellog.Severity {
+	switch l {
+	case tap.Error:
+		return otellog.SeverityError
+	case tap.Warn:
+		return otellog.SeverityWarn
+	}
+	return otellog.SeverityInfo
+}
+
+// spanContext parses a W3C traceparent ("00-<trace id>-<span id>-<flags>").
+func spanContext(tp string) (trace.SpanContext, bool) {
+	parts := strings.Split(strings.TrimSpace(tp), "-")
+	if len(parts) < 4 || len(parts[0]) != 2 || parts[0] == "ff" || len(parts[3]) != 2 {
+		return trace.SpanContext{}, false
+	}
+	tid, err := trace.TraceIDFromHex(parts[1])
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	sid, err := trace.SpanIDFromHex(parts[2])
+	if err != nil {
+		return trace.SpanContext{}, false
+	}
+	var flags trace.TraceFlags
+	if b, err := hexByte(parts[3]); err == nil {
+		flags = trace.TraceFlags(b)
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true})
+	return sc, sc.IsValid()
+}
+
+func hexByte(s string) (byte, error) {
+	var b byte
+	_, err := fmt.Sscanf(s, "%02x", &b)
+	return b, err
+}
+
+// Dropped returns how many findings were not exported so far.
+func (x *Exporter) Dropped() uint64 {
+	if x == nil {
+		return 0
+	}
+	return x.proc.dropped.Load()
+}
+
+// Exported returns how many findings the collector accepted so far.
+func (x *Exporter) Exported() uint64 {
+	if x == nil {
+		return 0
+	}
+	return x.proc.exported.Load()
+}
+
+// Close exports what is queued for at most timeout, then stops. It returns
+// the TAP-1 finding for the findings not exported, if any, for the
+// caller's other sinks. It is idempotent; later calls return nothing.
+func (x *Exporter) Close(timeout time.Duration) *tap.Finding {
+	if x == nil || !x.proc.stop(timeout) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_ = x.provider.Shutdown(ctx) // the processor is stopped already: this only releases the exporter
+	n := x.Dropped()
+	if n == 0 {
+		return nil
+	}
+	f := tap.TapIncomplete.At(nil, tap.Warn, "", "%d findings were not exported to the OTLP collector at %s (queue full, collector slow, down or refusing); forwarding and the other sinks were not affected", n, x.target)
+	return &f
+}
+
+// Collectors are the exporter's Prometheus metrics.
+func (x *Exporter) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "ahp_tap_otlp_exported_total",
+			Help: "Findings the OTLP collector accepted.",
+		}, func() float64 { return float64(x.Exported()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "ahp_tap_otlp_dropped_total",
+			Help: "Findings not exported to the OTLP collector (queue full, export failed or timed out); reported as TAP-1.",
+		}, func() float64 { return float64(x.Dropped()) }),
+	}
+}
+
+// processor is the SDK log processor between the logger and the OTLP
+// exporter, and the bounded queue in front of both: findings wait in the
+// queue (dropped and counted when it is full), and one goroutine turns
+// them into records through the logger, which hands each back to OnEmit,
+// and exports them in batches. (The SDK's BatchProcessor also drops when
+// full, but only logs how many; ahp-tap must report every loss as TAP-1,
+// and keep the SDK's work off the auditing goroutine.)
+type processor struct {
+	exp     sdklog.Exporter
+	emit    func(f tap.Finding, capture string) // the exporter's, set before the goroutine starts
+	timeout time.Duration
+	diag    io.Writer
+	target  string
+
+	ctx      context.Context // cancelled when the drain at stop runs out of time
+	cancel   context.CancelFunc
+	q        chan pending    // bounded queue; never closed (Write may race with stop)
+	batch    []sdklog.Record // records emitted for the export in progress; export goroutine only
+	stopping chan struct{}   // closed by stop: drain what is queued, then end
+	deadline atomic.Int64    // unix nanoseconds by which the drain ends
+	done     chan struct{}   // closed when the export goroutine has ended
+	once     sync.Once
+	dropped  atomic.Uint64
+	exported atomic.Uint64
+	warned   atomic.Bool // the one diagnostic line has been written
+}
+
+func newProcessor(exp sdklog.Exporter, cfg Config, target string) *processor {
+	p := &processor{exp: exp, timeout: cfg.ExportTimeout, diag: cfg.Diag, target: target,
+		q: make(chan pending, cfg.Queue), stopping: make(chan struct{}), done: make(chan struct{}),
+		batch: make([]sdklog.Record, 0, DefaultBatch)}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	return p
+}
+
+// start runs the export goroutine.
+func (p *processor) start() { go p.run() }
+
+// offer queues a finding, waiting up to wait for room; it is dropped and
+// counted otherwise, and after stop.
+func (p *processor) offer(it pending, wait time.Duration) {
+	select {
+	case <-p.stopping:
+		p.dropped.Add(1)
+		return
+	default:
+	}
+	select {
+	case p.q <- it:
+		return
+	default:
+	}
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case p.q <- it:
+			return
+		case <-t.C:
+		case <-p.stopping:
+		}
+	}
+	p.dropped.Add(1)
+}
+
+// Enabled implements sdklog.Processor.
+func (p *processor) Enabled(context.Context, sdklog.EnabledParameters) bool { return true }
+
+// OnEmit implements sdklog.Processor: it adds r to the batch being built.
+// Only the export goroutine emits.
+func (p *processor) OnEmit(_ context.Context, r *sdklog.Record) error {
+	p.batch = append(p.batch, r.Clone())
+	return nil
+}
+
+// Shutdown implements sdklog.Processor; stop has done the work.
+func (p *processor) Shutdown(ctx context.Context) error { return p.exp.Shutdown(ctx) }
+
+// ForceFlush implements sdklog.Processor.
+func (p *processor) ForceFlush(context.Context) error { return nil }
+
+func (p *processor) run() {
+	defer close(p.done)
+	for {
+		select {
+		case it := <-p.q:
+			p.emit(it.f, it.capture)
+		case <-p.stopping:
+			p.drain()
+			return
+		}
+		p.fill()
+		p.export(time.Now().Add(p.timeout))
+	}
+}
+
+// fill emits what is queued, up to a batch.
+func (p *processor) fill() {
+	for len(p.batch) < DefaultBatch {
+		select {
+		case it := <-p.q:
+			p.emit(it.f, it.capture)
+			continue
+		default:
+		}
+		return
+	}
+}
+
+// drain exports what is queued until the queue is empty or the deadline
+// set by stop passes; what is left is counted as dropped.
+func (p *processor) drain() {
+	deadline := time.Unix(0, p.deadline.Load())
+	for time.Now().Before(deadline) {
+		p.fill()
+		if len(p.batch) == 0 {
+			return
+		}
+		p.export(deadline)
+	}
+	p.dropped.Add(uint64(len(p.q)))
+}
+
+// export sends the batch and empties it.
+func (p *processor) export(deadline time.Time) {
+	batch := p.batch
+	p.batch = p.batch[:0]
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithDeadline(p.ctx, deadline)
+	defer cancel()
+	if err := p.exp.Export(ctx, batch); err != nil {
+		p.dropped.Add(uint64(len(batch)))
+		if p.warned.CompareAndSwap(false, true) {
+			msg := err.Error()
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				msg = "no answer in time"
+			}
+			if len(msg) > 200 {
+				msg = msg[:200] + "…"
+			}
+			fmt.Fprintf(p.diag, "ahp-tap: exporting findings to the OTLP collector at %s failed (%s); findings are dropped and counted (TAP-1), traffic is not affected\n", p.target, msg)
+		}
+		return
+	}
+	p.exported.Add(uint64(len(batch)))
+}
+
+// stop makes the export goroutine drain the queue for at most timeout and
+// waits for it, no longer than that (plus a little for an export to see its
+// deadline). It reports false when already stopped.
+func (p *processor) stop(timeout time.Duration) bool {
+	first := false
+	p.once.Do(func() {
+		first = true
+		p.deadline.Store(time.Now().Add(timeout).UnixNano())
+		time.AfterFunc(timeout, p.cancel) // an export in flight ends by the deadline too
+		close(p.stopping)
+	})
+	if !first {
+		return false
+	}
+	select {
+	case <-p.done:
+	case <-time.After(timeout + 100*time.Millisecond):
+		// An export is stuck past its deadline: give up on it; the
+		// queue's findings are lost.
+		p.dropped.Add(uint64(len(p.q)))
+	}
+	return true
+}
