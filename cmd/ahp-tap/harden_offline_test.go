@@ -62,7 +62,7 @@ func TestReplayAndCheckStopOnSignals(t *testing.T) {
 			t.Fatal(err)
 		}
 		fmt.Fprintf(w, unsolicited, 2)
-		time.Sleep(500 * time.Millisecond) // let it read the line; the FIFO stays open
+		time.Sleep(1500 * time.Millisecond) // let it read the line; the FIFO stays open
 		cmd.Process.Signal(tc.sig)
 		waitWithin(t, cmd, 30*time.Second)
 		w.Close()
