@@ -20,22 +20,17 @@ import (
 // evaluation finds inside modify values.
 func contentRules() []tap.Rule {
 	return []tap.Rule{
-		analysisRule{info: info("EDIT-1/messages", "EDIT-1", "model, turn and context items are canonical message lists"), analyse: contentAnalysis},
-		analysisRule{info: info("EDIT-2/parts", "EDIT-2", "content parts are closed text or attachment variants; metadata, omit and gap views carry no text or body"), analyse: contentAnalysis},
+		contentRule(info("EDIT-1/messages", "EDIT-1", "model, turn and context items are canonical message lists")),
+		contentRule(info("EDIT-2/parts", "EDIT-2", "content parts are closed text or attachment variants; metadata, omit and gap views carry no text or body")),
 	}
 }
 
-// contentAnalysis is every problem of a frame that the content rules may
-// report: the shape walk's, and the edit evaluation's (a content fault
-// inside a modify value carries the content check, as it would in an
-// event). Each analysis is computed once per frame.
-func contentAnalysis(c *tap.Conversation, f *tap.Frame) []problem {
-	shaped := frameProblems(c, f)
-	edited := editAnalysis(c, f)
-	if len(edited) == 0 {
-		return shaped
-	}
-	return append(shaped[:len(shaped):len(shaped)], edited...)
+// contentRule reports every problem of its check that the content rules
+// may report: the shape walk's, then the edit evaluation's (a content
+// fault inside a modify value carries the content check, as it would in
+// an event). Each analysis is computed once per frame.
+func contentRule(ri tap.RuleInfo) tap.Rule {
+	return analysisRule{info: ri, analyses: []*tap.Analysis{shapeAnalysis, editAnalysis}}
 }
 
 // messageRoles are the canonical roles (§8).

@@ -335,7 +335,7 @@ func TestFaultHTTPConcurrentClients(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			c := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{}}
-			code, body, err := post(t, c, "http://"+addr+"/", intercept)
+			code, body, err := post(t, c, "http://"+addr+"/", interceptReq)
 			if err == nil && code == 200 && bytes.Contains(body, []byte(`"effects":[]`)) {
 				ok.Add(1)
 			} else {
@@ -366,7 +366,7 @@ func TestFaultHTTPSlowloris(t *testing.T) {
 	}
 	c := &http.Client{Timeout: time.Minute}
 	for range 50 {
-		code, _, err := post(t, c, "http://"+addr+"/", intercept)
+		code, _, err := post(t, c, "http://"+addr+"/", interceptReq)
 		if err != nil || code != 200 {
 			t.Fatalf("with 200 slowloris connections open, a request got %d %v", code, err)
 		}
@@ -395,12 +395,12 @@ func TestFaultHTTPUpstreamResetsAndHangs(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "log.jsonl")
 	cmd, addr := startTap(t, io.Discard, "--upstream", up.URL, "--upstream-timeout", "500ms", "--log", log)
 	c := &http.Client{Timeout: time.Minute}
-	code, _, _ := post(t, c, "http://"+addr+"/", intercept)
+	code, _, _ := post(t, c, "http://"+addr+"/", interceptReq)
 	if code != 504 {
 		t.Errorf("hanging upstream: status %d, want 504", code)
 	}
 	reset.Store(true)
-	code, _, _ = post(t, c, "http://"+addr+"/", intercept)
+	code, _, _ = post(t, c, "http://"+addr+"/", interceptReq)
 	if code != 502 {
 		t.Errorf("resetting upstream: status %d, want 502", code)
 	}

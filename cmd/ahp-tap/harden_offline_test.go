@@ -334,7 +334,7 @@ func TestHTTPStderrNotReadDoesNotHoldRequests(t *testing.T) {
 	// From here stderr is not read.
 	c := &http.Client{Timeout: 30 * time.Second}
 	for i := range 1500 {
-		code, _, err := post(t, c, "http://"+addr+"/", intercept)
+		code, _, err := post(t, c, "http://"+addr+"/", interceptReq)
 		if err != nil || code != 502 {
 			t.Fatalf("request %d with stderr not read: %d %v, want 502", i, code, err)
 		}
@@ -354,4 +354,4 @@ func post(t *testing.T, c *http.Client, url, body string) (int, []byte, error) {
 	return resp.StatusCode, b, err
 }
 
-const intercept = `{"jsonrpc":"2.0","id":1,"method":"hooks/intercept","params":{"protocolVersion":"draft"}}`
+const interceptReq = `{"jsonrpc":"2.0","id":1,"method":"hooks/intercept","params":{"protocolVersion":"draft"}}`
