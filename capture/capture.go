@@ -242,6 +242,10 @@ const MaxLine = 128 << 20
 // A Reader reads a capture one record at a time, so that a replay holds
 // one record in memory rather than the whole file.
 type Reader struct {
+	// Damaged, when set, is told of each line that cannot be read, and
+	// Next goes on with the next line instead of returning the error.
+	Damaged func(*LineError)
+
 	br      *bufio.Reader
 	line    int  // number of the last line read
 	started bool // the header has been read
@@ -264,7 +268,19 @@ func (r *Reader) Next() (Item, error) {
 				return Item{}, ErrNotCapture
 			}
 			r.started = true
-			return parseLine(b, r.line)
+			it, perr := parseLine(b, r.line)
+			if perr == nil {
+				return it, nil
+			}
+			le := &LineError{Line: r.line, Err: perr}
+			if r.Damaged == nil {
+				return it, le
+			}
+			r.Damaged(le) // skip the damaged line and read on
+			if err != nil {
+				return Item{}, err // io.EOF after a damaged last line
+			}
+			continue
 		}
 		if err != nil {
 			return Item{}, err // io.EOF at the end
@@ -286,6 +302,16 @@ func (r *Reader) readLine() ([]byte, error) {
 		}
 	}
 }
+
+// A LineError is a record that could not be read: a damaged line. The
+// Reader can go on with the next line.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return e.Err.Error() }
+func (e *LineError) Unwrap() error { return e.Err }
 
 // IsHeader reports whether a line is a capture header record: a JSON
 // object with "type":"header". A file whose first line is not one is not a

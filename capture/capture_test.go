@@ -15,6 +15,7 @@ import (
 )
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "c.jsonl")
 	w, err := Create(path, Header{Tool: "ahp-tap test", Snapshot: "draft", Transport: tap.Stdio, Conn: "stdio:1",
 		RegistrationDoc: []byte(`{"hooks":[]}`), Hook: "h", Lifecycle: "persistent", TimeoutMs: 750})
@@ -82,6 +83,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestReadRejects(t *testing.T) {
+	t.Parallel()
 	if _, err := Read(strings.NewReader("{\"jsonrpc\":\"2.0\"}\n")); !errors.Is(err, ErrNotCapture) {
 		t.Errorf("Read(NDJSON) = %v, want ErrNotCapture", err)
 	}
@@ -105,8 +107,9 @@ func TestReadRejects(t *testing.T) {
 // TestConcurrentAppend: writers with their own descriptors (as per-event
 // processes have) appending to one capture never interleave inside a record.
 func TestConcurrentAppend(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "c.jsonl")
-	const writers, each = 8, 200
+	const writers, each = 8, 40
 	big := strings.Repeat("x", 16<<10) // records larger than a pipe buffer
 	var wg sync.WaitGroup
 	for g := range writers {
@@ -148,6 +151,7 @@ func TestConcurrentAppend(t *testing.T) {
 }
 
 func TestWriteErrorRemembered(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")
 	}

@@ -148,6 +148,10 @@ func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding
 		st.sent[tap.IDKey(req.ID)]++
 		return nil
 	}
+	if x := c.Exchange(); f.Truncated && x != nil && x.Request == f {
+		st.sent[x.Key]++ // a request read from its prefix: its copies may each be answered
+		return nil
+	}
 	m, ok := f.Msg.(*tap.Response)
 	if !ok || m.ID == nil {
 		return nil // BASE-1 reports a response without id
@@ -198,6 +202,11 @@ func (r answeredOnceRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 		}
 		st.reported[x] = true
 		lvl, outcome := tap.Error, tap.OutcomeUnanswered
+		switch {
+		case x.MaybeAnswered:
+			out = append(out, maybeAnswered(r.info, x))
+			continue
+		}
 		switch n.Kind {
 		case tap.NoteUpstreamFailure:
 			// An operational failure of the link, not a backend that kept
@@ -209,7 +218,11 @@ func (r answeredOnceRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 			lvl, outcome = tap.Info, tap.OutcomeAbandoned
 		}
 		x.Outcome = outcome
-		out = append(out, r.info.At(x.Request, lvl, "/id", "request id %s was never answered: %s", tap.IDText(x.Request.RPCID()), why))
+		fd := r.info.At(x.Request, lvl, "/id", "request id %s was never answered: %s", x.RPCIDText(), why)
+		if n.Kind != tap.NoteHarnessGone {
+			fd.Binds = tap.FromBackend // the harness's frame, the backend's duty
+		}
+		out = append(out, fd)
 	}
 	return out
 }
@@ -225,10 +238,25 @@ func (r answeredOnceRule) Finish(c *tap.Conversation) []tap.Finding {
 		if st.reported[x] {
 			continue
 		}
+		if x.MaybeAnswered {
+			out = append(out, maybeAnswered(r.info, x))
+			continue
+		}
 		x.Outcome = tap.OutcomeUnanswered
-		out = append(out, r.info.At(x.Request, 0, "/id", "request id %s was never answered before the stream ended", tap.IDText(x.Request.RPCID())))
+		fd := r.info.At(x.Request, 0, "/id", "request id %s was never answered before the stream ended", x.RPCIDText())
+		fd.Binds = tap.FromBackend // the harness's frame, the backend's duty
+		out = append(out, fd)
 	}
 	return out
+}
+
+// maybeAnswered is the info finding for a request no answer the tap could
+// read matched, while a backend frame audited only as a prefix (whose id
+// was cut off) may have been that answer: the tap cannot tell, so it does
+// not call it unanswered.
+func maybeAnswered(info tap.RuleInfo, x *tap.Exchange) tap.Finding {
+	x.Outcome = tap.OutcomeNotAudited
+	return info.At(x.Request, tap.Info, "/id", "request id %s got no answer ahp-tap could read; a backend frame it audited only as a truncated prefix may have been that answer (not judged)", x.RPCIDText())
 }
 
 // lateRule checks CORR-3 (AHP-FAIL-002): a response that arrives after the

@@ -29,6 +29,6 @@ func ExampleSession() {
 		fmt.Println(r.RPCID, r.Outcome, r.LatencyMs)
 	}
 	// Output:
-	// #2 backend error CORR-3: response came 2s after its request, later than the 1s deadline; the harness must ignore it and apply the failure policy
+	// #2 sent by backend: error CORR-3: response came 2s after its request, later than the 1s deadline; the harness must ignore it and apply the failure policy
 	// "e1" late 2000
 }

@@ -117,6 +117,8 @@ type Frame struct {
 	Truncated bool
 	// Size is the full size of the frame on the wire (len(Raw) unless Truncated).
 	Size int
+	// DirGuessed says Dir was guessed from the content (rules.GuessDirection).
+	DirGuessed bool
 
 	decoded bool
 	// BadUTF8 is set when Raw is not valid UTF-8 (BASE-1).

@@ -61,8 +61,10 @@ func TestReplayAndCheckStopOnSignals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(w, unsolicited, 2)
-		time.Sleep(1500 * time.Millisecond) // let it read the line; the FIFO stays open
+		for i := range 3000 { // more than the 64 KiB the input probe waits for
+			fmt.Fprintf(w, unsolicited, i+2)
+		}
+		time.Sleep(1500 * time.Millisecond) // let it read the lines; the FIFO stays open
 		cmd.Process.Signal(tc.sig)
 		waitWithin(t, cmd, 30*time.Second)
 		w.Close()
@@ -131,8 +133,8 @@ func TestFlagRanges(t *testing.T) {
 		{"http", "--upstream", "http://127.0.0.1:1", "--upstream-timeout", "1000h"},
 	} {
 		r := runTap(t, "", args...)
-		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "out of range") {
-			t.Errorf("ahp-tap %v: exit %d, stderr %q; want 2 and one out-of-range line", args, r.code, r.stderr)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("ahp-tap %v: exit %d, stderr %q; want 2 and a one-line reason", args, r.code, r.stderr)
 		}
 	}
 }

@@ -47,6 +47,8 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	maxAudit := fs.Int("max-audit-body", httpproxy.DefaultMaxAuditBody, "cap the audit copy of each body at `BYTES`; larger bodies are forwarded whole and reported unchecked (TAP-1)")
 	upTimeout := fs.Duration("upstream-timeout", httpproxy.DefaultUpstreamTimeout, "answer 504 when the upstream sends no response headers within `D`")
 	drain := fs.Duration("drain", httpproxy.DefaultDrain, "on SIGINT/SIGTERM, wait up to `D` for requests in flight")
+	console := fs.Bool("console", false, consoleHelp)
+	summary := fs.Bool("summary", isTerminal(m.Stderr), summaryHelp)
 	var otlpf otlpFlags
 	otlpf.register(fs)
 	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
@@ -175,10 +177,16 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	l.cfg.Transport = tap.HTTP
 	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow
 	var auditor *tap.Auditor
+	httpproxy.BuildVersion = version
 	metrics := httpproxy.NewMetrics(func() uint64 { return auditor.Dropped() })
+	metrics.ZeroFindings(checkIDs())
 	sink := tap.MultiSink{collector, metrics.Sink()}
 	if vlog != nil {
 		sink = append(sink, vlog)
+	}
+	con := openConsole(*console, m.Stderr)
+	if con != nil {
+		sink = append(sink, con)
 	}
 	others := sink // where the exporter reports the findings it lost
 	if otlpx != nil {
@@ -203,6 +211,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if mln != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", metrics.Handler())
+		mux.Handle("/healthz", metrics.HealthHandler())
 		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = msrv.Serve(mln) }()
 		fmt.Fprintf(m.diag(), "ahp-tap http: metrics on http://%s/metrics\n", mln.Addr())
@@ -243,6 +252,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	closeOTLP(otlpx, min(httpCloseTimeout, left()), others)
 	logErr := vlog.CloseWithin(left())
+	con.Close()
 	var capErr error
 	if cw != nil {
 		if !within(left(), func() { capErr = errors.Join(cw.Err(), cw.Close()) }) {
@@ -256,7 +266,10 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if vlog != nil {
 		s.LogDropped = vlog.Dropped()
 	}
-	_ = s.WriteText(m.diag())
+	s.FindingsTo = findingsTo(*logPath, vlog.Failed(), *console)
+	if *summary {
+		_ = s.WriteText(m.diag())
+	}
 	switch {
 	case serveErr != nil:
 		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", serveErr)}

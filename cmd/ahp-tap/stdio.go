@@ -30,6 +30,7 @@ type stdioFlags struct {
 	state     string
 	lifecycle string
 	summary   bool
+	console   bool
 	maxLine   int
 	queue     int
 	audit     bool
@@ -44,7 +45,8 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	fs.StringVar(&sf.capture, "capture", "", "append every frame to the capture at `PATH` (mode 0600; safe for concurrent per_event processes)")
 	fs.StringVar(&sf.state, "state", "", "share conversation state with other ahp-tap processes in `DIR` (per_event backends: retries across processes)")
 	fs.StringVar(&sf.lifecycle, "lifecycle", "", "backend lifecycle `persistent|per_event` when no --registration/--hook says it")
-	fs.BoolVar(&sf.summary, "summary", isTerminal(stderr), "print a summary on stderr at exit (default: when stderr is a terminal)")
+	fs.BoolVar(&sf.summary, "summary", isTerminal(stderr), summaryHelp)
+	fs.BoolVar(&sf.console, "console", false, consoleHelp+"; stderr is the backend's too")
 	fs.IntVar(&sf.maxLine, "max-audit-line", stdio.DefaultMaxAuditLine, "audit at most `BYTES` of one line (longer lines are forwarded whole and reported as not audited)")
 	fs.BoolVar(&sf.audit, "audit", true, "check the traffic; --audit=false only forwards (to compare overhead)")
 	fs.StringVar(&sf.priority, "audit-priority", string(stdio.PriorityLow), "CPU priority of auditing, `low|idle|normal`: low is nice 5; idle uses only spare CPU (lowest latency cost, more frames not audited under load); normal competes with forwarding")
@@ -65,6 +67,9 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	var sf stdioFlags
 	sf.register(fs, m.Stderr)
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
+		return err
+	}
+	if err := checkStdioValues(&sf); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -154,6 +159,8 @@ type stdioRun struct {
 	log       *report.Log
 	capture   *capture.Writer
 	collector *report.Collector
+	console   *report.Console
+	sf        *stdioFlags
 	diag      io.Writer // ahp-tap's own one-line notices (stderr)
 	otlp      *otlpexport.Exporter
 	closed    bool
@@ -190,7 +197,7 @@ func (sf *stdioFlags) validate() error {
 }
 
 func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio.Priority) (*stdioRun, error) {
-	r := &stdioRun{collector: &report.Collector{Limit: 1}, diag: m.diag()}
+	r := &stdioRun{collector: &report.Collector{Limit: 1}, diag: m.diag(), sf: sf}
 	x, err := sf.otlp.open(sf.capture, m.diag())
 	if err != nil {
 		return nil, err
@@ -208,6 +215,9 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		cfg.Events = st
 	}
 	sinks := tap.MultiSink{r.collector}
+	if r.console = openConsole(sf.console, m.Stderr); r.console != nil {
+		sinks = append(sinks, r.console)
+	}
 	if sf.log != "" {
 		// A log that cannot be opened never keeps the backend from
 		// running: the harness depends on it, the log is an aid.
@@ -281,6 +291,7 @@ func (r *stdioRun) closeWithin(d time.Duration) {
 	deadline := time.Now().Add(d)
 	closeOTLP(r.otlp, min(stdioCloseTimeout, d), tap.MultiSink{r.collector, r.log})
 	r.log.CloseWithin(max(time.Until(deadline), time.Millisecond))
+	r.console.Close()
 	if r.capture != nil {
 		// Capture writes never disturb traffic; a failure is told once.
 		// Close waits for a write in progress, so it runs bounded.
@@ -319,6 +330,7 @@ func (r *stdioRun) writeSummary(w io.Writer, res stdio.Result) {
 	s.NotAudited = res.NotAudited
 	s.LogDropped = r.log.Dropped()
 	s.NotPossible = notPossible(r.session.NotChecked())
+	s.FindingsTo = findingsTo(r.sf.log, r.log.Failed(), r.sf.console)
 	how := fmt.Sprintf("exited with status %d", res.ExitCode)
 	if res.Signal != 0 {
 		how = "was killed by " + res.Signal.String()
