@@ -98,10 +98,6 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 // the findings so far are kept.
 var errInterrupted = errors.New("interrupted")
 
-// errAbandoned: interrupted while a read blocked; the file's findings are
-// lost.
-var errAbandoned = errors.New("interrupted during a read")
-
 // maxReplayLine caps the audited prefix of one line of a replayed stream,
 // as the live taps cap theirs (issue 8 item 9): a longer line is audited
 // as a truncated prefix (TAP-1) and the rest streams past.
