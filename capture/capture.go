@@ -49,6 +49,11 @@ type Header struct {
 	// RegistrationDoc is the registration document of the live run, so
 	// that a replay judges dispatch and deadlines as the live run did.
 	RegistrationDoc json.RawMessage `json:"registrationDoc,omitempty"`
+	// EndRecord says the writer of this segment closes it with an end
+	// note (kind "end"); a segment that promises one and lacks it was cut
+	// off: its writer was killed (TAP-1 on replay). Captures written
+	// before end records existed do not promise one.
+	EndRecord bool `json:"endRecord,omitempty"`
 }
 
 // A Record is one line of a capture after the header: a frame or a note.
@@ -119,10 +124,11 @@ func (r Record) Frame() (*tap.Frame, error) {
 // record. A Writer is safe for concurrent use. Write errors are remembered,
 // not returned to the caller on the audit path: see Err.
 type Writer struct {
-	mu  sync.Mutex // guards f, err and buf
-	f   *os.File
-	buf bytes.Buffer
-	err error // first write error
+	mu   sync.Mutex // guards f, err and buf
+	f    *os.File
+	buf  bytes.Buffer
+	err  error  // first write error
+	conn string // the segment's conn, for its end record
 
 	notice string // set by Create, then read-only
 }
@@ -137,8 +143,8 @@ func Create(path string, h Header) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{f: f, notice: notice}
-	h.Type, h.Format, h.Version = "header", Format, Version
+	w := &Writer{f: f, conn: h.Conn, notice: notice}
+	h.Type, h.Format, h.Version, h.EndRecord = "header", Format, Version, true
 	if h.Started.IsZero() {
 		h.Started = time.Now().UTC()
 	}
@@ -167,6 +173,9 @@ func (w *Writer) write(v any) error {
 	if w.err != nil {
 		return w.err
 	}
+	if w.f == nil {
+		return os.ErrClosed
+	}
 	w.buf.Reset()
 	enc := json.NewEncoder(&w.buf)
 	enc.SetEscapeHTML(false)
@@ -188,8 +197,11 @@ func (w *Writer) Err() error {
 	return w.err
 }
 
-// Close closes the file. It is idempotent.
+// Close writes the segment's end record (a note of kind "end": the
+// writer was not killed) and closes the file. It is idempotent.
 func (w *Writer) Close() error {
+	now := time.Now().UTC()
+	_ = w.write(Record{Type: "note", Time: now, Conn: w.conn, Note: &tap.Note{Kind: tap.NoteEnd, Time: now, Conn: w.conn}})
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.f == nil {

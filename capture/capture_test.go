@@ -50,11 +50,11 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(items) != len(frames)+2 {
-		t.Fatalf("Read() = %d items, want %d", len(items), len(frames)+2)
+	if len(items) != len(frames)+3 {
+		t.Fatalf("Read() = %d items, want %d (header, frames, note, end record)", len(items), len(frames)+3)
 	}
 	h := items[0].Header
-	if h == nil || h.Format != Format || h.Version != Version || h.Conn != "stdio:1" || h.TimeoutMs != 750 || string(h.RegistrationDoc) != `{"hooks":[]}` {
+	if h == nil || h.Format != Format || h.Version != Version || h.Conn != "stdio:1" || h.TimeoutMs != 750 || string(h.RegistrationDoc) != `{"hooks":[]}` || !h.EndRecord {
 		t.Errorf("header = %+v", h)
 	}
 	for i, f := range frames {
@@ -77,8 +77,11 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("frame %d HTTP = %+v, want %+v", i+1, g.HTTP, f.HTTP)
 		}
 	}
-	if n := items[len(items)-1].Note; n == nil || *n != note {
+	if n := items[len(items)-2].Note; n == nil || *n != note {
 		t.Errorf("note = %+v, want %+v", n, note)
+	}
+	if n := items[len(items)-1].Note; n == nil || n.Kind != tap.NoteEnd || n.Conn != "stdio:1" {
+		t.Errorf("last record = %+v, want the end record of conn stdio:1", n)
 	}
 }
 

@@ -58,6 +58,7 @@ type exchange struct {
 
 func (p *Proxy) newExchange(r *http.Request, conn, upstream string) *exchange {
 	p.creds.add(r.Header)
+	p.creds.addURL(r.URL)
 	x := &exchange{p: p, conn: conn, start: time.Now(), httpVerb: r.Method}
 	x.req.limit, x.resp.limit = p.maxAudit, p.maxAudit
 	x.reqEOF = r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0
@@ -68,9 +69,9 @@ func (p *Proxy) newExchange(r *http.Request, conn, upstream string) *exchange {
 	}
 	x.reqMeta = &tap.HTTPMeta{
 		Method:             r.Method,
-		URL:                p.creds.redactString(r.URL.Redacted()),
+		URL:                p.creds.redactURL(r.URL),
 		Header:             p.creds.metaHeader(r.Header),
-		Upstream:           p.creds.redactString(upstream),
+		Upstream:           p.creds.redactURLString(upstream),
 		AuthorizationCount: len(r.Header.Values("Authorization")),
 	}
 	return x

@@ -64,6 +64,12 @@ type Config struct {
 	Metrics *Metrics
 	// Log is the diagnostic log (zero value: nothing).
 	Log zerolog.Logger
+	// Redact says which headers and query parameters are redacted besides
+	// the Authorization credential (zero value: the defaults).
+	Redact Redaction
+	// MaxCredentials bounds how many credentials are remembered for
+	// redaction (0: DefaultMaxCredentials).
+	MaxCredentials int
 }
 
 // A Proxy forwards AHP traffic and feeds the auditor. It is an
@@ -83,6 +89,7 @@ type Proxy struct {
 	conns atomic.Uint64            // numbers accepted connections
 	bufs  sync.Pool                // *[]byte copy buffers for reverse-mode responses
 	certs certStore                // MITM leaf certificates by host
+	bg    sync.WaitGroup           // audit facts handed over off the request path; Serve waits for them
 }
 
 type connKey struct{}
@@ -119,6 +126,17 @@ func New(cfg Config) (*Proxy, error) {
 	timeout := cfg.UpstreamTimeout
 	if timeout <= 0 {
 		timeout = DefaultUpstreamTimeout
+	}
+	p.creds.configure(cfg.Redact, cfg.MaxCredentials)
+	p.creds.forgotten = func(max int) {
+		// Off the request path: Note waits for room in the audit queue.
+		// Serve waits for it before returning, so the fact is not lost.
+		p.bg.Add(1)
+		go func() {
+			defer p.bg.Done()
+			p.auditor.Note(tap.Note{Kind: tap.NoteForgotten, Time: time.Now(), Detail: fmt.Sprintf(
+				"ahp-tap remembers at most %d credentials for redaction and has begun to forget the oldest: one of those appearing in a body from now on is neither redacted nor reported (AUTH-1)", max)})
+		}()
 	}
 	p.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	p.tr = &http.Transport{
@@ -226,6 +244,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	<-errc
 	p.tr.CloseIdleConnections()
+	p.bg.Wait()
 	return nil
 }
 

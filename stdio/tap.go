@@ -71,7 +71,10 @@ type Config struct {
 	// pure forwarding. Engine, Sink and Recorder are the older way: one
 	// engine, its sink and recorder. Queue is the depth of the audit queue
 	// in frames (0: tap.DefaultQueue).
-	Session  *tap.Session
+	Session *tap.Session
+	// Mirror, when set, takes the audit copies and notes instead of a
+	// Session: they go to an audit process (mirror.go).
+	Mirror   Mirror
 	Engine   *tap.Engine
 	Sink     tap.Sink
 	Recorder tap.Recorder
@@ -299,9 +302,10 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			code = 127
 		}
-		if t.aud != nil {
-			t.aud.Note(tap.Note{Kind: tap.NoteUpstreamFailure, Time: time.Now(), Conn: t.cfg.Conn,
-				Detail: fmt.Sprintf("the backend could not be started: %v", err)})
+		failed := tap.Note{Kind: tap.NoteUpstreamFailure, Time: time.Now(), Conn: t.cfg.Conn,
+			Detail: fmt.Sprintf("the backend could not be started: %v", err)}
+		if !t.mirror(failed) && t.aud != nil {
+			t.aud.Note(failed)
 			t.aud.Close()
 		}
 		return res, &StartError{Err: err, Code: code}
@@ -321,10 +325,10 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 		// watchdog is for the case where Run never gets there.
 		defer disarm()
 	}
-	if t.aud != nil {
+	start := tap.Note{Kind: tap.NoteStart, Time: time.Now(), Conn: t.cfg.Conn, Detail: fmt.Sprintf("pid %d", cmd.Process.Pid)}
+	if !t.mirror(start) && t.aud != nil {
 		// Notes go through the auditor in order; nothing else is queued yet.
-		t.aud.Note(tap.Note{Kind: tap.NoteStart, Time: time.Now(), Conn: t.cfg.Conn,
-			Detail: fmt.Sprintf("pid %d", cmd.Process.Pid)})
+		t.aud.Note(start)
 	}
 	go t.feed()
 
@@ -400,6 +404,7 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 	}
 	// The harness side may still be blocked reading our stdin; its EOF
 	// note, if it came, is already queued in order.
+	t.mirror(exit)
 	select {
 	case t.chunks <- chunk{note: &exit}:
 	case <-t.giveUp:
@@ -579,6 +584,10 @@ func (c *copier) stats() DirStats {
 // queue is full the copy is dropped and counted, and the splitter is told
 // to resynchronise at the next newline.
 func (t *Tap) audit(dir tap.Direction, p []byte) {
+	if t.cfg.Mirror != nil {
+		t.cfg.Mirror.Chunk(dir, time.Now(), p)
+		return
+	}
 	if t.aud == nil {
 		return
 	}
@@ -638,7 +647,7 @@ func putChunk(b *[]byte) {
 // eof queues the end of dir's stream. It may wait for room (forwarding in
 // that direction is over), but not past the shutdown bound.
 func (t *Tap) eof(dir tap.Direction) {
-	if t.aud == nil {
+	if t.mirror(tap.Note{Kind: tap.NoteEOF, Time: time.Now(), Conn: t.cfg.Conn, Dir: dir}) || t.aud == nil {
 		return
 	}
 	t.closeMu.RLock()

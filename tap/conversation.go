@@ -191,6 +191,7 @@ type Conversation struct {
 	curCorr   Correlation
 	prior     *EventRecord // the earlier sighting of the current frame's event
 	ruleState map[string]any
+	last      time.Time // time of the latest frame or note
 	// analysisIndex and results hold the analyses of the engine and
 	// what each computed for the frame being checked (Result).
 	analysisIndex map[*Analysis]int
@@ -241,6 +242,10 @@ func newConversation(cfg Config) *Conversation {
 // (nil for an unsolicited or duplicate response, and for notifications).
 func (c *Conversation) Exchange() *Exchange { return c.cur }
 
+// LastTime is the time of the latest frame or note seen: the end of the
+// stream, for deadlines judged at its end (CORR-3).
+func (c *Conversation) LastTime() time.Time { return c.last }
+
 // Correlation says how the response being checked relates to earlier requests.
 func (c *Conversation) Correlation() Correlation { return c.curCorr }
 
@@ -285,6 +290,9 @@ func (c *Conversation) SubscriptionFor(eventType, mode string) *Value {
 // begin correlates f before the rules run.
 func (c *Conversation) begin(f *Frame) {
 	c.cur, c.curCorr, c.prior, c.unjudged = nil, NotAResponse, nil, nil
+	if !f.Time.IsZero() {
+		c.last = f.Time
+	}
 	if f.Truncated {
 		c.beginTruncated(f)
 		return

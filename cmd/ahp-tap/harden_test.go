@@ -282,8 +282,10 @@ func TestStdioFilesAreNotFollowedOrLeftOpen(t *testing.T) {
 	stderr.Reset()
 	cmd.Stderr = &stderr
 	cmd.Run()
-	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(stderr.String(), "writable by every user") {
-		t.Errorf("world-writable --state: exit %d, stderr %q; want 2 and the reason", code, stderr.String())
+	// The audit process refuses it (the backend still runs: the state is
+	// an aid to auditing, never a reason to disturb traffic).
+	if !strings.Contains(stderr.String(), "writable by every user") {
+		t.Errorf("world-writable --state: exit %d, stderr %q; want the refusal", cmd.ProcessState.ExitCode(), stderr.String())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,15 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	maxAudit := fs.Int("max-audit-body", httpproxy.DefaultMaxAuditBody, "cap the audit copy of each body at `BYTES`; larger bodies are forwarded whole and reported unchecked (TAP-1)")
 	upTimeout := fs.Duration("upstream-timeout", httpproxy.DefaultUpstreamTimeout, "answer 504 when the upstream sends no response headers within `D`")
 	drain := fs.Duration("drain", httpproxy.DefaultDrain, "on SIGINT/SIGTERM, wait up to `D` for requests in flight")
+	var redact httpproxy.Redaction
+	fs.Func("redact-header", "also redact the values of header `NAME` in captures and logs, and find them in bodies like a bearer token (repeatable)", func(v string) error {
+		if v == "" || strings.ContainsAny(v, " \t:") {
+			return fmt.Errorf("%q is not a header name", v)
+		}
+		redact.Headers = append(redact.Headers, v)
+		return nil
+	})
+	fs.BoolVar(&redact.NoDefaults, "no-redact", false, "record Cookie, Set-Cookie, X-Api-Key, Proxy-Authorization and credential query parameters as they are (the Authorization credential is always redacted)")
 	console := fs.Bool("console", false, consoleHelp)
 	summary := fs.Bool("summary", isTerminal(m.Stderr), summaryHelp)
 	var otlpf otlpFlags
@@ -59,7 +69,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("http: unexpected argument %q", fs.Arg(0))
 	}
-	cfg := httpproxy.Config{Forward: *forward, MaxAuditBody: *maxAudit, UpstreamTimeout: *upTimeout, Drain: *drain}
+	cfg := httpproxy.Config{Forward: *forward, MaxAuditBody: *maxAudit, UpstreamTimeout: *upTimeout, Drain: *drain, Redact: redact}
 	switch {
 	case *forward && *upstream != "":
 		return usageError("http: give --upstream (reverse mode) or --forward, not both")

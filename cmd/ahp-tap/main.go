@@ -234,6 +234,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runTail(ctx, rest)
 	case "stdio":
 		return m.runStdio(ctx, rest)
+	case auditWorkerCommand: // auditworker.go: not for people
+		return m.runAuditProcess(ctx, rest)
 	case "demo":
 		return m.runDemo(ctx, rest)
 	case "example-backend":

@@ -37,6 +37,7 @@ type stdioFlags struct {
 	priority  string
 	drain     time.Duration
 	otlp      otlpFlags
+	conn      string // the link's name ("": stdio:<this pid>); set in the audit process
 }
 
 func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
@@ -97,7 +98,7 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 		// forwarding loops one at all times, and the kernel arbitrates.
 		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 2)
 	}
-	run, err := m.prepareStdio(&sf, l, fs.Args(), prio)
+	run, err := m.prepareSplit(&sf, l, stdioFlagArgs(args, fs.NArg()), fs.Args(), prio) // auditworker.go
 	if err != nil {
 		return err
 	}
@@ -127,6 +128,9 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	// ctx is cancelled by the first SIGINT/SIGTERM in main; the backend
 	// decides what that signal means, so it must not stop the tap.
 	res, err := run.tap.Run(context.WithoutCancel(ctx))
+	if run.audit != nil {
+		run.audit.end(res) // auditworker.go: bounded
+	}
 	var se *stdio.StartError
 	if errors.As(err, &se) {
 		run.close()
@@ -138,7 +142,7 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	}
 	// The sinks get what is left of the shutdown bound.
 	run.closeWithin(max(time.Until(res.Deadline), minSinkClose))
-	if sf.summary {
+	if sf.summary && run.audit == nil { // the audit process writes it
 		run.writeSummary(m.diag(), res)
 	}
 	if res.Signal != 0 {
@@ -161,7 +165,8 @@ type stdioRun struct {
 	collector *report.Collector
 	console   *report.Console
 	sf        *stdioFlags
-	diag      io.Writer // ahp-tap's own one-line notices (stderr)
+	audit     *auditLink // the audit process, when auditing happens there
+	diag      io.Writer  // ahp-tap's own one-line notices (stderr)
 	otlp      *otlpexport.Exporter
 	closed    bool
 }
@@ -227,7 +232,10 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	if r.otlp != nil {
 		sinks = append(sinks, r.otlp)
 	}
-	conn := fmt.Sprintf("stdio:%d", os.Getpid())
+	conn := sf.conn
+	if conn == "" {
+		conn = fmt.Sprintf("stdio:%d", os.Getpid())
+	}
 	var rec tap.Recorder
 	if sf.capture != "" {
 		h := capture.Header{
