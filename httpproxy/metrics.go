@@ -31,7 +31,7 @@ var BuildVersion = "unknown"
 
 // FailureCauses are the cause labels of ahp_tap_upstream_failures_total
 // (see classify); each series exists from the start, at zero.
-var FailureCauses = []string{"refused", "reset", "timeout", "tls_verification", "dns", "closed", "other"}
+var FailureCauses = []string{"refused", "reset", "timeout", "tls_verification", "dns", "closed", "bad_response", "other"}
 
 // NewMetrics builds the metrics. dropped, when not nil, reports the audit
 // copies the auditor dropped so far.

@@ -204,7 +204,8 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		metrics.Register(otlpx.Collectors()...)
 	}
 	session := l.session(l.cfg, sink, rec, "", 0) // reports the registration's findings
-	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue})
+	// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
+	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue, Begin: httpproxy.LowerAuditPriority})
 	cfg.Auditor, cfg.Metrics = auditor, metrics
 	proxy, err := httpproxy.New(cfg)
 	if err != nil {
