@@ -316,7 +316,8 @@ func (m *Main) prepareSplit(sf *stdioFlags, l *loaded, flagArgs, argv []string, 
 		Command: argv[0], Args: argv[1:],
 		Stdin: m.Stdin, Stdout: m.Stdout, Stderr: m.Stderr,
 		Mirror: link.mirror, MaxAuditLine: sf.maxLine, Conn: conn,
-		Hash: sf.summary, Diag: m.Stderr, AuditPriority: prio,
+		Hash: sf.summary, Diag: m.diag(), AuditPriority: prio,
+		Drain: sf.drain, Watchdog: watchdogArgv(), // issue 8 items 3, 10
 	})
 	return r, nil
 }
