@@ -7,30 +7,6 @@ import (
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
-// effectsAtBoundary lists the effect types allowed at each interceptable
-// event (§4.3, capabilities.schema per-boundary definitions).
-var effectsAtBoundary = map[string][]string{
-	"session.start":            {"inject", "message"},
-	"config.change.before":     {"deny", "message"},
-	"turn.start":               {"deny", "modify", "inject", "flow", "message"},
-	"turn.finish.before":       {"modify", "flow", "message"},
-	"model.request.before":     {"deny", "modify", "inject", "return", "flow", "message"},
-	"model.response.after":     {"modify", "flow", "message"},
-	"model.switch.before":      {"deny", "flow", "message"},
-	"tool.before":              {"deny", "allow", "ask", "modify", "inject", "flow", "return", "message"},
-	"tool.after":               {"modify", "inject", "flow", "message"},
-	"tool.permission.request":  {"allow", "deny", "modify", "flow", "message"},
-	"tool.batch.after":         {"flow", "inject", "message"},
-	"context.compact.before":   {"deny", "modify", "return", "inject", "message"},
-	"context.compact.after":    {"inject", "modify", "message"},
-	"task.change.before":       {"deny", "message"},
-	"user.elicitation.request": {"deny", "return", "message"},
-	"user.elicitation.result":  {"modify", "message"},
-	"user.message.inbound":     {"deny", "modify", "message"},
-	"user.message.outbound":    {"deny", "modify", "message"},
-	"workspace.change.before":  {"deny", "modify", "message"},
-}
-
 // continueAllowed lists the only events where flow continue may be
 // returned (capability-auth prose bounds, §4.3).
 var continueAllowed = map[string]bool{"turn.finish.before": true, "tool.after": true}
@@ -78,7 +54,8 @@ func authorityProblems(x *tap.Exchange, result *tap.Value) []problem {
 	caps := x.Capabilities
 	advertised := textSet(caps.Get("effects"))
 	evType, _ := x.Event.Get("type").Text()
-	allowed, boundaryKnown := effectsAtBoundary[evType]
+	b, boundaryKnown := boundaries[evType]
+	allowed := b.effects
 	for i, e := range result.Get("effects").Elems() {
 		t, ok := e.Get("type").Text()
 		if !ok {

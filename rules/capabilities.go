@@ -20,41 +20,6 @@ func capabilityRules() []tap.Rule {
 	}
 }
 
-// coreEffects are the effect types AHP defines (§4.1).
-var coreEffects = []string{"deny", "allow", "ask", "modify", "message", "return", "flow", "inject"}
-
-// A boundary says what an interceptable event allows (§4.3).
-type boundary struct {
-	effects []string
-	target  string   // the modify target, "" for none
-	flowOps []string // flow operations
-}
-
-var boundaries = map[string]boundary{
-	"session.start":            {effects: []string{"inject", "message"}},
-	"config.change.before":     {effects: []string{"deny", "message"}},
-	"turn.start":               {effects: []string{"deny", "modify", "inject", "flow", "message"}, target: "prompt", flowOps: []string{"stop"}},
-	"turn.finish.before":       {effects: []string{"modify", "flow", "message"}, target: "response", flowOps: []string{"stop", "continue"}},
-	"model.request.before":     {effects: []string{"deny", "modify", "inject", "return", "flow", "message"}, target: "request", flowOps: []string{"stop"}},
-	"model.response.after":     {effects: []string{"modify", "flow", "message"}, target: "response", flowOps: []string{"stop"}},
-	"model.switch.before":      {effects: []string{"deny", "flow", "message"}, flowOps: []string{"stop"}},
-	"tool.before":              {effects: []string{"deny", "allow", "ask", "modify", "inject", "flow", "return", "message"}, target: "input", flowOps: []string{"stop"}},
-	"tool.after":               {effects: []string{"modify", "inject", "flow", "message"}, target: "output", flowOps: []string{"stop", "continue"}},
-	"tool.permission.request":  {effects: []string{"allow", "deny", "modify", "flow", "message"}, target: "input", flowOps: []string{"stop"}},
-	"tool.batch.after":         {effects: []string{"flow", "inject", "message"}, flowOps: []string{"stop"}},
-	"context.compact.before":   {effects: []string{"deny", "modify", "return", "inject", "message"}, target: "instructions"},
-	"context.compact.after":    {effects: []string{"inject", "modify", "message"}, target: "summary"},
-	"task.change.before":       {effects: []string{"deny", "message"}},
-	"user.elicitation.request": {effects: []string{"deny", "return", "message"}},
-	"user.elicitation.result":  {effects: []string{"modify", "message"}, target: "content"},
-	"user.message.inbound":     {effects: []string{"deny", "modify", "message"}, target: "prompt"},
-	"user.message.outbound":    {effects: []string{"deny", "modify", "message"}, target: "content"},
-	"workspace.change.before":  {effects: []string{"deny", "modify", "message"}, target: "workspace"},
-}
-
-// modifyTargets are the targets a modify effect can name (§4.1).
-var modifyTargets = []string{"input", "output", "prompt", "request", "response", "content", "instructions", "summary", "workspace"}
-
 // interceptCapabilityProblems checks params.capabilities of a hooks/intercept
 // request whose params are at ptr.
 func interceptCapabilityProblems(params *tap.Value, ptr string) []problem {

@@ -20,22 +20,29 @@ import (
 // evaluation finds inside modify values.
 func contentRules() []tap.Rule {
 	return []tap.Rule{
-		analysisRule{info: info("EDIT-1/messages", "EDIT-1", "model, turn and context items are canonical message lists"), analyse: contentAnalysis},
-		analysisRule{info: info("EDIT-2/parts", "EDIT-2", "content parts are closed text or attachment variants; metadata, omit and gap views carry no text or body"), analyse: contentAnalysis},
+		contentRule{info("EDIT-1/messages", "EDIT-1", "model, turn and context items are canonical message lists")},
+		contentRule{info("EDIT-2/parts", "EDIT-2", "content parts are closed text or attachment variants; metadata, omit and gap views carry no text or body")},
 	}
 }
 
-// contentAnalysis is every problem of a frame that the content rules may
-// report: the shape walk's, and the edit evaluation's (a content fault
-// inside a modify value carries the content check, as it would in an
-// event). Each analysis is computed once per frame.
-func contentAnalysis(c *tap.Conversation, f *tap.Frame) []problem {
-	shaped := frameProblems(c, f)
-	edited := editAnalysis(c, f)
-	if len(edited) == 0 {
-		return shaped
+// A contentRule reports its check's problems from both analyses that find
+// content faults: the shape walk's, and the edit evaluation's (a content
+// fault inside a modify value carries the content check, as it would in
+// an event). Each analysis is computed once per frame.
+type contentRule struct{ info tap.RuleInfo }
+
+func (r contentRule) Info() tap.RuleInfo { return r.info }
+
+func (r contentRule) Requires() []*tap.Analysis {
+	return []*tap.Analysis{shapeAnalysis, editAnalysis}
+}
+
+func (r contentRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
+	var out []tap.Finding
+	for _, a := range r.Requires() {
+		out = append(out, analysisRule{info: r.info, analysis: a}.Check(c, f)...)
 	}
-	return append(shaped[:len(shaped):len(shaped)], edited...)
+	return out
 }
 
 // messageRoles are the canonical roles (§8).

@@ -8,13 +8,11 @@ import (
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
-// correlationRules returns the outcome rule first: CORR-3 overrides the
-// outcome of a late response, and later families (EFF-1, EDIT-7) may mark a
-// response invalid.
+// correlationRules returns the correlation checks. How an exchange ends
+// (its outcome) is an analysis the engine computes before any rule runs,
+// so no rule's order matters.
 func correlationRules() []tap.Rule {
 	return []tap.Rule{
-		outcomeRule{info("CORR-2/outcome", "CORR-2",
-			"records how each answered exchange ended (no effect, deny, effects, error, invalid); reports nothing")},
 		idEqualsEventRule{info("CORR-1/id-event", "CORR-1",
 			"the JSON-RPC id of hooks/intercept equals params.event.id")},
 		answeredOnceRule{info("CORR-2/answered-once", "CORR-2",
@@ -26,24 +24,25 @@ func correlationRules() []tap.Rule {
 	}
 }
 
-// outcomeRule records on the Exchange how a matched response ends it, in
-// the AHP Inspector's words: an empty effect list is no_effect (not
-// "allow"), an accepted deny is explicit_deny. BASE-6 reads the outcome of
-// an event's earlier delivery from the EventStore, where the conversation
-// copies it. It reports nothing itself.
-type outcomeRule struct{ info tap.RuleInfo }
-
-func (r outcomeRule) Info() tap.RuleInfo { return r.info }
-
-func (r outcomeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
+// outcomeAnalysis records on the Exchange how a matched response ends it,
+// in the AHP Inspector's words: an empty effect list is no_effect (not
+// "allow"), an accepted deny is explicit_deny, a response after the
+// deadline is late whatever it says. BASE-6 reads the outcome of an
+// event's earlier delivery from the EventStore, where the conversation
+// copies it. Its result is the outcome ("" for frames that end nothing).
+var outcomeAnalysis = &tap.Analysis{Name: "outcome", Run: func(c *tap.Conversation, f *tap.Frame) any {
 	m, ok := f.Msg.(*tap.Response)
 	x := c.Exchange()
 	if !ok || x == nil || c.Correlation() != tap.Matched {
-		return nil
+		return ""
 	}
-	x.Outcome = judgeOutcome(c, x, m)
-	return nil
-}
+	if _, late := lateBy(x, f); late {
+		x.Outcome = tap.OutcomeLate
+	} else {
+		x.Outcome = judgeOutcome(c, x, m)
+	}
+	return x.Outcome
+}}
 
 // judgeOutcome classifies a response to x. A result the harness must reject
 // (wrong version, no effects list, an effect that is not an object of a
@@ -138,8 +137,9 @@ func (r answeredOnceRule) state(c *tap.Conversation) *answeredOnceState {
 	}).(*answeredOnceState)
 }
 
+func (r answeredOnceRule) Requires() []*tap.Analysis { return []*tap.Analysis{answersAnalysis} }
+
 func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
-	trackNotifications(c, f) // shared with BASE-7, whichever runs first
 	if c.Partial {
 		return nil
 	}
@@ -162,7 +162,7 @@ func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding
 		prev := c.Answered(key)
 		return []tap.Finding{r.info.At(f, 0, "/id", "response id %s answers a request that was already answered (#%d); every request is answered exactly once", tap.IDText(m.ID), prev.Response.Seq)}
 	case tap.Unsolicited:
-		if notificationAnswered(c, f) || malformedAnswered(c, f) {
+		if a := answersOf(c); a.notification || a.malformed {
 			return nil // BASE-7 reports answers to notifications; a null-id error answers an unparseable message
 		}
 		return []tap.Finding{r.info.At(f, 0, "/id", "response id %s matches no request that was sent; a response must carry the id of a pending request", tap.IDText(m.ID))}
@@ -239,22 +239,14 @@ type lateRule struct{ info tap.RuleInfo }
 
 func (r lateRule) Info() tap.RuleInfo { return r.info }
 
+func (r lateRule) Requires() []*tap.Analysis { return []*tap.Analysis{outcomeAnalysis} }
+
 func (r lateRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
+	if c.Result(outcomeAnalysis) != tap.OutcomeLate {
+		return nil
+	}
 	x := c.Exchange()
-	if _, ok := f.Msg.(*tap.Response); !ok || x == nil || c.Correlation() != tap.Matched || x.Deadline <= 0 {
-		return nil
-	}
-	if x.Method != methodIntercept {
-		return nil // AHP-FAIL-002 bounds interception; discovery has no deadline
-	}
-	if f.Time.IsZero() || x.Request.Time.IsZero() {
-		return nil
-	}
-	took := f.Time.Sub(x.Request.Time)
-	if took <= x.Deadline {
-		return nil
-	}
-	x.Outcome = tap.OutcomeLate
+	took, _ := lateBy(x, f)
 	return []tap.Finding{r.info.At(f, 0, "", "response came %v after its request, later than the %v deadline; the harness must ignore it and apply the failure policy", took.Round(time.Millisecond), x.Deadline)}
 }
 
@@ -288,3 +280,14 @@ func (r portableIDRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 // maxSafeInteger is 2^53−1, the largest integer every IEEE 754 double
 // (a JavaScript number) holds exactly.
 const maxSafeInteger = 1<<53 - 1
+
+// lateBy returns how long response f took to answer x, and whether that
+// is after x's deadline (AHP-FAIL-002 bounds interception; discovery has
+// no deadline, and neither has an exchange without known times).
+func lateBy(x *tap.Exchange, f *tap.Frame) (took time.Duration, late bool) {
+	if x.Deadline <= 0 || x.Method != methodIntercept || f.Time.IsZero() || x.Request.Time.IsZero() {
+		return 0, false
+	}
+	took = f.Time.Sub(x.Request.Time)
+	return took, took > x.Deadline
+}

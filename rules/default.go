@@ -13,6 +13,19 @@ type Options struct {
 	Spec *Spec
 }
 
+// Set is ahp-tap's rule set for a tap.Session: Default(opts) for each
+// engine, and the registration judged by RegistrationFindingsFor and, with
+// --spec, by the upstream schema.
+func Set(opts Options) tap.RuleSet { return ruleSet{opts} }
+
+type ruleSet struct{ opts Options }
+
+func (s ruleSet) Rules() []tap.Rule { return Default(s.opts) }
+
+func (s ruleSet) Registration(doc *tap.Value, snapshot string) []tap.Finding {
+	return append(RegistrationFindingsFor(doc, snapshot), s.opts.Spec.RegistrationFindings(doc)...)
+}
+
 // Default builds ahp-tap's rule set, one family per file. Rule IDs are
 // unique; a duplicate panics here, at construction.
 func Default(opts Options) []tap.Rule {
@@ -39,6 +52,7 @@ func Default(opts Options) []tap.Rule {
 	} {
 		all = append(all, family...)
 	}
+	tap.VerifyAnalyses(all) // a problem no rule reports panics here, not silently
 	seen := make(map[string]bool)
 	for _, r := range all {
 		id := r.Info().ID

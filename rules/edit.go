@@ -27,13 +27,13 @@ func editRules() []tap.Rule {
 
 // editRule reports one check's problems from the shared edit analysis of
 // a frame (see editAnalysis).
-func editRule(ri tap.RuleInfo) tap.Rule { return analysisRule{info: ri, analyse: editAnalysis} }
+func editRule(ri tap.RuleInfo) tap.Rule { return analysisRule{info: ri, analysis: editAnalysis} }
 
-// editAnalysis analyses f once per conversation and frame and returns the
-// problems of every EDIT-3…EDIT-8 check.
-func editAnalysis(c *tap.Conversation, f *tap.Frame) []problem {
-	return memoized(c, "edit/frame", f, analyseEdits)
-}
+// editAnalysis evaluates each frame's edits once and finds the problems of
+// every EDIT-3…EDIT-8 check; it reads the shape walk so as not to repeat
+// its problems.
+var editAnalysis = problemAnalysis("edit", []string{"EDIT-1", "EDIT-2", "EDIT-3", "EDIT-4", "EDIT-5", "EDIT-6", "EDIT-7", "EDIT-8"},
+	[]*tap.Analysis{shapeAnalysis}, analyseEdits)
 
 func analyseEdits(c *tap.Conversation, f *tap.Frame) []problem {
 	if f.Truncated || f.Tree == nil {

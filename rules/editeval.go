@@ -138,9 +138,6 @@ func (k valueKind) describe() string {
 	return "a message list or an object"
 }
 
-// isList says the target is a list (for merge: append).
-func (k valueKind) isList() bool { return k == kindMessages || k == kindTextParts }
-
 // A slot is where a target lives in an event (§4.4).
 type slot struct {
 	kind valueKind

@@ -69,7 +69,7 @@ func (r envelopeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 			add("/params", `"params" must be an object, found %s`, m.Params.Describe())
 		}
 		out = append(out, r.noResponseMembers(f, t)...)
-		if m.Method == "hooks/observe" {
+		if m.Method == methodObserve {
 			// AHP-RPC-002: observation is a notification; it is never answered.
 			add("/id", `"hooks/observe" is a notification and must not carry an "id"`)
 		}
@@ -79,7 +79,7 @@ func (r envelopeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 			add("/params", `"params" must be an object, found %s`, m.Params.Describe())
 		}
 		out = append(out, r.noResponseMembers(f, t)...)
-		if m.Method == "hooks/intercept" || m.Method == "hooks/capabilities" {
+		if m.Method == methodIntercept || m.Method == methodCapabilities {
 			add("", "%q is a request and must carry an \"id\"", m.Method)
 		}
 	case *tap.Response:

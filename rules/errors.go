@@ -28,13 +28,14 @@ func errorRules() []tap.Rule {
 
 func (r errorRule) Info() tap.RuleInfo { return r.info }
 
+func (r errorRule) Requires() []*tap.Analysis { return []*tap.Analysis{answersAnalysis} }
+
 func (r errorRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
-	trackNotifications(c, f)
 	m, ok := f.Msg.(*tap.Response)
 	if !ok {
 		return nil
 	}
-	if notificationAnswered(c, f) {
+	if answersOf(c).notification {
 		return []tap.Finding{r.info.At(f, 0, "", "the backend answered a notification (hooks/observe); a notification gets no response, neither result nor error")}
 	}
 	x := c.Exchange()
@@ -79,12 +80,32 @@ func unsupportedReasons(c *tap.Conversation, req *tap.Frame) []unsupported {
 	return out
 }
 
-// notifWatch is what BASE-7 and CORR-2 share to recognise answers to
-// notifications: per connection, the kind of the last harness message and
-// whether that connection has carried a request; and the event ids of
-// recent notifications.
+// answersAnalysis recognises, for BASE-7 and CORR-2, a response that
+// answers no request but a notification or an unparseable message. It
+// follows what the harness sent, frame by frame (notifWatch), and its
+// result is the frame's answers.
+var answersAnalysis = &tap.Analysis{Name: "answers", Run: func(c *tap.Conversation, f *tap.Frame) any {
+	trackNotifications(c, f)
+	return answers{notification: notificationAnswered(c, f), malformed: malformedAnswered(c, f)}
+}}
+
+// answers says what a response that matches no request answers instead.
+type answers struct {
+	notification bool // a notification (the backend must not answer it)
+	malformed    bool // an unparseable message: a null-id error is its standard answer
+}
+
+// answersOf returns answersAnalysis's result for the frame being checked.
+func answersOf(c *tap.Conversation) answers {
+	a, _ := c.Result(answersAnalysis).(answers)
+	return a
+}
+
+// notifWatch is what answersAnalysis keeps per conversation: per
+// connection, the kind of the last harness message and whether that
+// connection has carried a request; and the event ids of recent
+// notifications.
 type notifWatch struct {
-	lastSeq  uint64
 	conns    map[string]*connWatch
 	eventIDs map[string]bool
 	order    []string // eventIDs in arrival order, to bound the set
@@ -105,14 +126,10 @@ func notifState(c *tap.Conversation) *notifWatch {
 	}).(*notifWatch)
 }
 
-// trackNotifications records harness frame f; every rule that asks
-// notificationAnswered calls it first. It is idempotent per frame.
+// trackNotifications records harness frame f, once per frame
+// (answersAnalysis).
 func trackNotifications(c *tap.Conversation, f *tap.Frame) {
 	w := notifState(c)
-	if f.Seq != 0 && f.Seq == w.lastSeq {
-		return
-	}
-	w.lastSeq = f.Seq
 	if f.Dir != tap.FromHarness {
 		return
 	}
@@ -145,7 +162,6 @@ func trackNotifications(c *tap.Conversation, f *tap.Frame) {
 // notification: the standard answer to an unparseable request (-32700,
 // -32600), not an unknown id.
 func malformedAnswered(c *tap.Conversation, f *tap.Frame) bool {
-	trackNotifications(c, f)
 	m, ok := f.Msg.(*tap.Response)
 	if !ok || m.Error == nil || !m.ID.IsNull() {
 		return false
@@ -157,7 +173,6 @@ func malformedAnswered(c *tap.Conversation, f *tap.Frame) bool {
 // notificationAnswered reports whether response f, which matches no
 // request, is recognisably an answer to a notification (see errorRule).
 func notificationAnswered(c *tap.Conversation, f *tap.Frame) bool {
-	trackNotifications(c, f)
 	m, ok := f.Msg.(*tap.Response)
 	if !ok || c.Correlation() != tap.Unsolicited {
 		return false

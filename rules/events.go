@@ -436,28 +436,13 @@ func forbid(c *checker, v *tap.Value, why string, names ...string) {
 
 // ---- the catalogue (§3.3) -----------------------------------------------
 
-// interceptableEvents are the 19 events hooks/intercept may carry.
-var interceptableEvents = []string{
-	"tool.before", "tool.after", "session.start", "config.change.before", "turn.start",
-	"turn.finish.before", "model.request.before", "model.switch.before", "tool.permission.request",
-	"tool.batch.after", "context.compact.before", "context.compact.after", "task.change.before",
-	"user.elicitation.request", "user.elicitation.result", "user.message.inbound", "user.message.outbound",
-	"workspace.change.before", "model.response.after",
-}
-
-// eventTypes are the 32 standard event types.
-var eventTypes = append(append([]string{}, interceptableEvents...),
-	"session.end", "config.change.after", "turn.end", "turn.progress", "model.error",
-	"model.switch.after", "tool.permission.resolved", "tool.progress", "task.change.after",
-	"user.attention", "workspace.change.after", "file.changed", "hook.failure")
-
 const (
-	I = true  // interceptable
-	O = false // observe-only
+	canIntercept = true  // interceptable
+	observeOnly  = false // observe-only
 )
 
 var eventSpecs = named(map[string]*eventSpec{
-	"session.start": event(I, func(c *checker, v *tap.Value) {
+	"session.start": event(canIntercept, func(c *checker, v *tap.Value) {
 		if t := text(v, "trigger"); (t == "clear" || t == "fork") && !has(v, "resumedFrom") {
 			c.reportAt(evt, "resumedFrom", "a session.start with trigger %q must carry \"resumedFrom\"", t)
 		}
@@ -472,20 +457,20 @@ var eventSpecs = named(map[string]*eventSpec{
 		ban("tool", "session.start describes no tool"),
 		ban("outcome", "session.start has no outcome"),
 	),
-	"session.end": event(O, nil,
+	"session.end": event(observeOnly, nil,
 		req("session", session),
 		req("outcome", enum(evt, "completed", "cancelled", "error", "unknown")),
 		req("reason", nonEmpty(evt)),
 		opt("counters", counters),
 		ban("tool", "session.end describes no tool"),
 	),
-	"tool.before": event(I, nil, append(callFields,
+	"tool.before": event(canIntercept, nil, append(callFields,
 		ban("outcome", "tool.before is a proposal, before any outcome"),
 		ban("execution", "tool.before is a proposal, before any execution"),
 		ban("durationMs", "tool.before is a proposal, before any execution"),
 		ban("fileChanges", "tool.before is a proposal, before any execution"),
 	)...),
-	"tool.after": event(I, toolAfterRules, append(callFields,
+	"tool.after": event(canIntercept, toolAfterRules, append(callFields,
 		req("outcome", enum(evt, "ok", "error", "denied", "cancelled", "timeout")),
 		req("execution", execution),
 		msgItems,
@@ -493,33 +478,33 @@ var eventSpecs = named(map[string]*eventSpec{
 		opt("durationMs", number(evt, 0)),
 		opt("fileChanges", list(evt, 0, fileChange)),
 	)...),
-	"config.change.before": event(I, nil, req("change", configChange(false))),
-	"config.change.after":  event(O, nil, req("change", configChange(true))),
-	"turn.start": event(I, nil,
+	"config.change.before": event(canIntercept, nil, req("change", configChange(false))),
+	"config.change.after":  event(observeOnly, nil, req("change", configChange(true))),
+	"turn.start": event(canIntercept, nil,
 		req("turn", identity),
 		req("trigger", enum(evt, "user", "continuation", "hook", "external")),
 		msgItems,
 		opt("expandedFrom", nonEmpty(evt)),
 	),
-	"turn.finish.before": event(I, nil, turnFinishFields(false)...),
-	"turn.end": event(O, func(c *checker, v *tap.Value) {
+	"turn.finish.before": event(canIntercept, nil, turnFinishFields(false)...),
+	"turn.end": event(observeOnly, func(c *checker, v *tap.Value) {
 		if text(v, "outcome") == "completed" && has(v, "error") {
 			c.reportAt(evt, "error", "a turn that completed carries no \"error\"")
 		}
 	}, turnFinishFields(true)...),
-	"turn.progress": event(O, nil,
+	"turn.progress": event(observeOnly, nil,
 		req("turn", identity),
 		req("item", identity),
 		req("delta", oneMessage),
 		req("final", boolean(evt)),
 	),
-	"model.request.before": event(I, func(c *checker, v *tap.Value) {
+	"model.request.before": event(canIntercept, func(c *checker, v *tap.Value) {
 		forbid(c, v, "model.request.before comes before the model ran", "usage", "execution", "finishReason", "latencyMs", "error")
 	},
 		closedTurn,
 		req("model", model), req("attempt", attempt), req("params", objectAny(evt)), msgItems,
 	),
-	"model.response.after": event(I, func(c *checker, v *tap.Value) {
+	"model.response.after": event(canIntercept, func(c *checker, v *tap.Value) {
 		if st, reason := executionIs(v); st == "skipped" {
 			if reason != "supplied_result" && inSet(reason, executionReasons...) {
 				c.reportAt(evt, "execution", "a skipped model response must have reason \"supplied_result\", found %q", reason)
@@ -534,7 +519,7 @@ var eventSpecs = named(map[string]*eventSpec{
 		opt("latencyMs", number(evt, 0)),
 		ban("error", "model errors are model.error events"),
 	),
-	"model.error": event(O, func(c *checker, v *tap.Value) {
+	"model.error": event(observeOnly, func(c *checker, v *tap.Value) {
 		if st, _ := executionIs(v); st == "skipped" {
 			c.reportAt(evt, "execution", "model.error execution must be {\"status\":\"executed\"}")
 		}
@@ -546,7 +531,7 @@ var eventSpecs = named(map[string]*eventSpec{
 		opt("recovery", nonEmpty(evt)),
 		ban("finishReason", "a model error has no finish reason"),
 	),
-	"model.switch.before": event(I, nil,
+	"model.switch.before": event(canIntercept, nil,
 		closedTurn,
 		req("current", model), req("proposed", model), req("reason", nonEmpty(evt)),
 		opt("pricing", (&obj{check: evt, what: "the pricing object", closed: true, fields: []field{
@@ -556,33 +541,33 @@ var eventSpecs = named(map[string]*eventSpec{
 		}}).shape()),
 		ban("previous", "model.switch.before names the current and proposed models"),
 	),
-	"model.switch.after": event(O, nil,
+	"model.switch.after": event(observeOnly, nil,
 		closedTurn,
 		req("previous", model), req("current", model), req("reason", nonEmpty(evt)),
 		ban("proposed", "model.switch.after names the previous and current models"),
 	),
-	"tool.permission.request": event(I, func(c *checker, v *tap.Value) {
+	"tool.permission.request": event(canIntercept, func(c *checker, v *tap.Value) {
 		forbid(c, v, "the permission is not resolved yet", "decision", "decidedBy", "outcome", "execution")
 	}, append(callFields, closedTurn,
 		req("suggestions", list(evt, 0, objectAny(evt))),
 		req("sandboxBypass", boolean(evt)),
 	)...),
-	"tool.permission.resolved": event(O, nil, append(callFields, closedTurn,
+	"tool.permission.resolved": event(observeOnly, nil, append(callFields, closedTurn,
 		req("decision", enum(evt, "allow", "deny")),
 		req("decidedBy", enum(evt, "user", "policy", "hook", "auto", "classifier")),
 	)...),
-	"tool.progress": event(O, func(c *checker, v *tap.Value) {
+	"tool.progress": event(observeOnly, func(c *checker, v *tap.Value) {
 		forbid(c, v, "the tool is still running", "outcome", "execution")
 	}, append(callFields, closedTurn,
 		req("partialOutput", oneMessage),
 		req("backgrounded", boolean(evt)),
 	)...),
-	"tool.batch.after": event(I, nil,
+	"tool.batch.after": event(canIntercept, nil,
 		closedTurn,
 		req("batch", identity),
 		req("calls", list(evt, 1, batchCall)),
 	),
-	"context.compact.before": event(I, func(c *checker, v *tap.Value) {
+	"context.compact.before": event(canIntercept, func(c *checker, v *tap.Value) {
 		forbid(c, v, "compaction has not run yet", "summary", "removed", "execution")
 		if tc := v.Get("tokenCounts"); has(tc, "after") {
 			c.key("tokenCounts")
@@ -596,7 +581,7 @@ var eventSpecs = named(map[string]*eventSpec{
 		opt("instructions", textParts),
 		opt("tokenCounts", tokenCounts),
 	),
-	"context.compact.after": event(I, func(c *checker, v *tap.Value) {
+	"context.compact.after": event(canIntercept, func(c *checker, v *tap.Value) {
 		if st, reason := executionIs(v); st == "skipped" && reason != "supplied_result" && inSet(reason, executionReasons...) {
 			c.reportAt(evt, "execution", "a skipped compaction must have reason \"supplied_result\", found %q", reason)
 		}
@@ -608,34 +593,34 @@ var eventSpecs = named(map[string]*eventSpec{
 		optMsgs,
 		opt("tokenCounts", tokenCounts),
 	),
-	"task.change.before":      event(I, nil, req("task", task)),
-	"task.change.after":       event(O, nil, req("task", task)),
-	"workspace.change.before": event(I, nil, req("workspace", workspace)),
-	"workspace.change.after":  event(O, nil, req("workspace", workspace)),
-	"file.changed": event(O, nil, req("changes", list(evt, 1, (&obj{check: evt, what: "a file change", closed: true, fields: []field{
+	"task.change.before":      event(canIntercept, nil, req("task", task)),
+	"task.change.after":       event(observeOnly, nil, req("task", task)),
+	"workspace.change.before": event(canIntercept, nil, req("workspace", workspace)),
+	"workspace.change.after":  event(observeOnly, nil, req("workspace", workspace)),
+	"file.changed": event(observeOnly, nil, req("changes", list(evt, 1, (&obj{check: evt, what: "a file change", closed: true, fields: []field{
 		req("path", nonEmpty(evt)),
 		req("operation", enum(evt, "create", "update", "remove")),
 		req("agentCaused", boolean(evt)),
 		opt("before", part),
 		opt("after", part),
 	}}).shape()))),
-	"user.attention": event(O, nil, req("attention", (&obj{check: evt, what: "the attention object", closed: true, fields: []field{
+	"user.attention": event(observeOnly, nil, req("attention", (&obj{check: evt, what: "the attention object", closed: true, fields: []field{
 		req("kind", nonEmpty(evt)), req("message", textParts), req("title", textParts),
 	}}).shape())),
-	"user.elicitation.request": event(I, nil, req("elicitation", (&obj{check: evt, what: "the elicitation object", closed: true, fields: []field{
+	"user.elicitation.request": event(canIntercept, nil, req("elicitation", (&obj{check: evt, what: "the elicitation object", closed: true, fields: []field{
 		req("server", nonEmpty(evt)), req("mode", enum(evt, "form", "url")), opt("request", textPart),
 	}}).shape())),
-	"user.elicitation.result": event(I, nil, req("elicitation", (&obj{check: evt, what: "the elicitation object", closed: true, fields: []field{
+	"user.elicitation.result": event(canIntercept, nil, req("elicitation", (&obj{check: evt, what: "the elicitation object", closed: true, fields: []field{
 		req("server", nonEmpty(evt)), req("mode", enum(evt, "form", "url")),
 		req("action", enum(evt, "accept", "decline", "cancel")), opt("result", textPart),
 	}}).shape())),
-	"user.message.inbound": event(I, nil, req("message", (&obj{check: evt, what: "the message object", closed: true, fields: []field{
+	"user.message.inbound": event(canIntercept, nil, req("message", (&obj{check: evt, what: "the message object", closed: true, fields: []field{
 		req("channel", nonEmpty(evt)), req("sender", nonEmpty(evt)), req("messages", userMessages),
 	}}).shape())),
-	"user.message.outbound": event(I, nil, req("message", (&obj{check: evt, what: "the message object", closed: true, fields: []field{
+	"user.message.outbound": event(canIntercept, nil, req("message", (&obj{check: evt, what: "the message object", closed: true, fields: []field{
 		req("channel", nonEmpty(evt)), req("messages", asstMessages),
 	}}).shape())),
-	"hook.failure": event(O, nil,
+	"hook.failure": event(observeOnly, nil,
 		req("failure", (&obj{check: evt, what: "the failure object", closed: true, fields: []field{
 			req("backendId", nonEmpty(evt)), req("reason", nonEmpty(evt)), req("policy", enum(evt, "fail-open", "fail-closed")),
 		}}).shape()),

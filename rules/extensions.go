@@ -10,13 +10,6 @@ import (
 // extension effect names and backend ids (§6.4, §5).
 var reverseDNSName = regexp.MustCompile(`^(?:[A-Za-z][A-Za-z0-9_-]*\.)+[A-Za-z][A-Za-z0-9_-]*$`)
 
-// coreEffectNames are the eight core effect types (§4.1); any other name in
-// capabilities.effects is an extension effect and must be reverse-DNS.
-var coreEffectNames = map[string]bool{
-	"deny": true, "allow": true, "ask": true, "modify": true,
-	"message": true, "return": true, "flow": true, "inject": true,
-}
-
 // extensionRule checks BASE-4 (AHP-EXT-001): every key of every extensions
 // object, every deny.code and every extension effect name is reverse-DNS.
 //

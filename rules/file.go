@@ -3,6 +3,7 @@ package rules
 import (
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -31,21 +32,18 @@ func DetectKind(name string, data []byte) DocKind {
 	return DocMessage
 }
 
-// Frames cuts a stdio byte stream into frames, in the given direction when
-// every line is from one side. Direction FromHarness is assumed for lines
-// holding a method and FromBackend for the rest when dir is 0.
+// StreamFrames cuts a stdio byte stream into frames, in the given
+// direction when every line is from one side; with dir 0 each line's
+// sender is guessed (tap.GuessDirection).
 func StreamFrames(data []byte, dir tap.Direction) []*tap.Frame {
 	var out []*tap.Frame
-	s := tap.Splitter{Emit: func(line []byte, fr tap.Framing, size int, truncated bool) {
-		f := &tap.Frame{Dir: dir, Transport: tap.Stdio, Raw: append([]byte(nil), line...), Framing: fr, Size: size, Truncated: truncated}
-		out = append(out, f)
-	}}
-	s.Write(data)
-	s.Close()
-	if dir == 0 {
-		for _, f := range out {
-			f.Decode()
-			f.Dir = GuessDirection(f)
+	fr := tap.NewFramer(0, func(f *tap.Frame) { out = append(out, f) }, nil)
+	fr.Write("", dir, time.Time{}, data)
+	fr.Close()
+	for _, f := range out {
+		f.Seq = 0 // numbered by whoever checks them
+		if f.Dir == 0 {
+			f.Dir = tap.GuessDirection(f)
 		}
 	}
 	return out
@@ -53,14 +51,7 @@ func StreamFrames(data []byte, dir tap.Direction) []*tap.Frame {
 
 // GuessDirection says who most likely sent a decoded frame: messages with a
 // method come from the harness, everything else from the backend.
-func GuessDirection(f *tap.Frame) tap.Direction {
-	f.Decode()
-	switch f.Msg.(type) {
-	case *tap.Request, *tap.Notification:
-		return tap.FromHarness
-	}
-	return tap.FromBackend
-}
+func GuessDirection(f *tap.Frame) tap.Direction { return tap.GuessDirection(f) }
 
 // CheckDocument checks one standalone document with the default rules and
 // returns its findings in order. A message file is one frame on no
@@ -73,33 +64,32 @@ func CheckDocument(name string, data []byte, cfg tap.Config, opts Options) []tap
 
 // CheckDocumentRecords is CheckDocument that also returns the exchange
 // records of the document (what each response concluded: the effective
-// edit values, or why a harness must reject it).
+// edit values, or why a harness must reject it). The registration given in
+// cfg is not judged here: its findings belong to the registration's own
+// file. A registration document is judged with the --spec schema too when
+// opts has one.
 func CheckDocumentRecords(name string, data []byte, cfg tap.Config, opts Options) ([]tap.Finding, []tap.ExchangeRecord) {
-	cfg.Partial = true
-	switch DetectKind(name, data) {
+	var out []tap.Finding
+	sc := tap.SessionConfig{Config: cfg, Rules: Set(opts), RegistrationReported: true,
+		Sink: tap.SinkFunc(func(f tap.Finding) { out = append(out, f) })}
+	sc.Partial = true // a file is an excerpt
+	kind := DetectKind(name, data)
+	switch kind {
+	case DocStream:
+		sc.Transport = tap.Stdio
+	default:
+		sc.Transport = tap.File
+	}
+	s := tap.NewSession(sc)
+	switch kind {
 	case DocRegistration:
 		reg, _, _ := tap.ParseJSON(data)
-		snap := cfg.Snapshot
-		if snap == "" {
-			snap = tap.DefaultSnapshot
-		}
-		return RegistrationFindingsFor(reg, snap), nil
+		return Set(opts).Registration(reg, s.Config().Snapshot), nil
 	case DocStream:
-		cfg.Transport = tap.Stdio
-		e := tap.NewEngine(cfg, Default(opts))
-		var out []tap.Finding
-		for _, f := range StreamFrames(data, 0) {
-			out = append(out, e.Feed(f)...)
-		}
-		out = append(out, e.Finish()...)
-		return out, e.Conversation().Records()
+		s.Stream("", 0, time.Time{}, data)
 	default:
-		cfg.Transport = tap.File
-		e := tap.NewEngine(cfg, Default(opts))
-		f := &tap.Frame{Transport: tap.File, Raw: data}
-		f.Dir = GuessDirection(f)
-		out := e.Feed(f)
-		out = append(out, e.Finish()...)
-		return out, e.Conversation().Records()
+		s.Frame(&tap.Frame{Transport: tap.File, Raw: data})
 	}
+	s.Close()
+	return out, s.Records()
 }

@@ -33,6 +33,10 @@ func retryRules() []tap.Rule {
 
 func (r retryRule) Info() tap.RuleInfo { return r.info }
 
+// Requires says BASE-6 reads the outcomes of earlier deliveries, which
+// outcomeAnalysis records (through the conversation, into the EventStore).
+func (r retryRule) Requires() []*tap.Analysis { return []*tap.Analysis{outcomeAnalysis} }
+
 func (r retryRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	prior := c.PriorEvent()
 	if prior == nil {

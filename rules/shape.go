@@ -399,12 +399,16 @@ func text(v *tap.Value, k string) string {
 
 // shapeRule reports one check's problems from the shared shape walk of a
 // frame (see frameProblems).
-func shapeRule(ri tap.RuleInfo) tap.Rule { return analysisRule{info: ri, analyse: frameProblems} }
+func shapeRule(ri tap.RuleInfo) tap.Rule { return analysisRule{info: ri, analysis: shapeAnalysis} }
 
-// frameProblems walks f once (per conversation and frame) with every shape
-// rule's validators and returns all problems, of every check.
+// shapeAnalysis walks each frame once with every shape rule's validators
+// and finds the problems of all their checks.
+var shapeAnalysis = problemAnalysis("shape", []string{"CAP-1", "CAP-2", "EDIT-1", "EDIT-2", "EFF-1", "EVT-1"}, nil, walkFrame)
+
+// frameProblems returns the shape walk's problems for the frame being
+// checked, of every check; an analysis reading it requires shapeAnalysis.
 func frameProblems(c *tap.Conversation, f *tap.Frame) []problem {
-	return memoized(c, "shape/frame", f, walkFrame)
+	return problemsOf(c, shapeAnalysis)
 }
 
 // walkFrame runs the shape validators that apply to f.
@@ -421,12 +425,12 @@ func walkFrame(c *tap.Conversation, f *tap.Frame) []problem {
 			return nil // BASE-1
 		}
 		switch f.Method() {
-		case "hooks/intercept":
+		case methodIntercept:
 			ps := eventProblems(params.Get("event"), "/params/event", true)
 			return append(ps, interceptCapabilityProblems(params, "/params")...)
-		case "hooks/observe":
+		case methodObserve:
 			return eventProblems(params.Get("event"), "/params/event", false)
-		case "hooks/capabilities":
+		case methodCapabilities:
 			return capabilitiesRequestProblems(params, "/params")
 		}
 	case *tap.Response:
@@ -440,14 +444,14 @@ func walkFrame(c *tap.Conversation, f *tap.Frame) []problem {
 		case m.Result.Has("manifest") && !m.Result.Has("effects"):
 			// No request known (a standalone file, or a response CORR-2
 			// reports): judge the result by its shape.
-			method = "hooks/capabilities"
+			method = methodCapabilities
 		default:
-			method = "hooks/intercept"
+			method = methodIntercept
 		}
 		switch method {
-		case "hooks/intercept":
+		case methodIntercept:
 			return interceptResultProblems(m.Result, "/result")
-		case "hooks/capabilities":
+		case methodCapabilities:
 			return capabilitiesResultProblems(m.Result, "/result")
 		}
 	}

@@ -170,15 +170,21 @@ func verifyManifest(root, sdir, snapshot string) error {
 var specChecks = []string{"BASE-1", "BASE-2", "BASE-4", "EVT-1", "EDIT-1", "EDIT-2", "CAP-1", "CAP-2", "EFF-1"}
 
 // specRules validates every message against the upstream snapshot. The
-// rules share one validation per frame (cached in the conversation) and
-// each reports the failures that belong to its check.
+// rules read one validation per frame (an analysis the engine runs once)
+// and each reports the failures that belong to its check.
 func specRules(s *Spec) []tap.Rule {
 	if s == nil {
 		return nil
 	}
+	a := problemAnalysis("spec", specChecks, nil, func(c *tap.Conversation, f *tap.Frame) []problem {
+		if f.Tree == nil || f.Tree.Kind != tap.Object {
+			return nil // BASE-1 and STDIO-1 report what is not a JSON object
+		}
+		return s.problems(c, f)
+	})
 	var out []tap.Rule
 	for _, check := range specChecks {
-		out = append(out, specRule{spec: s, info: info("SPEC/"+check, check,
+		out = append(out, analysisRule{analysis: a, info: info("SPEC/"+check, check,
 			"(with --spec DIR) the message satisfies the upstream "+s.Snapshot+" JSON Schema; this rule reports the failures that belong to "+check)})
 	}
 	return out
@@ -192,37 +198,6 @@ func SpecRuleInfos() []tap.RuleInfo {
 		out = append(out, r.Info())
 	}
 	return append(out, specRegistration)
-}
-
-type specRule struct {
-	spec *Spec
-	info tap.RuleInfo
-}
-
-func (r specRule) Info() tap.RuleInfo { return r.info }
-
-// specCache holds the schema problems of the frame being checked, so that
-// the nine spec rules validate it once.
-type specCache struct {
-	f        *tap.Frame
-	problems []problem
-}
-
-func (r specRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
-	if f.Tree == nil || f.Tree.Kind != tap.Object {
-		return nil // BASE-1 and STDIO-1 report what is not a JSON object
-	}
-	sc := c.RuleState("SPEC", func() any { return &specCache{} }).(*specCache)
-	if sc.f != f {
-		sc.f, sc.problems = f, r.spec.problems(c, f)
-	}
-	var out []tap.Finding
-	for _, p := range sc.problems {
-		if p.check == r.info.Check {
-			out = append(out, r.info.At(f, 0, p.ptr, "%s", p.msg))
-		}
-	}
-	return out
 }
 
 // maxSpecProblems caps the schema failures reported for one message.
@@ -321,13 +296,13 @@ func (s *Spec) branchFor(c *tap.Conversation, f *tap.Frame) string {
 	switch m := f.Msg.(type) {
 	case *tap.Request:
 		switch m.Method {
-		case "hooks/intercept":
+		case methodIntercept:
 			b = "intercept-request.schema.json"
-		case "hooks/capabilities":
+		case methodCapabilities:
 			b = "capabilities-request.schema.json"
 		}
 	case *tap.Notification:
-		if m.Method == "hooks/observe" {
+		if m.Method == methodObserve {
 			b = "observe-notification.schema.json"
 		}
 	case *tap.Response:
@@ -338,7 +313,7 @@ func (s *Spec) branchFor(c *tap.Conversation, f *tap.Frame) string {
 		switch {
 		case f.Tree.Has("error"):
 			b = "common.schema.json#/$defs/errorResponse"
-		case method == "hooks/capabilities", method == "" && m.Result.Has("manifest"):
+		case method == methodCapabilities, method == "" && m.Result.Has("manifest"):
 			b = "capabilities-response.schema.json"
 		default:
 			b = "intercept-response.schema.json"
@@ -491,7 +466,7 @@ func specCheck(loc []string, f *tap.Frame) string {
 			}
 			return "EVT-1"
 		}
-		if f.Method() == "hooks/capabilities" {
+		if f.Method() == methodCapabilities {
 			return "CAP-2"
 		}
 	case "result":

@@ -225,7 +225,7 @@ func (r *persistentRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding 
 	st := c.RuleState(r.info.ID, func() any { return &persistentState{outstanding: map[string]string{}} }).(*persistentState)
 	switch m := f.Msg.(type) {
 	case *tap.Request:
-		if f.Dir != tap.FromHarness || m.Method != "hooks/intercept" {
+		if f.Dir != tap.FromHarness || m.Method != methodIntercept {
 			return nil
 		}
 		key := tap.IDKey(m.ID)

@@ -6,52 +6,6 @@ import (
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
-// wireEvents is the draft event catalogue (§3.3): the 32 event types, each
-// marked true when it may travel in hooks/intercept (the 19 interceptable
-// events). Any other type, removed names such as tool.error and
-// prompt.submitted included, is unsupported semantics (AHP-CORE-003).
-var wireEvents = map[string]bool{
-	"session.start":            true,
-	"session.end":              false,
-	"tool.before":              true,
-	"tool.after":               true,
-	"turn.start":               true,
-	"turn.finish.before":       true,
-	"turn.end":                 false,
-	"turn.progress":            false,
-	"model.request.before":     true,
-	"model.response.after":     true,
-	"model.error":              false,
-	"model.switch.before":      true,
-	"model.switch.after":       false,
-	"tool.permission.request":  true,
-	"tool.permission.resolved": false,
-	"tool.progress":            false,
-	"tool.batch.after":         true,
-	"context.compact.before":   true,
-	"context.compact.after":    true,
-	"config.change.before":     true,
-	"config.change.after":      false,
-	"task.change.before":       true,
-	"task.change.after":        false,
-	"workspace.change.before":  true,
-	"workspace.change.after":   false,
-	"file.changed":             false,
-	"user.attention":           false,
-	"user.elicitation.request": true,
-	"user.elicitation.result":  true,
-	"user.message.inbound":     true,
-	"user.message.outbound":    true,
-	"hook.failure":             false,
-}
-
-// The three AHP methods (§2.1).
-const (
-	methodIntercept    = "hooks/intercept"
-	methodObserve      = "hooks/observe"
-	methodCapabilities = "hooks/capabilities"
-)
-
 // JSON-RPC error codes a backend must use for unsupported requests (§2.5).
 const (
 	codeUnsupportedVersion = -32001

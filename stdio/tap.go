@@ -61,10 +61,12 @@ type Config struct {
 	Stdout io.Writer
 	Stderr io.Writer
 
-	// Engine checks the frames and transport notes, off the forwarding
-	// path; nil means pure forwarding. Findings go to Sink; Recorder (a
-	// capture) sees every audited frame and note first. Queue is the depth
-	// of the audit queue in frames (0: tap.DefaultQueue).
+	// Session checks the frames and transport notes, off the forwarding
+	// path, with its own sink and recorder; nil (and no Engine) means
+	// pure forwarding. Engine, Sink and Recorder are the older way: one
+	// engine, its sink and recorder. Queue is the depth of the audit queue
+	// in frames (0: tap.DefaultQueue).
+	Session  *tap.Session
 	Engine   *tap.Engine
 	Sink     tap.Sink
 	Recorder tap.Recorder
@@ -208,9 +210,7 @@ func New(cfg Config) *Tap {
 		cfg.Diag = io.Discard
 	}
 	t := &Tap{cfg: cfg, chunks: make(chan chunk, cfg.ChunkQueue), fed: make(chan struct{})}
-	if cfg.Engine != nil {
-		t.aud = tap.NewAuditor(cfg.Engine, cfg.Sink, &budgetRecorder{t: t, inner: cfg.Recorder}, cfg.Queue)
-	}
+	t.aud = t.newAuditor() // feed.go
 	return t
 }
 

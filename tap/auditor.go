@@ -17,33 +17,53 @@ type Recorder interface {
 	RecordNote(n Note)
 }
 
-// An Auditor runs an Engine off the forwarding path. Submit never blocks:
-// when the queue is full the frame is dropped, counted, and reported as a
-// TAP-1 finding when the auditor closes. Findings go to the sink on the
-// audit goroutine.
+// An Auditor runs a Session off the forwarding path. Submit never blocks:
+// when the queue is full the frame is dropped and counted, and the count
+// reaches the session as a NoteDropped before the next item it takes (so
+// the recording has it where the rules had it) and as a TAP-1 finding when
+// the auditor closes. Findings go to the session's sink on the audit
+// goroutine.
 type Auditor struct {
-	engine   *Engine
-	sink     Sink
-	recorder Recorder
+	session *Session
+	cfg     AuditorConfig
 
 	in      chan auditItem // bounded queue of frames to audit; closed by Close
 	done    chan struct{}  // closed when the audit goroutine has drained in
 	dropped atomic.Uint64  // frames Submit could not queue
+	noted   uint64         // audit goroutine only: drops already told to the session
 	mu      sync.Mutex     // serialises Submit against Close
 	closed  bool           // guarded by mu: Close has run
 	once    sync.Once
 }
 
-// NewAuditor starts an auditor with a queue of the given depth (0 means
-// DefaultQueue). recorder may be nil.
+// AuditorConfig tunes an Auditor.
+type AuditorConfig struct {
+	// Queue is the depth of the queue in frames and notes (0:
+	// DefaultQueue).
+	Queue int
+	// Begin runs first thing on the audit goroutine (to lower its
+	// priority, say). May be nil.
+	Begin func()
+	// Taken runs on the audit goroutine for each frame taken off the
+	// queue, before the session sees it (to release a byte budget, say).
+	// May be nil.
+	Taken func(f *Frame)
+}
+
+// NewAuditor starts an auditor around an existing engine with a queue of
+// the given depth (0 means DefaultQueue). recorder may be nil. It is
+// Session.Audit for a session of that one engine.
 func NewAuditor(e *Engine, sink Sink, recorder Recorder, queue int) *Auditor {
-	if queue <= 0 {
-		queue = DefaultQueue
+	return NewEngineSession(e, sink, recorder).Audit(AuditorConfig{Queue: queue})
+}
+
+// Audit starts an auditor that feeds s on a goroutine of its own. From
+// then on s belongs to the auditor until Close returns.
+func (s *Session) Audit(cfg AuditorConfig) *Auditor {
+	if cfg.Queue <= 0 {
+		cfg.Queue = DefaultQueue
 	}
-	if sink == nil {
-		sink = SinkFunc(func(Finding) {})
-	}
-	a := &Auditor{engine: e, sink: sink, recorder: recorder, in: make(chan auditItem, queue), done: make(chan struct{})}
+	a := &Auditor{session: s, cfg: cfg, in: make(chan auditItem, cfg.Queue), done: make(chan struct{})}
 	go a.loop()
 	return a
 }
@@ -74,11 +94,10 @@ func (a *Auditor) Drop(n uint64) { a.dropped.Add(n) }
 // Dropped returns the number of frames not audited so far.
 func (a *Auditor) Dropped() uint64 { return a.dropped.Load() }
 
-// Do runs fn on the audit goroutine after every frame submitted so far has
-// been checked, writes what it returns to the sink, and waits for it. It is
-// how an adapter adds facts (a process exit, say) in order with the frames.
-// It does nothing once the auditor is closed.
-func (a *Auditor) Do(fn func(e *Engine) []Finding) {
+// do runs fn on the audit goroutine after every frame submitted so far has
+// been checked, and waits for it. It does nothing once the auditor is
+// closed.
+func (a *Auditor) do(fn func(s *Session)) {
 	j := &auditJob{fn: fn, done: make(chan struct{})}
 	for {
 		a.mu.Lock()
@@ -103,12 +122,7 @@ func (a *Auditor) Do(fn func(e *Engine) []Finding) {
 // submitted before it. Notes are rare and never dropped: Note waits for room
 // in the queue, so call it from a goroutine that does not forward bytes.
 func (a *Auditor) Note(n Note) {
-	a.Do(func(e *Engine) []Finding {
-		if a.recorder != nil {
-			a.recorder.RecordNote(n)
-		}
-		return e.Note(n)
-	})
+	a.do(func(s *Session) { s.Note(n) })
 }
 
 // An Item is a frame or a transport note for SubmitAll: exactly one of
@@ -139,12 +153,7 @@ func (a *Auditor) SubmitAll(items ...Item) bool {
 			continue
 		}
 		n := *it.Note
-		a.in <- auditItem{job: &auditJob{fn: func(e *Engine) []Finding {
-			if a.recorder != nil {
-				a.recorder.RecordNote(n)
-			}
-			return e.Note(n)
-		}, done: make(chan struct{})}}
+		a.in <- auditItem{job: &auditJob{fn: func(s *Session) { s.Note(n) }, done: make(chan struct{})}}
 	}
 	return true
 }
@@ -156,32 +165,43 @@ type auditItem struct {
 }
 
 type auditJob struct {
-	fn   func(e *Engine) []Finding
+	fn   func(s *Session)
 	done chan struct{} // closed when fn has run
 }
 
 func (a *Auditor) loop() {
 	defer close(a.done)
+	if a.cfg.Begin != nil {
+		a.cfg.Begin()
+	}
 	for it := range a.in {
+		a.noteDrops()
 		if it.job != nil {
-			for _, fd := range it.job.fn(a.engine) {
-				a.sink.Write(fd)
-			}
+			it.job.fn(a.session)
 			close(it.job.done)
 			continue
 		}
-		if a.recorder != nil {
-			a.recorder.Record(it.f)
+		if a.cfg.Taken != nil {
+			a.cfg.Taken(it.f)
 		}
-		for _, fd := range a.engine.Feed(it.f) {
-			a.sink.Write(fd)
-		}
+		a.session.Frame(it.f)
+	}
+	a.noteDrops()
+}
+
+// noteDrops tells the session of the frames dropped since it was last
+// told, before it takes the next item: the drop is recorded, and acted on,
+// at the same place in the live run and in its replay.
+func (a *Auditor) noteDrops() {
+	if d := a.dropped.Load(); d > a.noted {
+		a.session.Lost(d - a.noted)
+		a.noted = d
 	}
 }
 
-// Close stops taking frames, drains the queue, runs the rules' end-of-stream
-// duties, reports dropped frames, and returns when every finding has been
-// written to the sink. It is idempotent.
+// Close stops taking frames, drains the queue, closes the session (the
+// rules' end-of-stream duties, TAP-1 for frames not audited), and returns
+// when every finding has been written to the sink. It is idempotent.
 func (a *Auditor) Close() {
 	a.once.Do(func() {
 		a.mu.Lock()
@@ -189,11 +209,7 @@ func (a *Auditor) Close() {
 		close(a.in)
 		a.mu.Unlock()
 		<-a.done
-		for _, fd := range a.engine.Finish() {
-			a.sink.Write(fd)
-		}
-		if n := a.dropped.Load(); n > 0 {
-			a.sink.Write(DropFinding(n, "frames"))
-		}
+		a.noteDrops() // frames dropped while the queue drained
+		a.session.Close()
 	})
 }

@@ -179,13 +179,17 @@ type Conversation struct {
 	curCorr   Correlation
 	prior     *EventRecord // the earlier sighting of the current frame's event
 	ruleState map[string]any
-	last      time.Time // time of the latest frame
-	keep      int       // Config.KeepAnswered
+	// analysisIndex and results hold the analyses of the engine and
+	// what each computed for the frame being checked (Result).
+	analysisIndex map[*Analysis]int
+	results       []any
+	keep          int // Config.KeepAnswered
 	// standalone holds response-only exchanges (AddStandalone).
 	standalone []*Exchange
 }
 
 func newConversation(cfg Config) *Conversation {
+	cfg = cfg.Resolved()
 	c := &Conversation{
 		Snapshot:     cfg.Snapshot,
 		Registration: cfg.Registration,
@@ -203,17 +207,11 @@ func newConversation(cfg Config) *Conversation {
 	if c.keep == 0 {
 		c.keep = DefaultKeepAnswered
 	}
-	if c.Snapshot == "" {
-		c.Snapshot = DefaultSnapshot
-	}
 	if c.events == nil {
 		c.events = &MemoryStore{}
 	}
 	if cfg.HookID != "" {
 		c.Hook = FindHook(cfg.Registration, cfg.HookID)
-	}
-	if c.Lifecycle == "" && c.Hook != nil {
-		c.Lifecycle, _ = c.Hook.Path("transport", "lifecycle").Text()
 	}
 	return c
 }
@@ -247,9 +245,6 @@ func (c *Conversation) Exchanges() []*Exchange { return c.order }
 // (same source and id), or nil when this is the first.
 func (c *Conversation) PriorEvent() *EventRecord { return c.prior }
 
-// LastTime is the time of the latest frame seen.
-func (c *Conversation) LastTime() time.Time { return c.last }
-
 // RuleState returns the state a rule keeps for this conversation, creating
 // it with init on first use. Keys are rule IDs.
 func (c *Conversation) RuleState(id string, init func() any) any {
@@ -270,9 +265,6 @@ func (c *Conversation) SubscriptionFor(eventType, mode string) *Value {
 // begin correlates f before the rules run.
 func (c *Conversation) begin(f *Frame) {
 	c.cur, c.curCorr, c.prior = nil, NotAResponse, nil
-	if !f.Time.IsZero() {
-		c.last = f.Time
-	}
 	switch m := f.Msg.(type) {
 	case *Request:
 		x := &Exchange{

@@ -1,9 +1,6 @@
 package tap
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Config says what an Engine checks against.
 type Config struct {
@@ -34,27 +31,52 @@ type Config struct {
 	KeepAnswered int
 }
 
+// Stdio lifecycles (Config.Lifecycle), as a registration's
+// transport.lifecycle says them.
+const (
+	LifecyclePersistent = "persistent"
+	LifecyclePerEvent   = "per_event"
+)
+
+// Resolved returns cfg with its defaults filled in: the snapshot, and the
+// lifecycle the selected hook declares when none is given.
+func (cfg Config) Resolved() Config {
+	if cfg.Snapshot == "" {
+		cfg.Snapshot = DefaultSnapshot
+	}
+	if cfg.Lifecycle == "" && cfg.HookID != "" {
+		cfg.Lifecycle, _ = FindHook(cfg.Registration, cfg.HookID).Path("transport", "lifecycle").Text()
+	}
+	return cfg
+}
+
 // An Engine feeds frames, in order, through a rule set and one
 // Conversation. Frames from a live pipe, an HTTP body or a capture all go
 // through Feed and get the same answer. An Engine is not safe for
 // concurrent use; Auditor puts one behind a bounded queue.
 type Engine struct {
-	rules []Rule
-	conv  *Conversation
-	seq   uint64 // sequence number of the last frame fed
-	done  bool   // Finish has run
+	rules    []Rule
+	analyses []*Analysis // what the rules read, each after what it requires
+	conv     *Conversation
+	seq      uint64 // sequence number of the last frame fed
+	done     bool   // Finish has run
 }
 
 // NewEngine returns an engine running rules over one conversation.
+// The engine runs, once per frame and before the rules, every analysis the
+// rules declare (Requirer).
 func NewEngine(cfg Config, rules []Rule) *Engine {
-	return &Engine{rules: rules, conv: newConversation(cfg)}
+	e := &Engine{rules: rules, analyses: analysesOf(rules), conv: newConversation(cfg)}
+	e.conv.analysisIndex = make(map[*Analysis]int, len(e.analyses))
+	for i, a := range e.analyses {
+		e.conv.analysisIndex[a] = i
+	}
+	e.conv.results = make([]any, len(e.analyses))
+	return e
 }
 
 // Conversation returns the engine's conversation state.
 func (e *Engine) Conversation() *Conversation { return e.conv }
-
-// Rules returns the engine's rules.
-func (e *Engine) Rules() []Rule { return e.rules }
 
 // Feed decodes f (once), numbers it when f.Seq is zero, and returns what the
 // rules found (and a TAP-1 finding when f is a truncated audit copy). Feed recovers from a panicking rule: the panic becomes an
@@ -71,6 +93,7 @@ func (e *Engine) Feed(f *Frame) (out []Finding) {
 		out = append(out, TruncatedFinding(f, len(f.Raw)))
 	}
 	e.conv.begin(f)
+	out = append(out, e.analyse(f)...)
 	for _, r := range e.rules {
 		out = append(out, e.run(r, f)...)
 	}
@@ -137,9 +160,4 @@ func DropFinding(n uint64, what string) Finding {
 // TruncatedFinding is the TAP-1 finding for a frame whose audit copy was capped.
 func TruncatedFinding(f *Frame, limit int) Finding {
 	return TapIncomplete.At(f, Warn, "", "frame of %d bytes was forwarded whole but audited only as a %d-byte prefix (limit %d); it was not checked", f.Size, len(f.Raw), limit)
-}
-
-// String is a short description of an engine for logs.
-func (e *Engine) String() string {
-	return fmt.Sprintf("engine(%d rules, snapshot %s)", len(e.rules), e.conv.Snapshot)
 }

@@ -153,9 +153,6 @@ func (f *Frame) Decode() {
 	}
 }
 
-// Decoded reports whether Decode has run.
-func (f *Frame) Decoded() bool { return f.decoded }
-
 // Message is a decoded JSON-RPC message: *Request, *Notification or *Response.
 type Message interface{ isMessage() }
 

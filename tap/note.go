@@ -16,6 +16,8 @@ type Note struct {
 	// signal that killed the process (Signal set, ExitCode -1).
 	ExitCode int    `json:"exitCode,omitempty"`
 	Signal   string `json:"signal,omitempty"`
+	// Count is the number of frames a NoteDropped says were not audited.
+	Count uint64 `json:"count,omitempty"`
 	// Detail is free text for people (an operational failure's cause).
 	Detail string `json:"detail,omitempty"`
 	// HTTP is the HTTP envelope of a NoteHTTPResponse, or of the request
@@ -46,6 +48,12 @@ const (
 	// (it closed the connection before an answer came, e.g. at its own
 	// deadline). Not a backend fault.
 	NoteHarnessGone NoteKind = "harness_gone"
+	// NoteDropped: Count frames of the link were forwarded but not
+	// audited (the audit queue was full, or the audit copy of a stream
+	// was dropped). It is recorded where the live run took it, so that a
+	// replay marks the same conversation partial and reports the same
+	// TAP-1.
+	NoteDropped NoteKind = "dropped"
 	// NoteEnd: the whole link ended (the tap is shutting down).
 	NoteEnd NoteKind = "end"
 )
@@ -57,9 +65,6 @@ type NoteRule interface {
 
 // Note hands a transport fact to every rule that takes notes.
 func (e *Engine) Note(n Note) (out []Finding) {
-	if !n.Time.IsZero() {
-		e.conv.last = n.Time
-	}
 	for _, r := range e.rules {
 		if nr, ok := r.(NoteRule); ok {
 			out = append(out, e.note(r, nr, n)...)

@@ -42,19 +42,16 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 	}
 	var sources []report.Source
 	if ef.registration != "" {
-		fds := append(l.regFindings, l.opt.Spec.RegistrationFindings(l.cfg.Registration)...)
-		sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
+		sources = append(sources, report.Source{Name: ef.registration, Findings: l.registrationFindings()})
 	}
 	for _, name := range fs.Args() {
 		data, err := m.readInput(name)
 		if err != nil {
 			return usageError("check: %v", err)
 		}
+		// One session per file (rules.CheckDocumentRecords): a file is
+		// an excerpt of no link.
 		fds, xs := rules.CheckDocumentRecords(name, data, l.cfg, l.opt)
-		if l.opt.Spec != nil && rules.DetectKind(name, data) == rules.DocRegistration {
-			reg, _, _ := tap.ParseJSON(data)
-			fds = append(fds, l.opt.Spec.RegistrationFindings(reg)...)
-		}
 		sources = append(sources, report.Source{Name: name, Findings: fds, Exchanges: xs})
 	}
 	sum := report.SummaryOf(sources)

@@ -18,7 +18,6 @@ import (
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/httpproxy"
 	"github.com/ahp-tap/ahp-tap/report"
-	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -151,7 +150,6 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		debug.SetGCPercent(400)
 	}
 	l.cfg.Transport = tap.HTTP
-	engine := tap.NewEngine(l.cfg, rules.Default(l.opt))
 	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow
 	var auditor *tap.Auditor
 	metrics := httpproxy.NewMetrics(func() uint64 { return auditor.Dropped() })
@@ -164,10 +162,8 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		sink = append(sink, otlpx)
 		metrics.Register(otlpx.Collectors()...)
 	}
-	for _, f := range l.regFindings {
-		sink.Write(f)
-	}
-	auditor = tap.NewAuditor(engine, sink, rec, httpAuditQueue)
+	session := l.session(l.cfg, sink, rec, "", 0) // reports the registration's findings
+	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue})
 	cfg.Auditor, cfg.Metrics = auditor, metrics
 	proxy, err := httpproxy.New(cfg)
 	if err != nil {
@@ -219,6 +215,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	s := collector.Summary()
 	s.NotAudited = auditor.Dropped()
+	s.NotPossible = notPossible(session.NotChecked())
 	if vlog != nil {
 		s.LogDropped = vlog.Dropped()
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
@@ -79,8 +80,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 
 	var sources []report.Source
 	if ef.registration != "" {
-		fds := append(l.regFindings, l.opt.Spec.RegistrationFindings(l.cfg.Registration)...)
-		if len(fds) > 0 {
+		if fds := l.registrationFindings(); len(fds) > 0 {
 			sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
 		}
 	}
@@ -122,33 +122,48 @@ type replayer struct {
 
 	// records collects the exchange records of the file being replayed.
 	records []tap.ExchangeRecord
-
-	// What the replayed segments were judged with, for the summary.
-	hadRegistration, hadHook, hadDeadline bool
+	// notChecked holds what each session replayed could not check.
+	notChecked [][]tap.NotChecked
 }
 
-// notPossible lists the checks no replayed segment had what they need for.
+// notPossible lists the checks that no session replayed could make (with
+// the first session's reason).
 func (rp *replayer) notPossible() []report.NotPossible {
-	var out []report.NotPossible
-	if !rp.hadRegistration {
-		out = append(out, report.NotPossible{Check: "BASE-5",
-			Reason: "no registration: give --registration FILE --hook ID, or capture with them"})
-	} else if !rp.hadHook {
-		out = append(out, report.NotPossible{Check: "BASE-5",
-			Reason: "no hook selected: give --hook ID to check dispatch against its subscriptions"})
+	if len(rp.notChecked) == 0 {
+		return nil
 	}
-	if !rp.hadDeadline {
-		out = append(out, report.NotPossible{Check: "CORR-3",
-			Reason: "no deadline: give --timeout, or a registration whose subscriptions set timeoutMs"})
+	var out []tap.NotChecked
+	for _, nc := range rp.notChecked[0] {
+		everywhere := true
+		for _, other := range rp.notChecked[1:] {
+			everywhere = everywhere && slices.ContainsFunc(other, func(o tap.NotChecked) bool { return o.Check == nc.Check })
+		}
+		if everywhere {
+			out = append(out, nc)
+		}
 	}
-	return out
+	return notPossible(out)
 }
 
-// note records what a segment's configuration makes possible.
-func (rp *replayer) note(cfg tap.Config) {
-	rp.hadRegistration = rp.hadRegistration || cfg.Registration != nil
-	rp.hadHook = rp.hadHook || cfg.HookID != ""
-	rp.hadDeadline = rp.hadDeadline || cfg.Timeout > 0 || cfg.HookID != ""
+// session builds the session of one replayed file or capture segment.
+// The --registration document's own findings are listed under its file
+// name, not again here; a registration a capture embeds is judged by the
+// session of each segment, as each live run did.
+func (rp *replayer) session(cfg tap.Config, out *[]tap.Finding) *tap.Session {
+	return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.flags.opt),
+		Sink:                 tap.SinkFunc(func(f tap.Finding) { *out = append(*out, f) }),
+		RegistrationReported: cfg.Registration != nil && cfg.Registration == rp.flags.cfg.Registration,
+		SharedEvents:         true})
+}
+
+// close closes the sessions of a file, in order, and keeps what they
+// concluded.
+func (rp *replayer) close(sessions []*tap.Session) {
+	for _, s := range sessions {
+		s.Close()
+		rp.records = append(rp.records, s.Records()...)
+		rp.notChecked = append(rp.notChecked, s.NotChecked())
+	}
 }
 
 // replayFile replays the named file ("-": standard input).
@@ -193,25 +208,17 @@ func (rp *replayer) replay(r io.Reader) ([]tap.Finding, error) {
 // replayStream checks a plain NDJSON stream as stdio traffic. A stream from
 // one side only (--direction) is an excerpt: a request without its
 // response is no finding. Without --direction each line's sender is
-// guessed (rules.GuessDirection).
+// guessed (tap.GuessDirection).
 func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 	cfg := rp.flags.cfg
 	cfg.Transport = tap.Stdio
 	cfg.Partial = rp.dir != 0
-	rp.note(cfg)
-	e := tap.NewEngine(cfg, rules.Default(rp.flags.opt))
 	var out []tap.Finding
-	s := tap.Splitter{Emit: func(line []byte, fr tap.Framing, size int, truncated bool) {
-		f := &tap.Frame{Dir: rp.dir, Transport: tap.Stdio, Raw: bytes.Clone(line), Framing: fr, Size: size, Truncated: truncated}
-		if f.Dir == 0 {
-			f.Dir = rules.GuessDirection(f)
-		}
-		out = append(out, e.Feed(f)...)
-	}}
+	s := rp.session(cfg, &out)
 	buf := make([]byte, 1<<16)
 	for {
 		n, err := r.Read(buf)
-		s.Write(buf[:n])
+		s.Stream("", rp.dir, time.Time{}, buf[:n])
 		if err == io.EOF {
 			break
 		}
@@ -219,95 +226,35 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 			return nil, err
 		}
 	}
-	s.Close()
-	out = append(out, e.Finish()...)
-	rp.records = append(rp.records, e.Conversation().Records()...)
+	rp.close([]*tap.Session{s})
 	return out, nil
 }
 
-// replayCapture feeds a capture's frames and notes, in file order, through
-// the rules configured as the live run was (its header), unless a flag
-// says otherwise. Each header starts a segment: one live run of ahp-tap.
-// On stdio every process (the conn of its frames) had an engine of its own
-// and per-event processes shared an event store (--state), so frames and
-// notes go to the engine of their conn, all sharing one event store. On
-// HTTP a segment is one proxy run with one engine.
+// replayCapture feeds a capture through one session per segment, each
+// configured as the live run that wrote it was (its header), unless a
+// flag says otherwise. Every session shares one event store, as per_event
+// processes share --state.
 func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
-	var (
-		out     []tap.Finding
-		engines = map[string]*tap.Engine{} // stdio: by conn
-		order   []*tap.Engine              // every engine in creation order, for Finish
-		seg     *segment                   // the latest header's segment
-		events  = &tap.MemoryStore{}
-		regSeen = map[string]bool{} // registration documents already judged
-	)
-	engineFor := func(conn string) *tap.Engine {
-		if seg == nil {
-			// No header before this record (cannot happen: Read
-			// insists on one); judge with the flags alone.
-			seg = &segment{cfg: rp.flags.cfg}
-			seg.cfg.Events = events
-		}
-		if seg.cfg.Transport == tap.Stdio && conn != "" {
-			if e, ok := engines[conn]; ok {
-				return e
-			}
-			e := tap.NewEngine(seg.cfg, rules.Default(rp.flags.opt))
-			engines[conn] = e
-			order = append(order, e)
-			return e
-		}
-		if seg.engine == nil {
-			seg.engine = tap.NewEngine(seg.cfg, rules.Default(rp.flags.opt))
-			order = append(order, seg.engine)
-		}
-		return seg.engine
-	}
-	for {
-		it, err := cr.Next()
-		if err == io.EOF {
-			break
-		}
+	var out []tap.Finding
+	events := &tap.MemoryStore{}
+	sessions, err := capture.Replay(cr, func(h *capture.Header) (*tap.Session, error) {
+		cfg, err := rp.config(h)
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case it.Header != nil:
-			cfg, regFindings, err := rp.config(it.Header)
-			if err != nil {
-				return nil, fmt.Errorf("capture line %d: %w", it.Line, err)
-			}
-			// The registration's own findings, once per document.
-			if k := string(it.Header.RegistrationDoc); k != "" && !regSeen[k] {
-				regSeen[k] = true
-				out = append(out, regFindings...)
-			}
-			cfg.Events = events
-			rp.note(cfg)
-			seg = &segment{cfg: cfg}
-		case it.Frame != nil:
-			e := engineFor(it.Frame.Conn)
-			out = append(out, e.Feed(it.Frame)...)
-		case it.Note != nil:
-			out = append(out, engineFor(it.Note.Conn).Note(*it.Note)...)
-		}
+		cfg.Events = events
+		return rp.session(cfg, &out), nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	for _, e := range order {
-		out = append(out, e.Finish()...)
-		rp.records = append(rp.records, e.Conversation().Records()...)
-	}
+	rp.close(sessions)
 	return out, nil
-}
-
-// A segment is the part of a capture written by one live run.
-type segment struct {
-	cfg    tap.Config
-	engine *tap.Engine // the HTTP (or conn-less) engine, created on first use
 }
 
 // config builds the engine configuration of a capture segment: the live
 // run's settings from its header, overridden by flags given explicitly.
-func (rp *replayer) config(h *capture.Header) (tap.Config, []tap.Finding, error) {
+func (rp *replayer) config(h *capture.Header) (tap.Config, error) {
 	cfg := rp.flags.cfg
 	cfg.Transport = h.Transport
 	if h.Snapshot != "" && !rp.set["protocol-version"] {
@@ -316,14 +263,12 @@ func (rp *replayer) config(h *capture.Header) (tap.Config, []tap.Finding, error)
 	if h.TimeoutMs > 0 && !rp.set["timeout"] {
 		cfg.Timeout = time.Duration(h.TimeoutMs) * time.Millisecond
 	}
-	var regFindings []tap.Finding
 	if len(h.RegistrationDoc) > 0 && !rp.set["registration"] {
 		reg, _, err := tap.ParseJSON(h.RegistrationDoc)
 		if err != nil {
-			return cfg, nil, fmt.Errorf("header registrationDoc is not JSON: %v", err)
+			return cfg, fmt.Errorf("header registrationDoc is not JSON: %v", err)
 		}
 		cfg.Registration = reg
-		regFindings = append(rules.RegistrationFindingsFor(reg, cfg.Snapshot), rp.flags.opt.Spec.RegistrationFindings(reg)...)
 		if !rp.set["hook"] {
 			cfg.HookID = h.Hook
 		}
@@ -331,5 +276,5 @@ func (rp *replayer) config(h *capture.Header) (tap.Config, []tap.Finding, error)
 	if h.Lifecycle != "" {
 		cfg.Lifecycle = h.Lifecycle
 	}
-	return cfg, regFindings, nil
+	return cfg, nil
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/ahp-tap/ahp-tap/har"
-	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -33,9 +32,8 @@ func (rp *replayer) replayHAR(r io.Reader) ([]tap.Finding, error) {
 	}
 	cfg := rp.flags.cfg
 	cfg.Transport = tap.HTTP
-	rp.note(cfg)
-	e := tap.NewEngine(cfg, rules.Default(rp.flags.opt))
 	var out []tap.Finding
+	s := rp.session(cfg, &out)
 	for {
 		items, err := hr.Next()
 		if err == io.EOF {
@@ -46,14 +44,13 @@ func (rp *replayer) replayHAR(r io.Reader) ([]tap.Finding, error) {
 		}
 		for _, it := range items {
 			if it.Frame != nil {
-				out = append(out, e.Feed(it.Frame)...)
+				s.Frame(it.Frame)
 			} else {
-				out = append(out, e.Note(*it.Note)...)
+				s.Note(*it.Note)
 			}
 		}
 	}
-	out = append(out, e.Finish()...)
-	rp.records = append(rp.records, e.Conversation().Records()...)
+	rp.close([]*tap.Session{s})
 	if rp.diag != nil {
 		st := hr.Stats()
 		fmt.Fprintf(rp.diag, "ahp-tap replay: HAR with %d entries: %d AHP exchanges audited, %d other entries skipped\n", st.Entries, st.Audited, st.Skipped)

@@ -18,7 +18,6 @@ import (
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/report"
-	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/stdio"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -137,18 +136,17 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 // stdioRun is one wrapped backend with its sinks.
 type stdioRun struct {
 	tap       *stdio.Tap
+	session   *tap.Session // nil with --audit=false
 	log       *report.Log
 	capture   *capture.Writer
 	collector *report.Collector
-	cfg       tap.Config
-	sf        *stdioFlags
 	diag      io.Writer // ahp-tap's own one-line notices (stderr)
 	otlp      *otlpexport.Exporter
 	closed    bool
 }
 
 func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio.Priority) (*stdioRun, error) {
-	r := &stdioRun{collector: &report.Collector{Limit: 1}, sf: sf, diag: m.Stderr}
+	r := &stdioRun{collector: &report.Collector{Limit: 1}, diag: m.Stderr}
 	x, err := sf.otlp.open(sf.capture, m.Stderr)
 	if err != nil {
 		return nil, err
@@ -156,11 +154,8 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	r.otlp = x
 	cfg := l.cfg
 	cfg.Transport = tap.Stdio
-	if sf.lifecycle != "" {
-		cfg.Lifecycle = sf.lifecycle
-	} else if h := tap.FindHook(cfg.Registration, cfg.HookID); h != nil {
-		cfg.Lifecycle, _ = h.Path("transport", "lifecycle").Text()
-	}
+	cfg.Lifecycle = sf.lifecycle
+	cfg = cfg.Resolved() // the hook's lifecycle, for the capture header
 	if sf.state != "" {
 		st, err := stdio.OpenDirStore(sf.state, m.Stderr)
 		if err != nil {
@@ -168,7 +163,6 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		}
 		cfg.Events = st
 	}
-	r.cfg = cfg
 	sinks := tap.MultiSink{r.collector}
 	if sf.log != "" {
 		// A log that cannot be opened never keeps the backend from
@@ -194,18 +188,18 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 			r.capture, rec = w, w
 		}
 	}
-	for _, f := range l.regFindings {
-		sinks.Write(f)
-	}
-	eng := tap.NewEngine(cfg, rules.Default(l.opt))
+	// The session reports the registration's own findings now, even
+	// with --audit=false (they are about the configuration, not traffic).
+	r.session = l.session(cfg, sinks, rec, conn, sf.maxLine)
+	sess := r.session
 	if !sf.audit {
-		eng = nil // forwarding only: no frame is split, checked or captured
+		sess = nil // forwarding only: no frame is split, checked or captured
 	}
 	r.tap = stdio.New(stdio.Config{
 		Command: argv[0], Args: argv[1:],
 		Stdin: m.Stdin, Stdout: m.Stdout, Stderr: m.Stderr,
-		Engine: eng, Sink: sinks, Recorder: rec,
-		Queue: sf.queue, MaxAuditLine: sf.maxLine, Conn: conn,
+		Session: sess,
+		Queue:   sf.queue, MaxAuditLine: sf.maxLine, Conn: conn,
 		Hash: sf.summary, Diag: m.Stderr, AuditPriority: prio,
 	})
 	return r, nil
@@ -228,40 +222,6 @@ func (r *stdioRun) close() {
 	}
 }
 
-// notPossible lists the checks this configuration cannot make.
-func (r *stdioRun) notPossible() []report.NotPossible {
-	var out []report.NotPossible
-	cfg := r.cfg
-	if cfg.Registration == nil || cfg.HookID == "" {
-		out = append(out, report.NotPossible{Check: "BASE-5", Reason: "no --registration FILE --hook ID: dispatch is not known"})
-	}
-	if cfg.Timeout == 0 && !hasDeadline(cfg) {
-		out = append(out, report.NotPossible{Check: "CORR-3", Reason: "no deadline: give --registration/--hook with timeoutMs, or --timeout"})
-	}
-	switch cfg.Lifecycle {
-	case "per_event":
-		out = append(out, report.NotPossible{Check: "STDIO-3", Reason: "the lifecycle is per_event"})
-		if r.sf.state == "" {
-			out = append(out, report.NotPossible{Check: "BASE-6", Reason: "per_event without --state DIR: retries across processes are not seen"})
-		}
-	case "persistent":
-		out = append(out, report.NotPossible{Check: "STDIO-2", Reason: "the lifecycle is persistent"})
-	default:
-		out = append(out, report.NotPossible{Check: "STDIO-2, STDIO-3", Reason: "lifecycle unknown: give --registration/--hook or --lifecycle"})
-	}
-	return out
-}
-
-func hasDeadline(cfg tap.Config) bool {
-	h := tap.FindHook(cfg.Registration, cfg.HookID)
-	for _, s := range h.Get("subscriptions").Elems() {
-		if _, ok := s.Get("timeoutMs").Int(); ok {
-			return true
-		}
-	}
-	return false
-}
-
 func (r *stdioRun) writeSummary(w io.Writer, res stdio.Result) {
 	s := r.collector.Summary()
 	for _, d := range []struct {
@@ -272,7 +232,7 @@ func (r *stdioRun) writeSummary(w io.Writer, res stdio.Result) {
 	}
 	s.NotAudited = res.NotAudited
 	s.LogDropped = r.log.Dropped()
-	s.NotPossible = r.notPossible()
+	s.NotPossible = notPossible(r.session.NotChecked())
 	how := fmt.Sprintf("exited with status %d", res.ExitCode)
 	if res.Signal != 0 {
 		how = "was killed by " + res.Signal.String()

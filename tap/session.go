@@ -1,0 +1,348 @@
+package tap
+
+import (
+	"time"
+)
+
+// A RuleSet is what a Session checks with: it builds a fresh set of rules
+// for each engine and judges a registration document on its own. The rules
+// package provides one (rules.Set); tap does not know the rules.
+type RuleSet interface {
+	// Rules returns a new rule set for one engine (one conversation).
+	Rules() []Rule
+	// Registration returns the findings about a registration document
+	// itself, for the given protocol snapshot.
+	Registration(doc *Value, snapshot string) []Finding
+}
+
+// SessionConfig says what one link is checked against and where the
+// answers go.
+type SessionConfig struct {
+	// Config is the engine configuration. Transport decides how frames
+	// are grouped into conversations: on Stdio every connection (a
+	// backend process) has an engine of its own; on every other
+	// transport one engine sees every frame. Events is shared by every
+	// engine of the session (nil: one in-memory store for the session).
+	Config
+	// Rules builds each engine's rules and judges the registration.
+	Rules RuleSet
+	// Sink receives every finding, on the goroutine feeding the session
+	// (nil: discarded).
+	Sink Sink
+	// Recorder (a capture) sees every frame and note before the rules do,
+	// including the notes the session makes itself (NoteDropped), so that
+	// a replay of the recording gets the same findings. May be nil.
+	Recorder Recorder
+	// Conn names the link when it is one connection or process (stdio:
+	// "stdio:<pid>"); facts about the whole link (frames not audited) are
+	// filed under it.
+	Conn string
+	// MaxLine caps the audit copy of one line of a byte stream (0: no
+	// cap); a longer line becomes a truncated frame (TAP-1) that keeps
+	// TruncatedPrefix bytes.
+	MaxLine int
+	// RegistrationReported says the caller reports the findings about
+	// Registration itself (a replay or check given --registration lists
+	// them once, under the registration's file name). Otherwise the
+	// session writes them to Sink when it is created.
+	RegistrationReported bool
+	// SharedEvents says Events is shared with the sessions of other
+	// processes of the same link (a replay's store shared by every
+	// process of a capture); a store other than a MemoryStore (a --state
+	// directory) is taken as shared anyway.
+	SharedEvents bool
+}
+
+// A Session is one link audited with one configuration: frames, stream
+// bytes and transport notes go in, findings come out on the sink. Every
+// way ahp-tap sees traffic feeds a Session the same way: the stdio tap
+// (through an Auditor), the HTTP proxy (through an Auditor), `check` and
+// `replay` (directly). It owns what makes their answers equal:
+//
+//   - the Framer that cuts byte streams into frames (Stream),
+//   - the engines, one per connection or process on stdio, all sharing
+//     one event store (retries across per_event processes),
+//   - the registration's own findings, reported once at creation,
+//   - the recorder, which sees every frame and note the rules see,
+//   - the count of frames not audited, kept as NoteDropped notes so that
+//     a recording replays to the same findings (TAP-1, and the
+//     conversation marked as an excerpt on stream transports),
+//   - the list of checks the configuration cannot make (NotChecked).
+//
+// A Session is not safe for concurrent use: feed it from one goroutine, or
+// put it behind an Auditor.
+type Session struct {
+	cfg     SessionConfig
+	sink    Sink
+	framer  *Framer
+	engines map[string]*Engine // by conn on stdio, else under ""
+	order   []*Engine          // every engine in creation order
+	seq     uint64             // of the last frame numbered by the session
+	lost    uint64             // frames not audited, from NoteDropped notes
+	partial bool               // frames were lost on a stream: new engines start partial
+	closed  bool
+	// fixed is the one engine of a session made around an existing
+	// engine (NewAuditor); nil otherwise.
+	fixed *Engine
+}
+
+// NewSession returns a session for cfg and writes the registration's own
+// findings (ours and those of any --spec schema) to the sink, unless
+// cfg.RegistrationReported.
+func NewSession(cfg SessionConfig) *Session {
+	cfg.Config = cfg.Config.Resolved()
+	if cfg.Events == nil {
+		cfg.Events = &MemoryStore{}
+	}
+	s := newSession(cfg)
+	if cfg.Registration != nil && cfg.Rules != nil && !cfg.RegistrationReported {
+		for _, f := range cfg.Rules.Registration(cfg.Registration, cfg.Snapshot) {
+			s.sink.Write(f)
+		}
+	}
+	return s
+}
+
+func newSession(cfg SessionConfig) *Session {
+	s := &Session{cfg: cfg, sink: cfg.Sink, engines: make(map[string]*Engine)}
+	if s.sink == nil {
+		s.sink = SinkFunc(func(Finding) {})
+	}
+	s.framer = s.NewFramer(s.Frame, nil)
+	return s
+}
+
+// NewEngineSession returns a session around one existing engine: every
+// frame and note goes to it, and the registration is not judged. It is
+// for callers (tests, mostly) that build their engine themselves;
+// NewSession is the way in for everything else.
+func NewEngineSession(e *Engine, sink Sink, rec Recorder) *Session {
+	c := e.Conversation()
+	cfg := SessionConfig{Config: Config{Snapshot: c.Snapshot, Registration: c.Registration, Timeout: c.Timeout,
+		Transport: c.Transport, Lifecycle: c.Lifecycle, Events: c.events}, Sink: sink, Recorder: rec}
+	if c.Hook != nil {
+		cfg.HookID, _ = c.Hook.Get("id").Text()
+	}
+	s := newSession(cfg)
+	s.fixed = e
+	s.order = []*Engine{e}
+	return s
+}
+
+// Config returns the session's configuration, with the defaults filled in
+// (the snapshot, and the lifecycle the selected hook declares).
+func (s *Session) Config() Config { return s.cfg.Config }
+
+// engine returns the engine that judges frames and notes of conn.
+func (s *Session) engine(conn string) *Engine {
+	if s.fixed != nil {
+		return s.fixed
+	}
+	if s.cfg.Transport != Stdio {
+		conn = ""
+	}
+	if e, ok := s.engines[conn]; ok {
+		return e
+	}
+	cfg := s.cfg.Config
+	cfg.Partial = cfg.Partial || s.partial
+	var rules []Rule
+	if s.cfg.Rules != nil {
+		rules = s.cfg.Rules.Rules()
+	}
+	e := NewEngine(cfg, rules)
+	s.engines[conn] = e
+	s.order = append(s.order, e)
+	return e
+}
+
+// Frame checks one whole frame: an HTTP body, a standalone message, a
+// capture record, a HAR entry, a line a Framer cut. A frame without a
+// sequence number is numbered in the order the session sees it; a frame
+// without a direction is given the likely one (GuessDirection). The
+// recorder sees it, then the rules of its connection's engine.
+func (s *Session) Frame(f *Frame) {
+	if s.closed {
+		return
+	}
+	if f.Seq == 0 {
+		f.Seq = s.seq + 1
+	}
+	s.seq = max(s.seq, f.Seq)
+	if f.Dir == 0 {
+		f.Dir = GuessDirection(f)
+	}
+	if s.cfg.Recorder != nil {
+		s.cfg.Recorder.Record(f)
+	}
+	s.write(s.engine(f.Conn).Feed(f))
+}
+
+// Stream hands the session bytes read from one direction of a
+// line-framed stream (stdio, or an NDJSON file) at time t; it cuts them
+// into frames and checks each whole line. dir 0 means the sender of each
+// line is guessed.
+func (s *Session) Stream(conn string, dir Direction, t time.Time, p []byte) {
+	if s.closed {
+		return
+	}
+	s.framer.Write(conn, dir, t, p)
+}
+
+// Note hands the session a transport fact, in order with the frames. A
+// NoteEOF first ends the stream it names (a last line without "\n" is a
+// frame too). A NoteDropped counts frames not audited.
+func (s *Session) Note(n Note) {
+	if s.closed {
+		return
+	}
+	switch n.Kind {
+	case NoteEOF:
+		s.framer.End(n.Conn, n.Dir, n.Time)
+	case NoteDropped:
+		s.dropped(n)
+		return
+	}
+	if s.cfg.Recorder != nil {
+		s.cfg.Recorder.RecordNote(n)
+	}
+	s.write(s.engine(n.Conn).Note(n))
+}
+
+// Lost records that n frames of the link were not audited (the audit
+// queue was full, the audit copy of a stream was dropped): a NoteDropped.
+func (s *Session) Lost(n uint64) {
+	if n == 0 {
+		return
+	}
+	s.Note(Note{Kind: NoteDropped, Time: time.Now(), Conn: s.cfg.Conn, Count: n})
+}
+
+// dropped takes a NoteDropped. On a stream transport a lost frame can be
+// the request of a response that arrives later (or the reverse), so from
+// then on the conversation is an excerpt: correlation rules do not report
+// halves whose other half may have been lost. HTTP drops a request and its
+// answer together, so its conversations stay whole.
+func (s *Session) dropped(n Note) {
+	if s.cfg.Recorder != nil {
+		s.cfg.Recorder.RecordNote(n)
+	}
+	s.lost += n.Count
+	if s.cfg.Transport == Stdio && !s.partial {
+		s.partial = true
+		for _, e := range s.order {
+			e.Conversation().Partial = true
+		}
+	}
+}
+
+// NotAudited returns how many frames the session was told were not
+// audited so far (NoteDropped).
+func (s *Session) NotAudited() uint64 { return s.lost }
+
+// Close ends every stream (a last line without "\n" is still checked),
+// runs the rules' end-of-stream duties, engine by engine in creation order,
+// and reports the frames not audited (TAP-1). Nothing is taken after it.
+// It is idempotent.
+func (s *Session) Close() {
+	if s.closed {
+		return
+	}
+	s.framer.Close()
+	s.closed = true
+	for _, e := range s.order {
+		s.write(e.Finish())
+	}
+	if s.lost > 0 {
+		s.sink.Write(DropFinding(s.lost, "frames"))
+	}
+}
+
+// Records returns what each exchange of the session concluded, engine by
+// engine in creation order.
+func (s *Session) Records() []ExchangeRecord {
+	var out []ExchangeRecord
+	for _, e := range s.order {
+		out = append(out, e.Conversation().Records()...)
+	}
+	return out
+}
+
+func (s *Session) write(fs []Finding) {
+	for _, f := range fs {
+		s.sink.Write(f)
+	}
+}
+
+// NotChecked is a check the configuration cannot make, and why.
+type NotChecked struct {
+	Check  string `json:"check"`
+	Reason string `json:"reason"`
+}
+
+// NotChecked lists the checks this session's configuration cannot make:
+// dispatch without a selected hook, deadlines without one, the stdio
+// lifecycle checks for the other lifecycle, retries across per_event
+// processes without a shared event store. A standalone file (Transport
+// File) is an excerpt of no link: nothing is listed.
+func (s *Session) NotChecked() []NotChecked {
+	cfg := s.cfg.Config
+	if cfg.Transport == File {
+		return nil
+	}
+	var out []NotChecked
+	switch {
+	case cfg.Registration == nil:
+		out = append(out, NotChecked{"BASE-5", "no registration: give --registration FILE --hook ID (or capture with them)"})
+	case cfg.HookID == "":
+		out = append(out, NotChecked{"BASE-5", "no hook selected: give --hook ID to check dispatch against its subscriptions"})
+	}
+	if cfg.Timeout <= 0 && !hookHasDeadline(FindHook(cfg.Registration, cfg.HookID)) {
+		out = append(out, NotChecked{"CORR-3", "no deadline: give --timeout, or --registration/--hook whose subscriptions set timeoutMs"})
+	}
+	if cfg.Transport != Stdio {
+		return out
+	}
+	switch cfg.Lifecycle {
+	case LifecyclePerEvent:
+		out = append(out, NotChecked{"STDIO-3", "the lifecycle is per_event"})
+		if !s.sharedEvents() {
+			out = append(out, NotChecked{"BASE-6", "per_event without --state DIR: retries across processes are not seen"})
+		}
+	case LifecyclePersistent:
+		out = append(out, NotChecked{"STDIO-2", "the lifecycle is persistent"})
+	default:
+		out = append(out, NotChecked{"STDIO-2, STDIO-3", "lifecycle unknown: give --registration/--hook or --lifecycle"})
+	}
+	return out
+}
+
+// sharedEvents reports whether the event store outlives this session's
+// process (a --state directory, or a replay's store shared by every
+// process of a capture).
+func (s *Session) sharedEvents() bool {
+	_, private := s.cfg.Events.(*MemoryStore)
+	return !private || s.cfg.SharedEvents
+}
+
+// hookHasDeadline reports whether any subscription of hook sets timeoutMs.
+func hookHasDeadline(hook *Value) bool {
+	for _, sub := range hook.Get("subscriptions").Elems() {
+		if _, ok := sub.Get("timeoutMs").Int(); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// GuessDirection says who most likely sent a frame whose direction is not
+// recorded (a line of an NDJSON file): messages with a method come from
+// the harness, everything else from the backend. It decodes f.
+func GuessDirection(f *Frame) Direction {
+	f.Decode()
+	switch f.Msg.(type) {
+	case *Request, *Notification:
+		return FromHarness
+	}
+	return FromBackend
+}
