@@ -15,14 +15,8 @@ func TestRuleSetWithoutAReporterPanics(t *testing.T) {
 	all := Default(Options{})
 	removed := 0
 	for i, r := range all {
-		if _, ok := r.(tap.Requirer); !ok {
+		if _, ok := r.(analysisRule); !ok {
 			continue
-		}
-		if _, content := r.(contentRule); !content {
-			ar, ok := r.(analysisRule)
-			if !ok || len(ar.analysis.Checks) == 0 {
-				continue
-			}
 		}
 		removed++
 		rest := append(append([]tap.Rule{}, all[:i]...), all[i+1:]...)
@@ -48,7 +42,7 @@ func TestAnalysisProblemUnderUndeclaredCheck(t *testing.T) {
 	a := problemAnalysis("mutant", []string{"EVT-1"}, nil, func(*tap.Conversation, *tap.Frame) []problem {
 		return []problem{{check: "EVT-9", ptr: "/x", msg: "no such check"}}
 	})
-	fs := runRules(tap.Config{}, []tap.Rule{analysisRule{info: info("EVT-1/mutant", "EVT-1", "test"), analysis: a}},
+	fs := runRules(tap.Config{}, []tap.Rule{analysisRule{info: info("EVT-1/mutant", "EVT-1", "test"), analyses: []*tap.Analysis{a}}},
 		harnessFrame(`{"jsonrpc":"2.0","method":"hooks/observe","params":{}}`))
 	if len(fs) != 1 || fs[0].Check != "TAP-2" || !strings.Contains(fs[0].Message, "EVT-9") {
 		t.Errorf("findings %s; want one TAP-2 naming EVT-9", dump(fs))

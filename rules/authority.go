@@ -7,10 +7,6 @@ import (
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
-// continueAllowed lists the only events where flow continue may be
-// returned (capability-auth prose bounds, §4.3).
-var continueAllowed = map[string]bool{"turn.finish.before": true, "tool.after": true}
-
 // authorityRule checks BASE-9 (AHP-SEC-001, AHP-CAP-001, AHP-DEC-001): no
 // successful intercept result claims more authority than the request gave.
 // Every returned effect type was advertised in that request's

@@ -20,29 +20,17 @@ import (
 // evaluation finds inside modify values.
 func contentRules() []tap.Rule {
 	return []tap.Rule{
-		contentRule{info("EDIT-1/messages", "EDIT-1", "model, turn and context items are canonical message lists")},
-		contentRule{info("EDIT-2/parts", "EDIT-2", "content parts are closed text or attachment variants; metadata, omit and gap views carry no text or body")},
+		contentRule(info("EDIT-1/messages", "EDIT-1", "model, turn and context items are canonical message lists")),
+		contentRule(info("EDIT-2/parts", "EDIT-2", "content parts are closed text or attachment variants; metadata, omit and gap views carry no text or body")),
 	}
 }
 
-// A contentRule reports its check's problems from both analyses that find
-// content faults: the shape walk's, and the edit evaluation's (a content
+// contentRule reports every problem of its check that the content rules
+// may report: the shape walk's, then the edit evaluation's (a content
 // fault inside a modify value carries the content check, as it would in
 // an event). Each analysis is computed once per frame.
-type contentRule struct{ info tap.RuleInfo }
-
-func (r contentRule) Info() tap.RuleInfo { return r.info }
-
-func (r contentRule) Requires() []*tap.Analysis {
-	return []*tap.Analysis{shapeAnalysis, editAnalysis}
-}
-
-func (r contentRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
-	var out []tap.Finding
-	for _, a := range r.Requires() {
-		out = append(out, analysisRule{info: r.info, analysis: a}.Check(c, f)...)
-	}
-	return out
+func contentRule(ri tap.RuleInfo) tap.Rule {
+	return analysisRule{info: ri, analyses: []*tap.Analysis{shapeAnalysis, editAnalysis}}
 }
 
 // messageRoles are the canonical roles (§8).

@@ -250,6 +250,17 @@ func (r lateRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	return []tap.Finding{r.info.At(f, 0, "", "response came %v after its request, later than the %v deadline; the harness must ignore it and apply the failure policy", took.Round(time.Millisecond), x.Deadline)}
 }
 
+// lateBy returns how long response f took to answer x, and whether that
+// is after x's deadline (AHP-FAIL-002 bounds interception; discovery has
+// no deadline, and neither has an exchange without known times).
+func lateBy(x *tap.Exchange, f *tap.Frame) (took time.Duration, late bool) {
+	if x.Deadline <= 0 || x.Method != methodIntercept || f.Time.IsZero() || x.Request.Time.IsZero() {
+		return 0, false
+	}
+	took = f.Time.Sub(x.Request.Time)
+	return took, took > x.Deadline
+}
+
 // portableIDRule warns under CORR-2 about a request id that is legal
 // JSON-RPC but does not survive other implementations: an integer beyond
 // ±(2^53−1), which JavaScript numbers and many SDKs' decoders round, or an
@@ -280,14 +291,3 @@ func (r portableIDRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 // maxSafeInteger is 2^53−1, the largest integer every IEEE 754 double
 // (a JavaScript number) holds exactly.
 const maxSafeInteger = 1<<53 - 1
-
-// lateBy returns how long response f took to answer x, and whether that
-// is after x's deadline (AHP-FAIL-002 bounds interception; discovery has
-// no deadline, and neither has an exchange without known times).
-func lateBy(x *tap.Exchange, f *tap.Frame) (took time.Duration, late bool) {
-	if x.Deadline <= 0 || x.Method != methodIntercept || f.Time.IsZero() || x.Request.Time.IsZero() {
-		return 0, false
-	}
-	took = f.Time.Sub(x.Request.Time)
-	return took, took > x.Deadline
-}

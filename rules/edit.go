@@ -27,11 +27,13 @@ func editRules() []tap.Rule {
 
 // editRule reports one check's problems from the shared edit analysis of
 // a frame (see editAnalysis).
-func editRule(ri tap.RuleInfo) tap.Rule { return analysisRule{info: ri, analysis: editAnalysis} }
+func editRule(ri tap.RuleInfo) tap.Rule {
+	return analysisRule{info: ri, analyses: []*tap.Analysis{editAnalysis}}
+}
 
 // editAnalysis evaluates each frame's edits once and finds the problems of
-// every EDIT-3…EDIT-8 check; it reads the shape walk so as not to repeat
-// its problems.
+// every EDIT-3…EDIT-8 check, and the content faults (EDIT-1, EDIT-2) inside
+// modify values; it reads the shape walk so as not to repeat its problems.
 var editAnalysis = problemAnalysis("edit", []string{"EDIT-1", "EDIT-2", "EDIT-3", "EDIT-4", "EDIT-5", "EDIT-6", "EDIT-7", "EDIT-8"},
 	[]*tap.Analysis{shapeAnalysis}, analyseEdits)
 
@@ -95,7 +97,7 @@ func responseContext(c *tap.Conversation) (EditContext, bool) {
 // the shared shape walk; an EDIT-4 shape problem that the walk already
 // reported at the same place is not repeated. Content faults the evaluator
 // finds inside a modify value (stage "edit") are reported under their own
-// check, EDIT-1 or EDIT-2, by the content rules (contentAnalysis). EDIT-7
+// check, EDIT-1 or EDIT-2, by the content rules (contentRules). EDIT-7
 // is one problem on the response, naming the effects an invalid edit takes
 // down; when the effect list itself is invalid, EFF-1 already says so and
 // names them.

@@ -41,24 +41,26 @@ func problemsOf(c *tap.Conversation, a *tap.Analysis) []problem {
 	return ps
 }
 
-// An analysisRule reports the problems of its one check that a shared
-// per-frame analysis found. Several checks read one analysis (the shape
-// walk, the edit evaluation), which the engine runs once per frame however
-// many of those rules are enabled.
+// An analysisRule reports the problems of its one check that shared
+// per-frame analyses found (the shape walk, the edit evaluation), in the
+// order of its analyses. Several checks read one analysis, which the
+// engine runs once per frame however many of those rules are enabled.
 type analysisRule struct {
 	info     tap.RuleInfo
-	analysis *tap.Analysis
+	analyses []*tap.Analysis
 }
 
 func (r analysisRule) Info() tap.RuleInfo { return r.info }
 
-func (r analysisRule) Requires() []*tap.Analysis { return []*tap.Analysis{r.analysis} }
+func (r analysisRule) Requires() []*tap.Analysis { return r.analyses }
 
 func (r analysisRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	var out []tap.Finding
-	for _, p := range problemsOf(c, r.analysis) {
-		if p.check == r.info.Check {
-			out = append(out, hintOlderDraft(c, r.info.At(f, 0, p.ptr, "%s", p.msg), p.older))
+	for _, a := range r.analyses {
+		for _, p := range problemsOf(c, a) {
+			if p.check == r.info.Check {
+				out = append(out, hintOlderDraft(c, r.info.At(f, 0, p.ptr, "%s", p.msg), p.older))
+			}
 		}
 	}
 	return out

@@ -399,7 +399,9 @@ func text(v *tap.Value, k string) string {
 
 // shapeRule reports one check's problems from the shared shape walk of a
 // frame (see frameProblems).
-func shapeRule(ri tap.RuleInfo) tap.Rule { return analysisRule{info: ri, analysis: shapeAnalysis} }
+func shapeRule(ri tap.RuleInfo) tap.Rule {
+	return analysisRule{info: ri, analyses: []*tap.Analysis{shapeAnalysis}}
+}
 
 // shapeAnalysis walks each frame once with every shape rule's validators
 // and finds the problems of all their checks.

@@ -184,7 +184,7 @@ func specRules(s *Spec) []tap.Rule {
 	})
 	var out []tap.Rule
 	for _, check := range specChecks {
-		out = append(out, analysisRule{analysis: a, info: info("SPEC/"+check, check,
+		out = append(out, analysisRule{analyses: []*tap.Analysis{a}, info: info("SPEC/"+check, check,
 			"(with --spec DIR) the message satisfies the upstream "+s.Snapshot+" JSON Schema; this rule reports the failures that belong to "+check)})
 	}
 	return out

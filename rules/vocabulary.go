@@ -1,5 +1,7 @@
 package rules
 
+import "slices"
+
 // The protocol's vocabulary, in one place: its methods, its event types
 // (with whether each may be intercepted), its effect types and modify
 // targets, and what each interceptable boundary allows. Every rule reads
@@ -95,6 +97,17 @@ var (
 	interceptableEvents = eventNames(true)
 	// eventTypes are the 32 standard event types.
 	eventTypes = append(eventNames(true), eventNames(false)...)
+	// continueAllowed lists the only events where flow continue may be
+	// returned (capability-auth prose bounds, §4.3).
+	continueAllowed = func() map[string]bool {
+		m := make(map[string]bool)
+		for name, b := range boundaries {
+			if slices.Contains(b.flowOps, "continue") {
+				m[name] = true
+			}
+		}
+		return m
+	}()
 	// coreEffectNames is coreEffects as a set; any other name in
 	// capabilities.effects is an extension effect and must be reverse-DNS.
 	coreEffectNames = func() map[string]bool {

@@ -89,15 +89,14 @@ The backend in this mode has deliberate faults; ahp-tap forwards every byte unch
 		defer lg.Close()
 		sinks = append(sinks, lg)
 	}
-	cfg := tap.Config{Transport: tap.Stdio, Registration: reg, HookID: demoHook}
-	for _, f := range rules.RegistrationFindings(reg) {
-		sinks.Write(f)
-	}
+	// The session reports the registration's own findings first.
+	session := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio, Registration: reg, HookID: demoHook},
+		Rules: rules.Set(rules.Options{}), Sink: sinks})
 	t := stdio.New(stdio.Config{
 		Command: self, Args: []string{"example-backend", "--mode", *mode},
 		Stdin: fromHarness, Stdout: toHarness, Stderr: out,
-		Engine: tap.NewEngine(cfg, rules.Default(rules.Options{})), Sink: sinks,
-		Hash: true, Diag: m.Stderr,
+		Session: session,
+		Hash:    true, Diag: m.Stderr,
 	})
 	res, err := t.Run(ctx)
 	toHarness.Close()
