@@ -167,9 +167,18 @@ func NewMatcher(rec *Recording, mode Match, ignore []Pointer) *Matcher {
 	return m
 }
 
-// Find returns the recorded step f matches, or nil.
+// Find returns the recorded step f matches, or nil. Discovery
+// (hooks/capabilities) has no content to match: any recorded discovery
+// answers it when none matches exactly.
 func (m *Matcher) Find(f *tap.Frame) *Step {
 	steps := m.byKey[Key(f, m.mode, m.ignore)]
+	if len(steps) == 0 && f.Method() == methodCapabilities {
+		for _, st := range m.rec.Steps {
+			if st.Method == methodCapabilities {
+				steps = append(steps, st)
+			}
+		}
+	}
 	for _, st := range steps {
 		if !m.used[st] {
 			m.used[st] = true
@@ -181,6 +190,8 @@ func (m *Matcher) Find(f *tap.Frame) *Step {
 	}
 	return nil
 }
+
+const methodCapabilities = "hooks/capabilities"
 
 // JSON-RPC error codes the mock answers an unmatched request with
 // (AHP errors.md; BASE-7 names them as the defined answers).

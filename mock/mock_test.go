@@ -129,6 +129,9 @@ func TestMatcherOrder(t *testing.T) {
 	if got := string(m.Unmatched(frame(strings.Replace(request, `"ls"`, `"pwd"`, 1)))); !strings.Contains(got, `"id":"evt_1","error":{"code":-32002`) {
 		t.Errorf("Unmatched = %s, want -32002 with the request's id", got)
 	}
+	if m.Find(frame(`{"jsonrpc":"2.0","id":3,"method":"hooks/capabilities","params":{"protocolVersion":"draft"}}`)) != nil {
+		t.Error("Find matched discovery in a recording without one")
+	}
 	if got := string(m.Unmatched(frame(`{"jsonrpc":"2.0","id":3,"method":"hooks/other","params":{}}`))); !strings.Contains(got, `"id":3,"error":{"code":-32601`) {
 		t.Errorf("Unmatched(unknown method) = %s, want -32601", got)
 	}

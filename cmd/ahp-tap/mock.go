@@ -27,8 +27,12 @@ const mockUsage = `usage: ahp-tap mock backend [flags] (--stdio | --listen ADDR)
        ahp-tap mock harness [flags] CAPTURE -- BACKEND [ARGS...]
        ahp-tap mock harness [flags] --url URL CAPTURE`
 
-// mockMaxBody caps one HTTP request body the mock backend reads.
+// mockMaxBody caps one HTTP body a mock side reads.
 const mockMaxBody = 16 << 20
+
+// mockStopGrace is how long mock harness waits for a backend to end after
+// SIGTERM before it kills the backend's process group.
+const mockStopGrace = 5 * time.Second
 
 // mockFlags are the flags both sides of `ahp-tap mock` share.
 type mockFlags struct {
@@ -363,8 +367,12 @@ func harnessMeta(req *http.Request, body []byte) ([]byte, *tap.HTTPMeta) {
 	for k, vs := range req.Header {
 		if strings.EqualFold(k, "Authorization") {
 			for _, v := range vs {
-				meta.Header[k] = append(meta.Header[k], strings.SplitN(v, " ", 2)[0]+" "+tap.RedactedCredential)
-				if _, cred, ok := strings.Cut(v, " "); ok && len(cred) >= 8 {
+				scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " ")
+				if !ok {
+					scheme, cred = "", scheme // no scheme: the whole value is the credential
+				}
+				meta.Header[k] = append(meta.Header[k], strings.TrimSpace(scheme+" "+tap.RedactedCredential))
+				if cred = strings.TrimSpace(cred); len(cred) >= 8 {
 					meta.CredentialInBody += bytes.Count(auditCopy, []byte(cred))
 					auditCopy = bytes.ReplaceAll(auditCopy, []byte(cred), []byte(tap.RedactedCredential))
 				}
@@ -554,12 +562,22 @@ func (r *mockRun) playStdio(ctx context.Context, cmd *exec.Cmd, toBackend io.Wri
 	s.Note(tap.Note{Kind: tap.NoteEOF, Time: time.Now(), Conn: conn, Dir: tap.FromHarness})
 	await("", wait) // what the backend still says before it ends
 	if !eof {
-		cmd.Process.Signal(syscall.SIGTERM)
-		for range lines.ch {
+		// The backend did not end when its stdin did: SIGTERM to its
+		// process group, SIGKILL if that is not enough; Wait (WaitDelay)
+		// then closes its stdout, which ends the reader.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		await("", mockStopGrace)
+		if !eof {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}
-		s.Note(tap.Note{Kind: tap.NoteEOF, Time: time.Now(), Conn: conn, Dir: tap.FromBackend})
 	}
 	werr := cmd.Wait()
+	for line := range lines.ch {
+		s.Stream(conn, tap.FromBackend, time.Now(), line)
+	}
+	if !eof {
+		s.Note(tap.Note{Kind: tap.NoteEOF, Time: time.Now(), Conn: conn, Dir: tap.FromBackend})
+	}
 	exit := tap.Note{Kind: tap.NoteExit, Time: time.Now(), Conn: conn}
 	if cmd.ProcessState != nil {
 		exit.ExitCode = cmd.ProcessState.ExitCode()

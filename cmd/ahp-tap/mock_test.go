@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -236,7 +237,8 @@ func TestMockRefusesRedactedCapture(t *testing.T) {
 // and the backend ends on SIGTERM with its summary.
 func TestMockOverHTTP(t *testing.T) {
 	capturePath, _ := recordSession(t, "conforming")
-	backend := selfCmd("mock", "backend", "--listen", "127.0.0.1:0", "--fail-on", "never", capturePath)
+	logPath := filepath.Join(t.TempDir(), "backend.jsonl")
+	backend := selfCmd("mock", "backend", "--listen", "127.0.0.1:0", "--fail-on", "never", "--log", logPath, capturePath)
 	stderr, err := backend.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -258,6 +260,17 @@ func TestMockOverHTTP(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "5 answers compared, 0 differ") {
 		t.Errorf("mock harness --url: %v\n%s", err, out)
 	}
+	// A harness that puts its bearer credential in a body: AUTH-1, and the
+	// credential reaches neither the log nor stderr.
+	const secret = "sekrit-token-0123456789"
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":"c","method":"hooks/capabilities","params":{"protocolVersion":"draft","note":"`+secret+`"}}`))
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
 	backend.Process.Signal(syscall.SIGTERM)
 	done := make(chan string, 1)
 	go func() {
@@ -273,10 +286,35 @@ func TestMockOverHTTP(t *testing.T) {
 	}()
 	select {
 	case rest := <-done:
-		if !strings.Contains(rest, "5 requests answered from the recording, 0 unmatched") {
-			t.Errorf("mock backend summary lacks the counts:\n%s", rest)
+		if !strings.Contains(rest, "6 requests answered from the recording, 0 unmatched") || strings.Contains(rest, secret) {
+			t.Errorf("mock backend stderr lacks the counts or holds the credential:\n%s", rest)
+		}
+		backend.Wait()
+		data, _ := os.ReadFile(logPath)
+		if !strings.Contains(string(data), `"check":"AUTH-1"`) || strings.Contains(string(data), secret) {
+			t.Errorf("mock backend log: want AUTH-1 and no credential:\n%s", data)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("mock backend did not end on SIGTERM")
+	}
+}
+
+// TestMockHarnessBackendThatNeverEnds plays a recording to a backend that
+// answers nothing and ignores the end of its stdin: every answer is a
+// difference, its stdout banner is STDIO-1, and the mock ends it with
+// SIGTERM instead of waiting for ever.
+func TestMockHarnessBackendThatNeverEnds(t *testing.T) {
+	capturePath, _ := recordSession(t, "conforming")
+	logPath := filepath.Join(t.TempDir(), "played.jsonl")
+	out, err := selfCmd("mock", "harness", "--wait", "100ms", "--fail-on", "never", "--log", logPath, capturePath, "--",
+		os.Args[0], "helper", "trap").CombinedOutput()
+	if exitCode(err) != 1 {
+		t.Fatalf("mock harness: exit %d, want 1\n%s", exitCode(err), out)
+	}
+	if !strings.Contains(string(out), "5 answers compared, 5 differ") || !strings.Contains(string(out), "got no answer") {
+		t.Errorf("output lacks the differences:\n%s", out)
+	}
+	if data, _ := os.ReadFile(logPath); !strings.Contains(string(data), `"rule":"STDIO-1/framing"`) {
+		t.Errorf("log lacks STDIO-1 for the backend's \"ready\" and \"got terminated\" lines:\n%s", data)
 	}
 }
