@@ -89,11 +89,12 @@ func Load(r io.Reader, allowRedacted bool) (*Recording, error) {
 	cr := capture.NewReader(r)
 	rec := &Recording{}
 	var (
-		started  bool
-		redacted []uint64
-		last     = map[string]*Step{}            // by conn: the harness's latest message
-		pending  = map[string]map[string]*Step{} // by conn, then id key: requests not answered yet
-		seq      uint64
+		started   bool
+		redacted  []uint64
+		last      = map[string]*Step{}            // by conn: the harness's latest message
+		pending   = map[string]map[string]*Step{} // by conn, then id key: requests not answered yet
+		seq       uint64
+		firstConn *string // the connection whose banner is the prelude
 	)
 	for {
 		it, err := cr.Next()
@@ -146,7 +147,9 @@ func Load(r io.Reader, allowRedacted bool) (*Recording, error) {
 			}
 			if st := last[f.Conn]; st != nil {
 				st.Output = append(st.Output, f)
-			} else if f.Transport != tap.HTTP {
+			} else if f.Transport != tap.HTTP && (firstConn == nil || *firstConn == f.Conn) {
+				// One process's banner: per_event processes each print theirs.
+				firstConn = &f.Conn
 				rec.Prelude = append(rec.Prelude, Line(f))
 			}
 		}

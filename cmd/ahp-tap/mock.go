@@ -416,31 +416,11 @@ func (m *Main) runMockHarness(ctx context.Context, args []string) error {
 		}
 		return r.playHTTP(ctx, *url, *wait)
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stderr = m.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 5 * time.Second
-	toBackend, err := cmd.StdinPipe()
+	r, err := m.prepareMock("mock harness", fs, &mf, capturePath, tap.Stdio, "")
 	if err != nil {
 		return err
 	}
-	fromBackend, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return usageError("mock harness: cannot start the backend: %v", err)
-	}
-	conn := fmt.Sprintf("stdio:%d", cmd.Process.Pid)
-	r, err := m.prepareMock("mock harness", fs, &mf, capturePath, tap.Stdio, conn)
-	if err != nil {
-		toBackend.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-		return err
-	}
-	return r.playStdio(ctx, cmd, toBackend, fromBackend, conn, *wait)
+	return r.playStdio(ctx, argv, m.Stderr, *wait)
 }
 
 // harnessSide keeps what the backend answered, by request id, for the
@@ -509,12 +489,59 @@ func (b *backendLines) read(r io.Reader) {
 	}
 }
 
-// playStdio plays the recording to a backend process on its stdin and
-// stdout, one message after the other, waiting for each answer the
-// recording has.
-func (r *mockRun) playStdio(ctx context.Context, cmd *exec.Cmd, toBackend io.WriteCloser, fromBackend io.Reader, conn string, wait time.Duration) error {
-	s := r.session
+// playStdio plays the recording to backend processes on their stdin and
+// stdout: one process for the whole session, or one per message when the
+// hook's lifecycle is per_event (from the capture's registration, or
+// --registration/--hook).
+func (r *mockRun) playStdio(ctx context.Context, argv []string, stderr io.Writer, wait time.Duration) error {
 	h := &harnessSide{r: r, got: map[string][]*tap.Frame{}}
+	groups := [][]*mock.Step{r.rec.Steps}
+	if r.session.Config().Lifecycle == "per_event" {
+		groups = nil
+		for _, st := range r.rec.Steps {
+			groups = append(groups, []*mock.Step{st})
+		}
+	}
+	failed := 0
+	for i, g := range groups {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := r.playProcess(ctx, argv, stderr, g, h, wait); err != nil {
+			if i == 0 {
+				r.session.Close()
+				return usageError("mock harness: cannot start the backend: %v", err)
+			}
+			fmt.Fprintf(r.diag, "ahp-tap mock harness: cannot start the backend for %s: %v\n", g[0].Describe(), err)
+			failed++
+		}
+	}
+	differing := h.compare()
+	return r.finish(differing+failed, fmt.Sprintf("%d answers compared, %d differ from the recording", answered(r.rec), differing))
+}
+
+// playProcess starts one backend process, plays steps to it, one message
+// after the other (waiting for each answer the recording has), closes its
+// stdin and waits for it to end.
+func (r *mockRun) playProcess(ctx context.Context, argv []string, stderr io.Writer, steps []*mock.Step, h *harnessSide, wait time.Duration) error {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	toBackend, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	fromBackend, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	conn := fmt.Sprintf("stdio:%d", cmd.Process.Pid)
+	s := r.session
 	lines := &backendLines{ch: make(chan []byte, 64)}
 	go lines.read(fromBackend)
 	s.Note(tap.Note{Kind: tap.NoteStart, Time: time.Now(), Conn: conn, Detail: fmt.Sprintf("pid %d", cmd.Process.Pid)})
@@ -544,7 +571,7 @@ func (r *mockRun) playStdio(ctx context.Context, cmd *exec.Cmd, toBackend io.Wri
 			}
 		}
 	}
-	for _, st := range r.rec.Steps {
+	for _, st := range steps {
 		if ctx.Err() != nil {
 			break
 		}
@@ -588,8 +615,7 @@ func (r *mockRun) playStdio(ctx context.Context, cmd *exec.Cmd, toBackend io.Wri
 		fmt.Fprintf(r.diag, "ahp-tap mock harness: waiting for the backend: %v\n", werr)
 	}
 	s.Note(exit)
-	differing := h.compare()
-	return r.finish(differing, fmt.Sprintf("%d answers compared, %d differ from the recording", answered(r.rec), differing))
+	return nil
 }
 
 // answered counts the recording's requests.

@@ -318,3 +318,31 @@ func TestMockHarnessBackendThatNeverEnds(t *testing.T) {
 		t.Errorf("log lacks STDIO-1 for the backend's \"ready\" and \"got terminated\" lines:\n%s", data)
 	}
 }
+
+// TestMockHarnessPerEvent records two per_event backend processes, then
+// plays the recording to the example backend: one process per message
+// (one message each, as STDIO-2 requires), the answers as recorded and
+// the audit as live.
+func TestMockHarnessPerEvent(t *testing.T) {
+	dir := t.TempDir()
+	capturePath, live := filepath.Join(dir, "cap.jsonl"), filepath.Join(dir, "live.jsonl")
+	msg := func(id, cmdText string) string {
+		return `{"jsonrpc":"2.0","id":"` + id + `","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"` + id + `","source":"urn:x","type":"tool.before","time":"2026-01-01T00:00:00Z","harness":{"name":"h","version":"1"},"tool":{"name":"Bash","input":{"command":"` + cmdText + `"}}},"capabilities":{"effects":["deny"]}}}` + "\n"
+	}
+	for _, in := range []string{msg("e1", "ls"), msg("e2", "git push --force")} {
+		cmd := selfCmd("stdio", "--lifecycle", "per_event", "--capture", capturePath, "--log", live, "--", os.Args[0], "example-backend")
+		cmd.Stdin = strings.NewReader(in)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("recording: %v\n%s", err, out)
+		}
+	}
+	played := filepath.Join(dir, "played.jsonl")
+	out, err := selfCmd("mock", "harness", "--fail-on", "never", "--log", played, capturePath, "--", os.Args[0], "example-backend").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "2 answers compared, 0 differ") {
+		t.Errorf("mock harness (per_event): %v\n%s", err, out)
+	}
+	data, _ := os.ReadFile(played)
+	if got, want := auditOf(t, played), auditOf(t, live); !slices.Equal(got, want) {
+		t.Errorf("mock harness audit = %v, want the live run's %v\n%s", got, want, data)
+	}
+}
