@@ -392,6 +392,7 @@ func (m *Main) runMockHarness(ctx context.Context, args []string) error {
 	mf.register(fs)
 	url := fs.String("url", "", "play against the HTTP backend at `URL` instead of starting one")
 	wait := fs.Duration("wait", 10*time.Second, "how long to wait for each answer")
+	bearerEnv := fs.String("bearer-env", "", "with --url: send \"Authorization: Bearer\" with the credential held by environment variable `VAR` (never written to any output)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
@@ -414,7 +415,13 @@ func (m *Main) runMockHarness(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		return r.playHTTP(ctx, *url, *wait)
+		token := ""
+		if *bearerEnv != "" {
+			if token = os.Getenv(*bearerEnv); token == "" {
+				return usageError("mock harness: --bearer-env: $%s is empty or not set", *bearerEnv)
+			}
+		}
+		return r.playHTTP(ctx, *url, token, *wait)
 	}
 	r, err := m.prepareMock("mock harness", fs, &mf, capturePath, tap.Stdio, "")
 	if err != nil {
@@ -631,7 +638,7 @@ func answered(rec *mock.Recording) int {
 
 // playHTTP plays the recording to the HTTP backend at url, one POST per
 // message.
-func (r *mockRun) playHTTP(ctx context.Context, url string, wait time.Duration) error {
+func (r *mockRun) playHTTP(ctx context.Context, url, token string, wait time.Duration) error {
 	s := r.session
 	h := &harnessSide{r: r, got: map[string][]*tap.Frame{}}
 	client := &http.Client{Timeout: wait, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -646,10 +653,12 @@ func (r *mockRun) playHTTP(ctx context.Context, url string, wait time.Duration) 
 			return usageError("mock harness: --url: %v", err)
 		}
 		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
 		start := time.Now()
-		reqMeta := &tap.HTTPMeta{Method: http.MethodPost, URL: req.URL.Redacted(), BodySize: int64(len(st.Request.Raw)),
-			Header: map[string][]string{"Content-Type": {"application/json"}}}
-		s.Frame(&tap.Frame{Dir: tap.FromHarness, Time: start, Transport: tap.HTTP, Conn: conn, Raw: st.Request.Raw, HTTP: reqMeta})
+		auditCopy, reqMeta := harnessMeta(req, st.Request.Raw)
+		s.Frame(&tap.Frame{Dir: tap.FromHarness, Time: start, Transport: tap.HTTP, Conn: conn, Raw: auditCopy, HTTP: reqMeta})
 		resp, err := client.Do(req)
 		if err != nil {
 			failed++
@@ -661,6 +670,11 @@ func (r *mockRun) playHTTP(ctx context.Context, url string, wait time.Duration) 
 		resp.Body.Close()
 		meta := &tap.HTTPMeta{Status: resp.StatusCode, Header: resp.Header, BodySize: int64(len(body)),
 			LatencyMs: float64(time.Since(start).Microseconds()) / 1000}
+		if len(token) >= 8 {
+			// AHP-AUTH-001: the credential never reaches the audit copy.
+			meta.CredentialInBody = bytes.Count(body, []byte(token))
+			body = bytes.ReplaceAll(body, []byte(token), []byte(tap.RedactedCredential))
+		}
 		if rerr != nil || resp.StatusCode != http.StatusOK || len(body) == 0 {
 			s.Note(tap.Note{Kind: tap.NoteHTTPResponse, Time: time.Now(), Conn: conn, HTTP: meta})
 			continue

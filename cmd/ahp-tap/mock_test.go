@@ -256,13 +256,15 @@ func TestMockOverHTTP(t *testing.T) {
 	if url == "" {
 		t.Fatalf("mock backend did not say where it listens: %q", first)
 	}
-	out, err := selfCmd("mock", "harness", "--url", url, capturePath).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "5 answers compared, 0 differ") {
-		t.Errorf("mock harness --url: %v\n%s", err, out)
+	const secret = "sekrit-token-0123456789"
+	harness := selfCmd("mock", "harness", "--url", url, "--bearer-env", "MOCK_TEST_TOKEN", capturePath)
+	harness.Env = append(harness.Env, "MOCK_TEST_TOKEN="+secret)
+	out, err := harness.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "5 answers compared, 0 differ") || strings.Contains(string(out), secret) {
+		t.Errorf("mock harness --url: %v (want 0 differences, no credential)\n%s", err, out)
 	}
 	// A harness that puts its bearer credential in a body: AUTH-1, and the
 	// credential reaches neither the log nor stderr.
-	const secret = "sekrit-token-0123456789"
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":"c","method":"hooks/capabilities","params":{"protocolVersion":"draft","note":"`+secret+`"}}`))
 	req.Header.Set("Authorization", "Bearer "+secret)
 	req.Header.Set("Content-Type", "application/json")
