@@ -111,7 +111,7 @@ func New(cfg Config) (*Exporter, error) {
 		// would only hold the queue full longer.
 		otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: false}),
 	}
-	target := cfg.Endpoint
+	var target string // the endpoint for people, credentials redacted
 	if cfg.Endpoint != "" {
 		u, err := url.Parse(cfg.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
