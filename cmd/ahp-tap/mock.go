@@ -86,7 +86,7 @@ type mockRun struct {
 // runMock dispatches `ahp-tap mock backend|harness`.
 func (m *Main) runMock(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usageError("mock: backend or harness?\n%s", mockUsage)
+		return usageError("mock: backend or harness? (run 'ahp-tap mock -h')")
 	}
 	switch args[0] {
 	case "backend":
@@ -97,7 +97,7 @@ func (m *Main) runMock(ctx context.Context, args []string) error {
 		fmt.Fprintln(m.Stdout, mockUsage)
 		return nil
 	}
-	return usageError("mock: %q is not backend or harness\n%s", args[0], mockUsage)
+	return usageError("mock: %q is not backend or harness (run 'ahp-tap mock -h')", args[0])
 }
 
 // prepare reads the capture and builds the audit session for transport.
@@ -176,10 +176,10 @@ func (m *Main) runMockBackend(ctx context.Context, args []string) error {
 		return err
 	}
 	if *useStdio == (*listen != "") {
-		return usageError("mock backend: give exactly one of --stdio and --listen ADDR\n%s", mockUsage)
+		return usageError("mock backend: give exactly one of --stdio and --listen ADDR (run 'ahp-tap mock -h')")
 	}
 	if fs.NArg() != 1 {
-		return usageError("mock backend: one CAPTURE expected\n%s", mockUsage)
+		return usageError("mock backend: one CAPTURE expected (run 'ahp-tap mock -h')")
 	}
 	if *useStdio {
 		conn := fmt.Sprintf("stdio:%d", os.Getpid())
@@ -398,14 +398,14 @@ func (m *Main) runMockHarness(ctx context.Context, args []string) error {
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
-		return usageError("mock harness: no CAPTURE given\n%s", mockUsage)
+		return usageError("mock harness: no CAPTURE given (run 'ahp-tap mock -h')")
 	}
 	capturePath, argv := rest[0], rest[1:]
 	if len(argv) > 0 && argv[0] == "--" {
 		argv = argv[1:]
 	}
 	if (*url == "") == (len(argv) == 0) {
-		return usageError("mock harness: give either -- BACKEND [ARGS...] or --url URL\n%s", mockUsage)
+		return usageError("mock harness: give either -- BACKEND [ARGS...] or --url URL (run 'ahp-tap mock -h')")
 	}
 	if *wait <= 0 {
 		return usageError("mock harness: --wait must be positive")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -346,5 +347,29 @@ func TestMockHarnessPerEvent(t *testing.T) {
 	data, _ := os.ReadFile(played)
 	if got, want := auditOf(t, played), auditOf(t, live); !slices.Equal(got, want) {
 		t.Errorf("mock harness audit = %v, want the live run's %v\n%s", got, want, data)
+	}
+}
+
+// TestMockUsageErrors: a bad command line is exit 2 with one line.
+func TestMockUsageErrors(t *testing.T) {
+	capturePath := filepath.Join(t.TempDir(), "none.jsonl")
+	for _, args := range [][]string{
+		{"mock"},
+		{"mock", "peer"},
+		{"mock", "backend", capturePath},
+		{"mock", "backend", "--stdio", "--listen", "127.0.0.1:0", capturePath},
+		{"mock", "backend", "--stdio", "--match", "fuzzy", capturePath},
+		{"mock", "backend", "--stdio", "--ignore", "no-slash", capturePath},
+		{"mock", "backend", "--stdio", capturePath},
+		{"mock", "harness", capturePath},
+		{"mock", "harness", "--url", "http://127.0.0.1:1/", capturePath, "--", "backend"},
+		{"mock", "harness", "--wait", "0s", "--url", "http://127.0.0.1:1/", capturePath},
+	} {
+		var stderr strings.Builder
+		m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr}
+		code := m.exitCode(m.Run(t.Context(), args))
+		if code != 2 || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", args, code, stderr.String())
+		}
 	}
 }
