@@ -48,6 +48,11 @@ type Header struct {
 	// RegistrationDoc is the registration document of the live run, so
 	// that a replay judges dispatch and deadlines as the live run did.
 	RegistrationDoc json.RawMessage `json:"registrationDoc,omitempty"`
+	// EndRecord says the writer of this segment closes it with an end
+	// note (kind "end"); a segment that promises one and lacks it was cut
+	// off: its writer was killed (TAP-1 on replay). Captures written
+	// before end records existed do not promise one.
+	EndRecord bool `json:"endRecord,omitempty"`
 }
 
 // A Record is one line of a capture after the header: a frame or a note.
@@ -118,10 +123,11 @@ func (r Record) Frame() (*tap.Frame, error) {
 // record. A Writer is safe for concurrent use. Write errors are remembered,
 // not returned to the caller on the audit path: see Err.
 type Writer struct {
-	mu  sync.Mutex // guards f, err and buf
-	f   *os.File
-	buf bytes.Buffer
-	err error // first write error
+	mu   sync.Mutex // guards f, err and buf
+	f    *os.File
+	buf  bytes.Buffer
+	err  error  // first write error
+	conn string // the segment's conn, for its end record
 }
 
 // Create opens (creating with mode 0600, or appending to) a capture file and
@@ -131,8 +137,8 @@ func Create(path string, h Header) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{f: f}
-	h.Type, h.Format, h.Version = "header", Format, Version
+	w := &Writer{f: f, conn: h.Conn}
+	h.Type, h.Format, h.Version, h.EndRecord = "header", Format, Version, true
 	if h.Started.IsZero() {
 		h.Started = time.Now().UTC()
 	}
@@ -157,6 +163,9 @@ func (w *Writer) write(v any) error {
 	if w.err != nil {
 		return w.err
 	}
+	if w.f == nil {
+		return os.ErrClosed
+	}
 	w.buf.Reset()
 	enc := json.NewEncoder(&w.buf)
 	enc.SetEscapeHTML(false)
@@ -178,8 +187,11 @@ func (w *Writer) Err() error {
 	return w.err
 }
 
-// Close closes the file. It is idempotent.
+// Close writes the segment's end record (a note of kind "end": the
+// writer was not killed) and closes the file. It is idempotent.
 func (w *Writer) Close() error {
+	now := time.Now().UTC()
+	_ = w.write(Record{Type: "note", Time: now, Conn: w.conn, Note: &tap.Note{Kind: tap.NoteEnd, Time: now, Conn: w.conn}})
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.f == nil {
@@ -226,6 +238,10 @@ func Read(r io.Reader) ([]Item, error) {
 // A Reader reads a capture one record at a time, so that a replay holds
 // one record in memory rather than the whole file.
 type Reader struct {
+	// Damaged, when set, is told of each line that cannot be read, and
+	// Next goes on with the next line instead of returning the error.
+	Damaged func(*LineError)
+
 	br      *bufio.Reader
 	line    int  // number of the last line read
 	started bool // the header has been read
@@ -248,13 +264,35 @@ func (r *Reader) Next() (Item, error) {
 				return Item{}, ErrNotCapture
 			}
 			r.started = true
-			return parseLine(b, r.line)
+			it, perr := parseLine(b, r.line)
+			if perr == nil {
+				return it, nil
+			}
+			le := &LineError{Line: r.line, Err: perr}
+			if r.Damaged == nil {
+				return it, le
+			}
+			r.Damaged(le) // skip the damaged line and read on
+			if err != nil {
+				return Item{}, err // io.EOF after a damaged last line
+			}
+			continue
 		}
 		if err != nil {
 			return Item{}, err // io.EOF at the end
 		}
 	}
 }
+
+// A LineError is a record that could not be read: a damaged line. The
+// Reader can go on with the next line.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return e.Err.Error() }
+func (e *LineError) Unwrap() error { return e.Err }
 
 // IsHeader reports whether a line is a capture header record: a JSON
 // object with "type":"header". A file whose first line is not one is not a

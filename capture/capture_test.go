@@ -15,6 +15,7 @@ import (
 )
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "c.jsonl")
 	w, err := Create(path, Header{Tool: "ahp-tap test", Snapshot: "draft", Transport: tap.Stdio, Conn: "stdio:1",
 		RegistrationDoc: []byte(`{"hooks":[]}`), Hook: "h", Lifecycle: "persistent", TimeoutMs: 750})
@@ -49,11 +50,11 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(items) != len(frames)+2 {
-		t.Fatalf("Read() = %d items, want %d", len(items), len(frames)+2)
+	if len(items) != len(frames)+3 {
+		t.Fatalf("Read() = %d items, want %d (header, frames, note, end record)", len(items), len(frames)+3)
 	}
 	h := items[0].Header
-	if h == nil || h.Format != Format || h.Version != Version || h.Conn != "stdio:1" || h.TimeoutMs != 750 || string(h.RegistrationDoc) != `{"hooks":[]}` {
+	if h == nil || h.Format != Format || h.Version != Version || h.Conn != "stdio:1" || h.TimeoutMs != 750 || string(h.RegistrationDoc) != `{"hooks":[]}` || !h.EndRecord {
 		t.Errorf("header = %+v", h)
 	}
 	for i, f := range frames {
@@ -76,12 +77,16 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("frame %d HTTP = %+v, want %+v", i+1, g.HTTP, f.HTTP)
 		}
 	}
-	if n := items[len(items)-1].Note; n == nil || *n != note {
+	if n := items[len(items)-2].Note; n == nil || *n != note {
 		t.Errorf("note = %+v, want %+v", n, note)
+	}
+	if n := items[len(items)-1].Note; n == nil || n.Kind != tap.NoteEnd || n.Conn != "stdio:1" {
+		t.Errorf("last record = %+v, want the end record of conn stdio:1", n)
 	}
 }
 
 func TestReadRejects(t *testing.T) {
+	t.Parallel()
 	if _, err := Read(strings.NewReader("{\"jsonrpc\":\"2.0\"}\n")); !errors.Is(err, ErrNotCapture) {
 		t.Errorf("Read(NDJSON) = %v, want ErrNotCapture", err)
 	}
@@ -105,8 +110,9 @@ func TestReadRejects(t *testing.T) {
 // TestConcurrentAppend: writers with their own descriptors (as per-event
 // processes have) appending to one capture never interleave inside a record.
 func TestConcurrentAppend(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "c.jsonl")
-	const writers, each = 8, 200
+	const writers, each = 8, 40
 	big := strings.Repeat("x", 16<<10) // records larger than a pipe buffer
 	var wg sync.WaitGroup
 	for g := range writers {
@@ -148,6 +154,7 @@ func TestConcurrentAppend(t *testing.T) {
 }
 
 func TestWriteErrorRemembered(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")
 	}

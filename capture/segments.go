@@ -14,12 +14,15 @@ import (
 // per_event processes of one harness append to one capture at once, so
 // their records interleave), else to the latest segment's. Replay returns
 // every session in creation order, not closed: closing them, in that
-// order, gives the end-of-stream findings.
+// order, gives the end-of-stream findings. A segment that promised an end
+// record and has none at the end of the file was cut off: its session is
+// told so (tap.Session.Cut) after its last frame.
 func Replay(r *Reader, open func(h *Header) (*tap.Session, error)) ([]*tap.Session, error) {
 	var (
 		all    []*tap.Session
 		latest *tap.Session
 		byConn = map[string]*tap.Session{}
+		ends   = map[*tap.Session]*segmentEnd{}
 	)
 	route := func(conn string) *tap.Session {
 		if s, ok := byConn[conn]; ok {
@@ -30,6 +33,7 @@ func Replay(r *Reader, open func(h *Header) (*tap.Session, error)) ([]*tap.Sessi
 	for {
 		it, err := r.Next()
 		if err == io.EOF {
+			cutOff(all, ends)
 			return all, nil
 		}
 		if err != nil {
@@ -43,13 +47,42 @@ func Replay(r *Reader, open func(h *Header) (*tap.Session, error)) ([]*tap.Sessi
 			}
 			all = append(all, s)
 			latest = s
+			ends[s] = &segmentEnd{promised: it.Header.EndRecord}
 			if it.Header.Conn != "" {
 				byConn[it.Header.Conn] = s
 			}
 		case it.Frame != nil:
-			route(it.Frame.Conn).Frame(it.Frame)
+			s := route(it.Frame.Conn)
+			ends[s].frame(it.Frame, it.Line)
+			s.Frame(it.Frame)
+		case it.Note != nil && it.Note.Kind == tap.NoteEnd:
+			ends[route(it.Note.Conn)].ended = true // a fact about the recording, not the wire
 		case it.Note != nil:
 			route(it.Note.Conn).Note(*it.Note)
+		}
+	}
+}
+
+// segmentEnd is what Replay knows of how a segment's recording ended.
+type segmentEnd struct {
+	promised bool       // the header promised an end record
+	ended    bool       // the end record was read
+	last     *tap.Frame // the last frame recorded
+	line     int        // its capture line
+}
+
+func (e *segmentEnd) frame(f *tap.Frame, line int) {
+	if e != nil {
+		e.last, e.line = f, line
+	}
+}
+
+// cutOff tells every segment that promised an end record and has none
+// that its recording was cut off.
+func cutOff(all []*tap.Session, ends map[*tap.Session]*segmentEnd) {
+	for _, s := range all {
+		if e := ends[s]; e != nil && e.promised && !e.ended {
+			s.Cut(e.last, e.line)
 		}
 	}
 }

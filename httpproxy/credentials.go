@@ -2,123 +2,715 @@ package httpproxy
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"hash/maphash"
 	"net/http"
+	"net/url"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
 // MinCredentialLen is the shortest credential ahp-tap looks for in bodies.
 // A shorter one would match ordinary text; it is still redacted from the
-// Authorization header.
+// headers that carry it.
 const MinCredentialLen = 8
 
-// maxCredentials bounds how many distinct credentials are remembered.
-const maxCredentials = 16
+// DefaultMaxCredentials bounds how many distinct credentials a tap
+// remembers (as keyed hashes, about 100 bytes each). Past it the oldest is
+// forgotten, and the first time that happens the audit reports it (TAP-1).
+const DefaultMaxCredentials = 100_000
 
-// credentials is the in-memory set of credentials seen in Authorization
-// headers, most recent first. It exists so that the audit copy of every body,
-// header and URL can be searched for them and have them replaced before
-// anything is checked, logged or captured (AHP-AUTH-001). It is never
-// written anywhere.
-type credentials struct {
-	mu   sync.Mutex               // serialises add
-	list atomic.Pointer[[][]byte] // replaced on add, never mutated: readers need no lock
+// DefaultRedactHeaders are the request and response headers whose values
+// are redacted from captures and logs by default, besides Authorization
+// (always redacted). --no-redact records them as they are.
+var DefaultRedactHeaders = []string{"Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key"}
+
+// DefaultRedactParams are the URL query parameters whose values are
+// redacted from captures and logs by default (names compared without
+// regard to case). --no-redact records them as they are.
+var DefaultRedactParams = []string{
+	"access_token", "id_token", "refresh_token", "token", "auth", "authorization",
+	"api_key", "apikey", "api-key", "key", "client_secret", "secret", "password", "passwd", "pwd",
+	"sig", "signature", "x-amz-signature", "x-amz-credential", "x-amz-security-token", "code",
 }
 
-// add remembers the credentials in the Authorization values of h.
+// Redaction says what is redacted besides the Authorization credential.
+type Redaction struct {
+	// Headers names more headers whose values are secrets
+	// (--redact-header): redacted in captures and logs, and remembered
+	// and searched for in bodies like a bearer token.
+	Headers []string
+	// NoDefaults turns off DefaultRedactHeaders and DefaultRedactParams
+	// (--no-redact). The Authorization credential is redacted regardless.
+	NoDefaults bool
+}
+
+// credentials remembers every credential the harness has sent (the
+// Authorization and Proxy-Authorization credentials, the values of
+// X-Api-Key and --redact-header headers, credential query parameters), so
+// that the audit copy of every body, header, URL and diagnostic can be
+// searched for them and have them replaced by tap.RedactedCredential
+// before anything is checked, logged or captured (AHP-AUTH-001). They are
+// kept as keyed hashes, never in clear, and never written anywhere.
+//
+// A body is searched as it is and decoded: a credential written with JSON
+// escapes ("\/", "\u0041") or percent escapes ("%2F"), up to three levels
+// deep (JSON inside a JSON string), is found and replaced too.
+//
+// The zero value redacts the defaults; configure sets it up otherwise
+// before first use. Methods are safe for concurrent use.
+type credentials struct {
+	max     int             // how many credentials to keep (0: DefaultMaxCredentials)
+	headers map[string]bool // lower-case names of redacted headers besides Authorization; nil: the defaults
+	params  map[string]bool // lower-case names of redacted query parameters; nil: the defaults
+	learn   map[string]bool // lower-case names of headers whose values are remembered as credentials
+	// forgotten is called once, off the caller's locks, when the first
+	// credential is forgotten to keep within max.
+	forgotten func(max int)
+
+	once sync.Once    // runs setup
+	seed uint64       // keys the anchor hash
+	key  maphash.Seed // keys the credential digests
+
+	// filter has a bit set for the anchor hash of every credential ever
+	// learned: a clear bit means no credential starts at that position,
+	// which spares the lock and the map for almost every byte scanned.
+	filter [filterWords]atomic.Uint64
+	count  atomic.Int64 // credentials remembered now
+
+	mu     sync.RWMutex           // guards anchor, order, next, warned
+	anchor map[uint64]*credBucket // credentials by the hash of their first 8 bytes
+	order  []credRef              // credentials in the order learned: a ring once full
+	next   int                    // where the next credential goes in order once full
+	warned bool                   // forgotten has been called
+}
+
+// A credKey is one remembered credential: its length and keyed digest.
+type credKey struct {
+	n   int
+	sum uint64
+}
+
+// A credBucket holds the credentials whose first 8 bytes hash alike. Many
+// share their first bytes (every JWT starts "eyJhbGci"), so a bucket is
+// searched by length, then by digest: never one by one.
+type credBucket struct {
+	lens []int                // the distinct lengths in keys, for the search
+	keys map[credKey]struct{} // the credentials
+}
+
+// A credRef names a credential in credentials.order, for forgetting it.
+type credRef struct {
+	anchor uint64
+	key    credKey
+}
+
+const (
+	filterBits  = 20
+	filterWords = 1 << filterBits / 64
+)
+
+// configure sets what is redacted and how many credentials are kept. It
+// must run before the first use.
+func (c *credentials) configure(r Redaction, max int) {
+	c.max = max
+	c.headers, c.params, c.learn = map[string]bool{}, map[string]bool{}, map[string]bool{"authorization": true}
+	if !r.NoDefaults {
+		for _, h := range DefaultRedactHeaders {
+			c.headers[strings.ToLower(h)] = true
+		}
+		for _, p := range DefaultRedactParams {
+			c.params[p] = true
+		}
+		c.learn["proxy-authorization"], c.learn["x-api-key"] = true, true
+	}
+	for _, h := range r.Headers {
+		c.headers[strings.ToLower(h)] = true
+		c.learn[strings.ToLower(h)] = true
+	}
+}
+
+func (c *credentials) setup() {
+	if c.headers == nil {
+		c.configure(Redaction{}, c.max)
+	}
+	if c.max <= 0 {
+		c.max = DefaultMaxCredentials
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	c.seed = binary.LittleEndian.Uint64(b[:])
+	c.key = maphash.MakeSeed()
+	c.anchor = make(map[uint64]*credBucket)
+}
+
+// add remembers the credentials in the headers of a request: what follows
+// the scheme in Authorization and Proxy-Authorization (after any white
+// space, "Bearer\tabc" as "Bearer abc"; the user:password of Basic too), and
+// the whole values of X-Api-Key and the --redact-header headers.
 func (c *credentials) add(h http.Header) {
-	for _, v := range h.Values("Authorization") {
-		cred := credentialOf(v)
-		if len(cred) < MinCredentialLen || c.known(cred) {
+	c.once.Do(c.setup)
+	for k, vs := range h {
+		lk := strings.ToLower(k)
+		if !c.learn[lk] {
 			continue
 		}
-		c.mu.Lock()
-		if !c.known(cred) {
-			old := c.load()
-			next := make([][]byte, 0, len(old)+1)
-			next = append(next, []byte(cred))
-			next = append(next, old...)
-			if len(next) > maxCredentials {
-				next = next[:maxCredentials]
+		for _, v := range vs {
+			if lk == "authorization" || lk == "proxy-authorization" {
+				scheme, cred := splitAuthorization(v)
+				c.remember(cred)
+				if strings.EqualFold(scheme, "basic") {
+					if up, err := base64.StdEncoding.DecodeString(cred); err == nil {
+						c.remember(string(up))
+						if _, pass, ok := strings.Cut(string(up), ":"); ok {
+							c.remember(pass)
+						}
+					}
+				}
+				continue
 			}
-			c.list.Store(&next)
+			c.remember(strings.TrimSpace(v))
 		}
+	}
+}
+
+// addURL remembers the values of credential query parameters of u.
+func (c *credentials) addURL(u *url.URL) {
+	c.once.Do(c.setup)
+	if u == nil || u.RawQuery == "" {
+		return
+	}
+	for _, part := range strings.Split(u.RawQuery, "&") {
+		name, val, _ := strings.Cut(part, "=")
+		if !c.secretParam(name) {
+			continue
+		}
+		c.remember(val)
+		if dec, err := url.QueryUnescape(val); err == nil && dec != val {
+			c.remember(dec)
+		}
+	}
+}
+
+func (c *credentials) secretParam(name string) bool {
+	if n, err := url.QueryUnescape(name); err == nil {
+		name = n
+	}
+	return c.params[strings.ToLower(name)]
+}
+
+// splitAuthorization splits an Authorization value into its scheme and
+// credential ("Bearer abc" → "Bearer", "abc"), at any white space. A value
+// without a scheme is all credential.
+func splitAuthorization(v string) (scheme, cred string) {
+	v = strings.TrimSpace(v)
+	if i := strings.IndexAny(v, " \t"); i >= 0 {
+		return v[:i], strings.TrimSpace(v[i+1:])
+	}
+	return "", v
+}
+
+// digest is a credential's keyed 64-bit hash: the seed is random per
+// process and never leaves memory.
+func (c *credentials) digest(b []byte) uint64 { return maphash.Bytes(c.key, b) }
+
+// anchorOf hashes 8 bytes read as a little-endian word. Multiplying by an
+// odd constant is a bijection: distinct anchors never share a map key.
+func (c *credentials) anchorOf(w uint64) uint64 { return (w ^ c.seed) * 0x9E3779B97F4A7C15 }
+
+func (c *credentials) filterHas(h uint64) bool {
+	i := h >> (64 - filterBits)
+	return c.filter[i/64].Load()&(1<<(i%64)) != 0
+}
+
+// remember adds one credential.
+func (c *credentials) remember(cred string) {
+	if len(cred) < MinCredentialLen {
+		return
+	}
+	c.once.Do(c.setup)
+	b := []byte(cred)
+	h := c.anchorOf(binary.LittleEndian.Uint64(b))
+	k := credKey{n: len(b), sum: c.digest(b)}
+	c.mu.RLock()
+	known := c.anchor[h].has(k)
+	c.mu.RUnlock()
+	if known {
+		return
+	}
+	c.mu.Lock()
+	if c.anchor[h].has(k) {
 		c.mu.Unlock()
+		return
+	}
+	warn := false
+	if len(c.order) < c.max {
+		c.order = append(c.order, credRef{h, k})
+		c.count.Add(1)
+	} else {
+		old := c.order[c.next]
+		if bk := c.anchor[old.anchor]; bk != nil {
+			delete(bk.keys, old.key)
+			if len(bk.keys) == 0 {
+				delete(c.anchor, old.anchor)
+			}
+		}
+		c.order[c.next] = credRef{h, k}
+		c.next = (c.next + 1) % c.max
+		warn, c.warned = !c.warned, true
+	}
+	bk := c.anchor[h]
+	if bk == nil {
+		bk = &credBucket{keys: make(map[credKey]struct{}, 1)}
+		c.anchor[h] = bk
+	}
+	if !slices.Contains(bk.lens, k.n) {
+		bk.lens = append(bk.lens, k.n)
+		slices.SortFunc(bk.lens, func(x, y int) int { return y - x }) // longest first
+	}
+	bk.keys[k] = struct{}{}
+	i := h >> (64 - filterBits)
+	c.filter[i/64].Or(1 << (i % 64))
+	c.mu.Unlock()
+	if warn && c.forgotten != nil {
+		c.forgotten(c.max)
 	}
 }
 
-func (c *credentials) load() [][]byte {
-	if p := c.list.Load(); p != nil {
-		return *p
+func (bk *credBucket) has(k credKey) bool {
+	if bk == nil {
+		return false
 	}
-	return nil
+	_, ok := bk.keys[k]
+	return ok
 }
 
-func (c *credentials) known(cred string) bool {
-	for _, k := range c.load() {
-		if string(k) == cred {
-			return true
+// A span is a byte range [start, end) holding a credential. quote says the
+// marker replacing it goes in quotes (it replaces a whole JSON value).
+type span struct {
+	start, end int
+	quote      bool
+}
+
+// scan appends the spans of b that hold a remembered credential, longest
+// first where several start at one byte. Its cost is linear in len(b)
+// whatever the number of credentials: one hash per byte, and only where
+// a credential's first 8 bytes are, one digest per distinct length of the
+// credentials starting so.
+func (c *credentials) scan(b []byte, out []span) []span {
+	if c.count.Load() == 0 {
+		return out
+	}
+	for i := 0; i+MinCredentialLen <= len(b); {
+		h := c.anchorOf(binary.LittleEndian.Uint64(b[i:]))
+		if !c.filterHas(h) {
+			i++
+			continue
+		}
+		c.mu.RLock()
+		n := 0
+		if bk := c.anchor[h]; bk != nil {
+			for _, l := range bk.lens { // longest first
+				if i+l > len(b) {
+					continue
+				}
+				if _, ok := bk.keys[credKey{l, c.digest(b[i : i+l])}]; ok {
+					n = l
+					break
+				}
+			}
+		}
+		c.mu.RUnlock()
+		if n == 0 {
+			i++
+			continue
+		}
+		out = append(out, span{start: i, end: i + n})
+		i += n
+	}
+	return out
+}
+
+// maxEscapeDepth is how many layers of escaping are undone when searching
+// for credentials: a token in a JSON string (1), in JSON carried inside a
+// JSON string (2), and once more.
+const maxEscapeDepth = 3
+
+// find returns the merged spans of b that hold a credential, as written or
+// once its escapes are decoded.
+func (c *credentials) find(b []byte) []span {
+	if c.count.Load() == 0 || len(b) < MinCredentialLen {
+		return nil
+	}
+	return mergeSpans(c.findIn(b, 0, nil))
+}
+
+func (c *credentials) findIn(b []byte, depth int, out []span) []span {
+	n := len(out)
+	out = c.scan(b, out)
+	if depth == 0 {
+		// A credential found as written may begin or end inside an
+		// escape ("x\nabc…" holds "nabc…"): replacing only its bytes would
+		// leave a broken escape and the body no longer JSON.
+		for i := n; i < len(out); i++ {
+			out[i] = wholeEscapes(b, out[i])
 		}
 	}
-	return false
-}
-
-// redact returns b with every known credential replaced by
-// tap.RedactedCredential, and how many replacements it made. b itself is
-// returned when nothing matched.
-func (c *credentials) redact(b []byte) ([]byte, int) {
-	n := 0
-	for _, k := range c.load() {
-		if m := bytes.Count(b, k); m > 0 {
-			n += m
-			b = bytes.ReplaceAll(b, k, []byte(tap.RedactedCredential))
-		}
+	if depth >= maxEscapeDepth {
+		return out
 	}
-	return b, n
+	dec, m, ok := unescape(b)
+	if !ok {
+		return out
+	}
+	for _, s := range c.findIn(dec, depth+1, nil) {
+		out = append(out, span{start: m.rawStart(s.start), end: m.rawEnd(s.end - 1)})
+	}
+	return out
 }
 
-// redactString is redact for text (URLs, error messages).
-func (c *credentials) redactString(s string) string {
-	for _, k := range c.load() {
-		s = strings.ReplaceAll(s, string(k), tap.RedactedCredential)
+// wholeEscapes widens s to whole JSON escapes at both ends.
+func wholeEscapes(b []byte, s span) span {
+	if s.start > 0 && escapeBackslash(b, s.start-1) {
+		s.start--
+	}
+	for i := max(s.start, s.end-6); i < s.end; {
+		if !escapeBackslash(b, i) {
+			i++
+			continue
+		}
+		n := 2
+		if i+1 < len(b) && b[i+1] == 'u' {
+			n = 6
+		}
+		s.end = max(s.end, min(i+n, len(b)))
+		i += n
 	}
 	return s
 }
 
-// credentialOf returns the credential in an Authorization value: what
-// follows the scheme ("Bearer abc" → "abc"), or the whole value when there is
-// no scheme.
-func credentialOf(v string) string {
-	v = strings.TrimSpace(v)
-	if i := strings.IndexByte(v, ' '); i >= 0 {
-		return strings.TrimSpace(v[i+1:])
+// escapeBackslash reports whether b[i] is a backslash that begins an
+// escape: it ends an odd run of backslashes.
+func escapeBackslash(b []byte, i int) bool {
+	n := 0
+	for j := i; j >= 0 && b[j] == '\\'; j-- {
+		n++
 	}
-	return v
+	return n%2 == 1
 }
 
-// metaHeader copies h for a tap.HTTPMeta: Authorization values keep only
-// their scheme, and every known credential elsewhere is replaced.
+func mergeSpans(ss []span) []span {
+	if len(ss) < 2 {
+		return ss
+	}
+	sort.Slice(ss, func(i, j int) bool { return ss[i].start < ss[j].start })
+	out := ss[:1]
+	for _, s := range ss[1:] {
+		last := &out[len(out)-1]
+		if s.start < last.end {
+			last.end = max(last.end, s.end)
+			last.quote = last.quote || s.quote
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// redact returns b with every remembered credential replaced by
+// tap.RedactedCredential, as written or escaped, and how many it replaced.
+// b itself is returned, unchanged, when nothing matched; it is never
+// modified. A JSON body stays JSON: a credential outside a string (a
+// numeric key written as a number, say) takes the whole value it is in
+// with it, replaced by the marker as a JSON string.
+func (c *credentials) redact(b []byte) ([]byte, int) {
+	c.once.Do(c.setup)
+	spans := c.find(b)
+	if len(spans) == 0 {
+		return b, 0
+	}
+	out := replaceSpans(b, spans)
+	if !json.Valid(out) && json.Valid(b) {
+		var d tap.Decoder // bounded as the audit decode is; past it the body stays redacted, if not JSON
+		if v, err := d.Parse(b); err == nil {
+			out = replaceSpans(b, valueSpans(v, spans))
+		}
+	}
+	return out, len(spans)
+}
+
+func replaceSpans(b []byte, spans []span) []byte {
+	out := make([]byte, 0, len(b)+len(spans)*(len(tap.RedactedCredential)+2))
+	at := 0
+	for _, s := range spans {
+		out = append(out, b[at:s.start]...)
+		if s.quote {
+			out = append(out, '"')
+		}
+		out = append(out, tap.RedactedCredential...)
+		if s.quote {
+			out = append(out, '"')
+		}
+		at = s.end
+	}
+	return append(out, b[at:]...)
+}
+
+// valueSpans widens each span not inside a JSON string to the smallest
+// value of v holding it, to be replaced by a quoted marker.
+func valueSpans(v *tap.Value, spans []span) []span {
+	out := make([]span, 0, len(spans))
+	for _, s := range spans {
+		n := v
+		for {
+			var inner *tap.Value
+			for _, e := range n.Arr {
+				if e.Start <= s.start && s.end <= e.End {
+					inner = e
+				}
+			}
+			for _, m := range n.Obj {
+				if m.Val.Start <= s.start && s.end <= m.Val.End {
+					inner = m.Val
+				}
+			}
+			if inner == nil {
+				break
+			}
+			n = inner
+		}
+		if n.Kind == tap.String && n.Start < s.start && s.end < n.End {
+			out = append(out, s) // inside the quotes: the marker alone keeps it JSON
+			continue
+		}
+		out = append(out, span{start: n.Start, end: n.End, quote: true})
+	}
+	return mergeSpans(out)
+}
+
+// redactString is redact for text (URLs, error messages, diagnostics).
+func (c *credentials) redactString(s string) string {
+	c.once.Do(c.setup)
+	if c.count.Load() == 0 {
+		return s
+	}
+	b, n := c.redact([]byte(s))
+	if n == 0 {
+		return s
+	}
+	return string(b)
+}
+
+// redactURL renders u for a capture or log: its password hidden, the
+// values of credential query parameters replaced, and every remembered
+// credential elsewhere replaced.
+func (c *credentials) redactURL(u *url.URL) string {
+	c.once.Do(c.setup)
+	if u == nil {
+		return ""
+	}
+	cp := *u
+	cp.RawQuery = c.redactQuery(u.RawQuery)
+	return c.redactString(cp.Redacted())
+}
+
+func (c *credentials) redactQuery(q string) string {
+	if q == "" || len(c.params) == 0 {
+		return q
+	}
+	parts := strings.Split(q, "&")
+	changed := false
+	for i, part := range parts {
+		name, _, hasVal := strings.Cut(part, "=")
+		if hasVal && c.secretParam(name) {
+			parts[i], changed = name+"="+tap.RedactedCredential, true
+		}
+	}
+	if !changed {
+		return q
+	}
+	return strings.Join(parts, "&")
+}
+
+// redactURLString is redactURL for a URL already rendered as text.
+func (c *credentials) redactURLString(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return c.redactURL(u)
+	}
+	return c.redactString(s)
+}
+
+// metaHeader copies h for a tap.HTTPMeta: Authorization values (and
+// Proxy-Authorization, unless --no-redact) keep only their scheme, the
+// values of the other redacted headers are replaced whole, and every
+// remembered credential elsewhere is replaced.
 func (c *credentials) metaHeader(h http.Header) map[string][]string {
+	c.once.Do(c.setup)
 	out := make(map[string][]string, len(h))
 	for k, vs := range h {
+		lk := strings.ToLower(k)
 		cp := make([]string, len(vs))
 		for i, v := range vs {
-			if strings.EqualFold(k, "Authorization") || strings.EqualFold(k, "Proxy-Authorization") {
-				scheme := strings.TrimSpace(v)
-				if j := strings.IndexByte(scheme, ' '); j >= 0 {
-					scheme = scheme[:j]
-				} else {
-					scheme = ""
-				}
+			switch {
+			case lk == "authorization" || (lk == "proxy-authorization" && c.headers[lk]):
+				scheme, _ := splitAuthorization(v)
 				cp[i] = strings.TrimSpace(scheme + " " + tap.RedactedCredential)
-				continue
+			case c.headers[lk]:
+				cp[i] = tap.RedactedCredential
+			default:
+				cp[i] = c.redactString(v)
 			}
-			cp[i] = c.redactString(v)
 		}
 		out[k] = cp
 	}
 	return out
+}
+
+// An escapeMap maps offsets of a decoded text back to the text it was
+// decoded from. Between escapes the two advance together.
+type escapeMap []escapeAt
+
+// An escapeAt is one escape: decLen decoded bytes at dec came from rawLen
+// bytes at raw.
+type escapeAt struct{ dec, raw, decLen, rawLen int }
+
+// at returns the escape at or before decoded offset d, or nil.
+func (m escapeMap) at(d int) *escapeAt {
+	i := sort.Search(len(m), func(i int) bool { return m[i].dec > d })
+	if i == 0 {
+		return nil
+	}
+	return &m[i-1]
+}
+
+// rawStart is where the decoded byte d starts in the raw text.
+func (m escapeMap) rawStart(d int) int {
+	e := m.at(d)
+	switch {
+	case e == nil:
+		return d
+	case d < e.dec+e.decLen:
+		return e.raw
+	}
+	return e.raw + e.rawLen + d - (e.dec + e.decLen)
+}
+
+// rawEnd is where the decoded byte d ends in the raw text.
+func (m escapeMap) rawEnd(d int) int {
+	e := m.at(d)
+	switch {
+	case e == nil:
+		return d + 1
+	case d < e.dec+e.decLen:
+		return e.raw + e.rawLen
+	}
+	return e.raw + e.rawLen + d - (e.dec + e.decLen) + 1
+}
+
+// unescape decodes the JSON string escapes (\" \\ \/ \b \f \n \r \t
+// \uXXXX, surrogate pairs joined) and percent escapes (%XX) of b wherever
+// they are, in strings or not: a credential may be written either way. It
+// reports false when b holds no escape.
+func unescape(b []byte) ([]byte, escapeMap, bool) {
+	if bytes.IndexByte(b, '\\') < 0 && bytes.IndexByte(b, '%') < 0 {
+		return nil, nil, false
+	}
+	dec := make([]byte, 0, len(b))
+	var m escapeMap
+	var tmp [utf8.UTFMax]byte
+	for i := 0; i < len(b); {
+		j := bytes.IndexAny(b[i:], `\%`)
+		if j < 0 {
+			dec = append(dec, b[i:]...)
+			break
+		}
+		dec = append(dec, b[i:i+j]...)
+		i += j
+		out, n := escapeAtStart(b[i:], tmp[:0])
+		if n == 0 {
+			dec = append(dec, b[i])
+			i++
+			continue
+		}
+		m = append(m, escapeAt{dec: len(dec), raw: i, decLen: len(out), rawLen: n})
+		dec = append(dec, out...)
+		i += n
+	}
+	if len(m) == 0 {
+		return nil, nil, false
+	}
+	return dec, m, true
+}
+
+// escapeAtStart decodes the escape b starts with into out, and says how
+// many bytes of b it took (0: b does not start with an escape).
+func escapeAtStart(b, out []byte) ([]byte, int) {
+	switch {
+	case len(b) >= 3 && b[0] == '%' && isHex(b[1]) && isHex(b[2]):
+		return append(out, unhex(b[1])<<4|unhex(b[2])), 3
+	case len(b) < 2 || b[0] != '\\':
+		return out, 0
+	}
+	switch e := b[1]; e {
+	case '"', '\\', '/':
+		return append(out, e), 2
+	case 'b', 'f', 'n', 'r', 't':
+		return append(out, controlEscapes[e]), 2
+	case 'u':
+		r, ok := hex4(b[2:])
+		if !ok {
+			return out, 0
+		}
+		n := 6
+		if utf16.IsSurrogate(r) && len(b) >= 12 && b[6] == '\\' && b[7] == 'u' {
+			if r2, ok := hex4(b[8:]); ok {
+				if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+					r, n = d, 12
+				}
+			}
+		}
+		return utf8.AppendRune(out, r), n
+	}
+	return out, 0
+}
+
+// controlEscapes decodes the one-letter JSON escapes of control characters.
+var controlEscapes = [256]byte{'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		if !isHex(c) {
+			return 0, false
+		}
+		r = r<<4 | rune(unhex(c))
+	}
+	return r, true
 }

@@ -3,6 +3,7 @@ package httpproxy
 import (
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -57,21 +58,30 @@ type exchange struct {
 }
 
 func (p *Proxy) newExchange(r *http.Request, conn, upstream string) *exchange {
-	p.creds.add(r.Header)
-	x := &exchange{p: p, conn: conn, start: time.Now(), httpVerb: r.Method}
+	hasBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+	return p.newExchangeHead(r.Method, r.URL, r.Header, hasBody, r.ContentLength, conn, upstream)
+}
+
+// newExchangeHead starts an exchange from a request's envelope: method,
+// target, header, whether a body follows and its Content-Length (-1 when
+// unknown). The relay and the net/http paths both start here.
+func (p *Proxy) newExchangeHead(method string, target *url.URL, h http.Header, hasBody bool, contentLength int64, conn, upstream string) *exchange {
+	p.creds.add(h)
+	p.creds.addURL(target)
+	x := &exchange{p: p, conn: conn, start: time.Now(), httpVerb: method}
 	x.req.limit, x.resp.limit = p.maxAudit, p.maxAudit
-	x.reqEOF = r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0
-	if r.ContentLength > 0 {
+	x.reqEOF = !hasBody
+	if hasBody && contentLength > 0 {
 		// A size hint only: a Content-Length is the harness's claim, so
 		// at most preallocBody is reserved before the bytes arrive.
-		x.req.buf = make([]byte, 0, min(r.ContentLength, int64(p.maxAudit), preallocBody))
+		x.req.buf = make([]byte, 0, min(contentLength, int64(p.maxAudit), preallocBody))
 	}
 	x.reqMeta = &tap.HTTPMeta{
-		Method:             r.Method,
-		URL:                p.creds.redactString(r.URL.Redacted()),
-		Header:             p.creds.metaHeader(r.Header),
-		Upstream:           p.creds.redactString(upstream),
-		AuthorizationCount: len(r.Header.Values("Authorization")),
+		Method:             method,
+		URL:                p.creds.redactURL(target),
+		Header:             p.creds.metaHeader(h),
+		Upstream:           p.creds.redactURLString(upstream),
+		AuthorizationCount: len(h.Values("Authorization")),
 	}
 	return x
 }
@@ -160,20 +170,40 @@ func (x *exchange) copyBytes(response bool, p []byte) {
 
 // responseHeaders records the upstream's response envelope.
 func (x *exchange) responseHeaders(resp *http.Response) {
+	x.responseHead(resp.StatusCode, resp.Header, resp.ContentLength)
+}
+
+// responseHead records the upstream's final response envelope: status,
+// header and Content-Length (-1 when unknown).
+func (x *exchange) responseHead(status int, h http.Header, contentLength int64) {
 	now := time.Now()
 	m := &tap.HTTPMeta{
-		Status:    resp.StatusCode,
-		Header:    x.p.creds.metaHeader(resp.Header),
+		Status:    status,
+		Header:    x.p.creds.metaHeader(h),
 		Upstream:  x.reqMeta.Upstream,
 		LatencyMs: float64(now.Sub(x.start).Microseconds()) / 1000,
 	}
 	x.mu.Lock()
 	x.respMeta, x.respTime = m, now
-	if resp.ContentLength > 0 && x.resp.buf == nil {
-		x.resp.buf = make([]byte, 0, min(resp.ContentLength, int64(x.p.maxAudit), preallocBody))
+	if contentLength > 0 && x.resp.buf == nil {
+		x.resp.buf = make([]byte, 0, min(contentLength, int64(x.p.maxAudit), preallocBody))
 	}
 	x.mu.Unlock()
 	x.p.metrics.observeLatency(now.Sub(x.start))
+}
+
+// requestEnded says the request body was read to its end.
+func (x *exchange) requestEnded() {
+	x.mu.Lock()
+	x.reqEOF = true
+	x.mu.Unlock()
+}
+
+// responseEnded says the response body was read to its end.
+func (x *exchange) responseEnded() {
+	x.mu.Lock()
+	x.respEOF = true
+	x.mu.Unlock()
 }
 
 // finish hands the exchange to the auditor, all of it or none: the request

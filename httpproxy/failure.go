@@ -21,8 +21,11 @@ func classify(err error, headerTimeout time.Duration) (status int, kind, cause s
 		unknown x509.UnknownAuthorityError
 		host    x509.HostnameError
 		netErr  net.Error
+		bad     badResponse
 	)
 	switch {
+	case errors.As(err, &bad):
+		return http.StatusBadGateway, "bad_response", "the upstream sent a response ahp-tap will not forward: " + err.Error()
 	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &host):
 		return http.StatusBadGateway, "tls_verification", "the upstream's TLS certificate did not verify: " + err.Error()
 	case errors.As(err, &dnsErr):

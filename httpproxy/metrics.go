@@ -2,10 +2,12 @@ package httpproxy
 
 import (
 	"net/http"
+	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -19,8 +21,17 @@ type Metrics struct {
 	requests *prometheus.CounterVec // by HTTP method and status answered to the harness
 	findings *prometheus.CounterVec // by check and level
 	failures *prometheus.CounterVec // upstream failures by kind
+	gone     prometheus.Counter     // requests the harness abandoned
 	latency  prometheus.Histogram   // upstream time to response headers
 }
+
+// BuildVersion is the version ahp_tap_build_info reports; the command sets
+// it to its own.
+var BuildVersion = "unknown"
+
+// FailureCauses are the cause labels of ahp_tap_upstream_failures_total
+// (see classify); each series exists from the start, at zero.
+var FailureCauses = []string{"refused", "reset", "timeout", "tls_verification", "dns", "closed", "bad_response", "other"}
 
 // NewMetrics builds the metrics. dropped, when not nil, reports the audit
 // copies the auditor dropped so far.
@@ -39,13 +50,26 @@ func NewMetrics(dropped func() uint64) *Metrics {
 			Name: "ahp_tap_upstream_failures_total",
 			Help: "Requests the upstream failed at the transport level (ahp-tap answered 502/504), by cause.",
 		}, []string{"cause"}),
+		gone: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ahp_tap_harness_gone_total",
+			Help: "Requests the harness abandoned (closed the connection) before the upstream answered; answered 499, not an upstream failure.",
+		}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "ahp_tap_upstream_latency_seconds",
 			Help:    "Time from receiving a request to the upstream's response headers.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.findings, m.failures, m.latency)
+	m.reg.MustRegister(m.requests, m.findings, m.failures, m.gone, m.latency,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "ahp_tap_build_info",
+			Help:        "Always 1; the labels say which ahp-tap is running.",
+			ConstLabels: prometheus.Labels{"version": BuildVersion, "goversion": runtime.Version()},
+		}, func() float64 { return 1 }))
+	for _, c := range FailureCauses {
+		m.failures.WithLabelValues(c) // series at zero before the first failure
+	}
 	if dropped != nil {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "ahp_tap_audit_dropped_total",
@@ -58,6 +82,28 @@ func NewMetrics(dropped func() uint64) *Metrics {
 // Handler serves the metrics in the Prometheus exposition format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// ZeroFindings creates the ahp_tap_findings_total series of every check
+// and level at zero, so that a dashboard's rate() sees the first finding.
+func (m *Metrics) ZeroFindings(checks []string) {
+	if m == nil {
+		return
+	}
+	for _, c := range checks {
+		for _, l := range []string{"error", "warn", "info"} {
+			m.findings.WithLabelValues(c, l)
+		}
+	}
+}
+
+// HealthHandler answers 200 "ok" while the tap runs: a liveness probe
+// that, unlike /metrics, costs nothing.
+func (m *Metrics) HealthHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
 }
 
 // Sink counts findings; put it next to the other sinks.
@@ -83,7 +129,11 @@ func (m *Metrics) countRequest(method string, status int) {
 }
 
 func (m *Metrics) countFailure(kind string) {
-	if m != nil {
+	switch {
+	case m == nil:
+	case kind == "harness_gone":
+		m.gone.Inc() // the harness left: not the upstream's failure
+	default:
 		m.failures.WithLabelValues(kind).Inc()
 	}
 }

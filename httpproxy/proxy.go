@@ -1,9 +1,12 @@
 // Package httpproxy is ahp-tap's HTTP adapter: a reverse proxy in front of
 // an AHP backend, or a forward proxy the harness reaches through
-// HTTP_PROXY/HTTPS_PROXY, built on github.com/elazarl/goproxy (imported only
-// here). It forwards every request and response unchanged (method, headers,
-// body bytes; the status back) and hands a capped copy of each body, with
-// its HTTP envelope, to a tap.Auditor off the forwarding path.
+// HTTP_PROXY/HTTPS_PROXY. Reverse mode runs on a byte-preserving HTTP/1.1
+// relay (relay.go); forward mode, CONNECT, HTTPS interception and the
+// requests the relay declines run on net/http and
+// github.com/elazarl/goproxy (imported only here). Every request and
+// response is forwarded unchanged but for the changes docs/http.md lists,
+// and a capped copy of each body, with its HTTP envelope, goes to a
+// tap.Auditor off the forwarding path.
 package httpproxy
 
 import (
@@ -64,6 +67,12 @@ type Config struct {
 	Metrics *Metrics
 	// Log is the diagnostic log (zero value: nothing).
 	Log zerolog.Logger
+	// Redact says which headers and query parameters are redacted besides
+	// the Authorization credential (zero value: the defaults).
+	Redact Redaction
+	// MaxCredentials bounds how many credentials are remembered for
+	// redaction (0: DefaultMaxCredentials).
+	MaxCredentials int
 }
 
 // A Proxy forwards AHP traffic and feeds the auditor. It is an
@@ -83,6 +92,15 @@ type Proxy struct {
 	conns atomic.Uint64            // numbers accepted connections
 	bufs  sync.Pool                // *[]byte copy buffers for reverse-mode responses
 	certs certStore                // MITM leaf certificates by host
+	own   ownConns                 // local addresses of open upstream connections: loop detection
+	bg    sync.WaitGroup           // audit facts handed over off the request path; Serve waits for them
+
+	// Reverse mode's relay (relay.go).
+	upstreamAddr  string      // host:port to dial
+	upstreamBase  string      // scheme://host, for the audit envelope
+	upstreamHost  []byte      // the Host value sent upstream
+	rewriteTarget bool        // --upstream has a path or query: targets are rewritten
+	relayTLS      *tls.Config // verified TLS for an https upstream, HTTP/1.1 only
 }
 
 type connKey struct{}
@@ -120,11 +138,22 @@ func New(cfg Config) (*Proxy, error) {
 	if timeout <= 0 {
 		timeout = DefaultUpstreamTimeout
 	}
+	p.creds.configure(cfg.Redact, cfg.MaxCredentials)
+	p.creds.forgotten = func(max int) {
+		// Off the request path: Note waits for room in the audit queue.
+		// Serve waits for it before returning, so the fact is not lost.
+		p.bg.Add(1)
+		go func() {
+			defer p.bg.Done()
+			p.auditor.Note(tap.Note{Kind: tap.NoteForgotten, Time: time.Now(), Detail: fmt.Sprintf(
+				"ahp-tap remembers at most %d credentials for redaction and has begun to forget the oldest: one of those appearing in a body from now on is neither redacted nor reported (AUTH-1)", max)})
+		}()
+	}
 	p.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	p.tr = &http.Transport{
 		// Proxy is nil: the tap's own HTTP_PROXY must not reroute (or loop)
 		// the traffic it forwards.
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           p.own.dialer(&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}),
 		TLSClientConfig:       &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: timeout,
@@ -135,6 +164,23 @@ func New(cfg Config) (*Proxy, error) {
 		MaxIdleConns:        1024,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
+	}
+	if u := p.upstream; u != nil {
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		}
+		p.upstreamAddr = net.JoinHostPort(u.Hostname(), port)
+		p.upstreamBase = u.Scheme + "://" + u.Host
+		p.upstreamHost = []byte(u.Host)
+		p.rewriteTarget = (u.Path != "" && u.Path != "/") || u.RawQuery != ""
+		p.relayTLS = &tls.Config{
+			RootCAs:            cfg.RootCAs,
+			MinVersion:         tls.VersionTLS12,
+			ServerName:         u.Hostname(),
+			NextProtos:         []string{"http/1.1"}, // the relay speaks HTTP/1.1 upstream
+			ClientSessionCache: tls.NewLRUClientSessionCache(64),
+		}
 	}
 	gp := goproxy.NewProxyHttpServer()
 	gp.Tr = p.tr
@@ -190,6 +236,14 @@ func New(cfg Config) (*Proxy, error) {
 
 // ServeHTTP implements http.Handler.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && p.own.has(r.RemoteAddr+">"+local.String()) {
+		// The request came from one of the tap's own upstream connections:
+		// the upstream (or the forward target) is the tap itself (issue 8).
+		p.log.Warn().Str("conn", connID(r.Context())).Msg("a request from this tap to itself; answering 508 Loop Detected")
+		w.Header().Set("Connection", "close")
+		http.Error(w, strings.TrimSuffix(loopMessage, "\n"), http.StatusLoopDetected)
+		return
+	}
 	if !p.forward && (r.Method == http.MethodConnect || r.URL.IsAbs()) {
 		// Reverse mode is not an open proxy.
 		http.Error(w, "ahp-tap is a reverse proxy here: post to it as if it were the backend", http.StatusBadRequest)
@@ -200,8 +254,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Serve accepts connections on ln until ctx ends, then stops accepting,
 // waits up to the drain bound for requests in flight, and returns. It does
-// not close the auditor.
+// not close the auditor. Reverse mode is served by the relay (relay.go),
+// forward mode by net/http and goproxy.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
+	if p.upstream != nil {
+		return p.serveRelay(ctx, ln)
+	}
 	srv := &http.Server{
 		Handler:           p,
 		ReadHeaderTimeout: 30 * time.Second,
@@ -226,6 +284,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	<-errc
 	p.tr.CloseIdleConnections()
+	p.bg.Wait()
 	return nil
 }
 
@@ -289,7 +348,6 @@ func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 		ProtoMinor: 1,
 		// The harness's headers go upstream as they are; only Host names
 		// the upstream, as it must for TLS and virtual hosting.
-		Header:        r.Header,
 		Host:          u.Host,
 		ContentLength: r.ContentLength,
 		Body:          http.NoBody,
@@ -300,6 +358,7 @@ func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 		body = &requestBody{rc: r.Body, x: x}
 		out.Body = body
 	}
+	out.Header = withoutHopHeaders(r.Header)
 	keepUserAgent(out.Header)
 	resp := p.roundTrip(out, x, body)
 	defer resp.Body.Close() // finishes the exchange
@@ -309,7 +368,8 @@ func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	bp := p.bufs.Get().(*[]byte)
-	n, readErr, writeErr := copyBody(w, resp.Body, *bp)
+	// What the upstream flushed goes on at once (issue 8).
+	n, readErr, writeErr := copyBody(flushingWriter{w}, resp.Body, *bp)
 	p.bufs.Put(bp)
 	switch {
 	case readErr != nil:
@@ -326,6 +386,17 @@ func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 	for k, vs := range resp.Trailer {
 		h[http.TrailerPrefix+k] = vs
 	}
+}
+
+// flushingWriter flushes every write to the harness.
+type flushingWriter struct{ w http.ResponseWriter }
+
+func (f flushingWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		err = http.NewResponseController(f.w).Flush()
+	}
+	return n, err
 }
 
 // copyBody copies src to dst like io.CopyBuffer, and says which side
@@ -361,8 +432,48 @@ func (p *Proxy) forwardRoundTrip(req *http.Request, conn string) *http.Response 
 		body = &requestBody{rc: req.Body, x: x}
 		req.Body = body
 	}
+	// Hop-by-hop fields stop here; Proxy-Authorization was for this proxy
+	// and never reaches the origin (issue 8).
+	req.Header = withoutHopHeaders(req.Header)
 	keepUserAgent(req.Header)
 	return p.roundTrip(req, x, body)
+}
+
+// withoutHopHeaders returns h without the hop-by-hop fields (RFC 9110
+// §7.6.1): Connection and the fields it names, Keep-Alive, TE, Upgrade,
+// Proxy-Connection, Proxy-Authorization, Proxy-Authenticate,
+// Proxy-Authentication-Info and HTTP2-Settings. h itself is returned when
+// it has none; it is never modified.
+func withoutHopHeaders(h http.Header) http.Header {
+	drop := func(k string) bool {
+		for _, n := range hopHeaderNames {
+			if k == n {
+				return true
+			}
+		}
+		for _, v := range h["Connection"] {
+			for _, opt := range strings.Split(v, ",") {
+				if o := http.CanonicalHeaderKey(strings.TrimSpace(opt)); o == k && o != "Content-Length" && o != "Host" {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	var out http.Header
+	for k := range h {
+		if !drop(http.CanonicalHeaderKey(k)) {
+			continue
+		}
+		if out == nil {
+			out = h.Clone()
+		}
+		delete(out, k)
+	}
+	if out == nil {
+		return h
+	}
+	return out
 }
 
 // keepUserAgent stops the transport from adding its own User-Agent to a
@@ -383,6 +494,7 @@ func (p *Proxy) roundTrip(req *http.Request, x *exchange, body *requestBody) *ht
 		return p.failed(req, x, body, err)
 	}
 	x.responseHeaders(resp)
+	resp.Header = withoutHopHeaders(resp.Header)
 	// Keep net/http from adding headers the upstream did not send.
 	if _, ok := resp.Header["Content-Type"]; !ok {
 		resp.Header["Content-Type"] = nil
@@ -397,14 +509,34 @@ func (p *Proxy) roundTrip(req *http.Request, x *exchange, body *requestBody) *ht
 // failed answers the harness when the upstream could not be reached or
 // did not answer in time, and records an operational failure.
 func (p *Proxy) failed(req *http.Request, x *exchange, body *requestBody, err error) *http.Response {
-	status, kind, cause := classify(err, p.tr.ResponseHeaderTimeout)
-	cause = p.creds.redactString(cause)
 	gone := req.Context().Err() != nil && errors.Is(err, context.Canceled)
-	if gone {
-		status, kind, cause = 499, "harness_gone", "the harness closed the connection before the upstream answered"
-	}
 	if body != nil && !gone {
 		body.drain(int64(p.maxAudit))
+	}
+	status, msg := p.upstreamFailure(x, err, gone)
+	resp := &http.Response{
+		Status:        fmt.Sprintf("%d %s", status, http.StatusText(status)),
+		StatusCode:    status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {"text/plain; charset=utf-8"}, "Content-Length": {strconv.Itoa(len(msg))}},
+		ContentLength: int64(len(msg)),
+		Request:       req,
+	}
+	resp.Body = &responseBody{rc: io.NopCloser(strings.NewReader(msg)), x: x}
+	return resp
+}
+
+// upstreamFailure records why the upstream failed an exchange (a note the
+// exchange submits after its request frame, metrics, the diagnostic log)
+// and returns the status and the one-line text ahp-tap answers with. gone
+// says the harness went away first (499, an info fact).
+func (p *Proxy) upstreamFailure(x *exchange, err error, gone bool) (status int, msg string) {
+	status, kind, cause := classify(err, p.tr.ResponseHeaderTimeout)
+	cause = p.creds.redactString(cause)
+	if gone {
+		status, kind, cause = 499, "harness_gone", "the harness closed the connection before the upstream answered"
 	}
 	now := time.Now()
 	n := &tap.Note{Kind: tap.NoteHarnessGone, Time: now, Conn: x.conn, Detail: cause}
@@ -423,19 +555,7 @@ func (p *Proxy) failed(req *http.Request, x *exchange, body *requestBody, err er
 	} else {
 		p.log.Warn().Str("conn", x.conn).Str("upstream", x.reqMeta.Upstream).Int("status", status).Msg(cause)
 	}
-	msg := "ahp-tap: " + cause + "\n"
-	resp := &http.Response{
-		Status:        fmt.Sprintf("%d %s", status, http.StatusText(status)),
-		StatusCode:    status,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        http.Header{"Content-Type": {"text/plain; charset=utf-8"}, "Content-Length": {strconv.Itoa(len(msg))}},
-		ContentLength: int64(len(msg)),
-		Request:       req,
-	}
-	resp.Body = &responseBody{rc: io.NopCloser(strings.NewReader(msg)), x: x}
-	return resp
+	return status, "ahp-tap: " + cause + "\n"
 }
 
 // goproxyLogger sends goproxy's messages to the diagnostic log at debug

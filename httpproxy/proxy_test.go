@@ -94,7 +94,13 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 
 // startTap runs a proxy configured by cfg (Auditor, Log and Metrics are
 // filled in). stop is idempotent and also runs at cleanup.
-func startTap(t *testing.T, cfg Config) *testTap {
+func startTap(t testing.TB, cfg Config) *testTap {
+	t.Helper()
+	return startTapAt(t, cfg, "127.0.0.1:0")
+}
+
+// startTapAt is startTap listening on addr.
+func startTapAt(t testing.TB, cfg Config, addr string) *testTap {
 	t.Helper()
 	tt := &testTap{found: &findings{}, diag: &syncBuffer{}, capPath: filepath.Join(t.TempDir(), "cap.jsonl")}
 	cw, err := capture.Create(tt.capPath, capture.Header{Tool: "test", Transport: tap.HTTP})
@@ -111,7 +117,7 @@ func startTap(t *testing.T, cfg Config) *testTap {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +141,7 @@ func startTap(t *testing.T, cfg Config) *testTap {
 	return tt
 }
 
-func mustURL(t *testing.T, s string) *url.URL {
+func mustURL(t testing.TB, s string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(s)
 	if err != nil {
@@ -846,9 +852,14 @@ func TestTarget(t *testing.T) {
 		{"https://p.example.com/base?k=1", "/x?q=2", "https://p.example.com/base/x?k=1&q=2"},
 	}
 	for _, tc := range tests {
-		p := &Proxy{upstream: mustURL(t, tc.up)}
+		u := mustURL(t, tc.up)
+		p := &Proxy{upstream: u, rewriteTarget: (u.Path != "" && u.Path != "/") || u.RawQuery != ""}
 		if got := p.target(mustURL(t, tc.in)).String(); got != tc.want {
 			t.Errorf("target(%s, %s) = %s, want %s", tc.up, tc.in, got, tc.want)
+		}
+		// The relay rewrites the raw target the same way.
+		if got := u.Scheme + "://" + u.Host + string(p.relayTarget([]byte(tc.in))); got != tc.want {
+			t.Errorf("relayTarget(%s, %s) = %s, want %s", tc.up, tc.in, got, tc.want)
 		}
 	}
 }

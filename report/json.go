@@ -24,7 +24,10 @@ type JSONExchange struct {
 type JSONReport struct {
 	Findings []JSONFinding `json:"findings"`
 	// Exchanges says what each exchange concluded (outcome, effective
-	// edits or the reasons a harness must reject a response).
+	// edits or the reasons a harness must reject a response). A long
+	// conversation keeps only its most recent answered exchanges, so
+	// memory stays bounded: Summary.ExchangesOmitted says how many are
+	// not listed.
 	Exchanges []JSONExchange `json:"exchanges,omitempty"`
 	Summary   *Summary       `json:"summary,omitempty"`
 }

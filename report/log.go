@@ -209,6 +209,15 @@ func (l *Log) record(f tap.Finding) {
 	if f.EventID != "" {
 		e = e.Str("eventId", f.EventID)
 	}
+	if f.EventType != "" {
+		e = e.Str("eventType", f.EventType)
+	}
+	if f.Binds != 0 {
+		e = e.Str("binds", f.Binds.String())
+	}
+	if f.DirGuessed {
+		e = e.Bool("directionGuessed", true)
+	}
 	if !f.Time.IsZero() {
 		e = e.Str("frameTime", f.Time.UTC().Format(time.RFC3339Nano))
 	}

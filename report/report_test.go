@@ -61,7 +61,7 @@ func TestWriteTextAndJSON(t *testing.T) {
 	if err := WriteText(&b, srcs, SummaryOf(srcs)); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(b.String(), "a.json: #1 harness error BASE-2 at /params/protocolVersion: ") ||
+	if !strings.HasPrefix(b.String(), "a.json: #1 sent by harness: error BASE-2 at /params/protocolVersion: ") ||
 		!strings.Contains(b.String(), "summary: 2 sources checked, 1 error") {
 		t.Errorf("WriteText() = %q", b.String())
 	}

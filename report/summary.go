@@ -31,9 +31,37 @@ type Summary struct {
 	LogDropped uint64 `json:"logDropped,omitempty"`
 	// NotPossible lists checks that could not be made, and why.
 	NotPossible []NotPossible `json:"notPossible,omitempty"`
+	// Inputs says, for each file checked, what it was and how much of it
+	// was audited.
+	Inputs []Input `json:"inputs,omitempty"`
+	// ExchangesOmitted is how many exchanges are missing from a JSON
+	// report's exchanges list: a conversation keeps only its most recent
+	// answered exchanges (tap.DefaultKeepAnswered per connection) so
+	// memory stays bounded. Their findings are all reported.
+	ExchangesOmitted int `json:"exchangesOmitted,omitempty"`
+	// ExchangesOmittedReason says why, when ExchangesOmitted > 0.
+	ExchangesOmittedReason string `json:"exchangesOmittedReason,omitempty"`
+	// FindingsTo says where the findings went, for a live tap's summary
+	// ("the violation log /var/log/v.log", "standard error").
+	FindingsTo []string `json:"findingsTo,omitempty"`
 	// OlderDrafts names the earlier states of the draft whose shapes the
 	// findings matched (an SDK pinned to an older schema revision).
 	OlderDrafts []string `json:"olderDrafts,omitempty"`
+}
+
+// An Input is one file given to check or replay.
+type Input struct {
+	Name string `json:"name"`
+	// Kind is what the content is: capture, stream, message, registration
+	// (gzip-compressed inputs say so: "capture, gzip").
+	Kind string `json:"kind"`
+	// Frames is how many frames were audited (a registration: 0).
+	Frames int `json:"frames"`
+	// Damaged is how many records could not be read and were skipped.
+	Damaged int `json:"damaged,omitempty"`
+	// Error says why the input could not be checked (whole or in part):
+	// empty, not traffic, unreadable. "" when it was.
+	Error string `json:"error,omitempty"`
 }
 
 // A Stream is what one direction of a link carried.
@@ -96,7 +124,18 @@ func (m *Meter) Stream() Stream {
 func (s *Summary) WriteText(w io.Writer) error {
 	var b strings.Builder
 	if s.Sources > 0 {
-		fmt.Fprintf(&b, "summary: %d %s checked, %s\n", s.Sources, plural(s.Sources, "source", "sources"), levelText(s.Levels))
+		failed := 0
+		for _, in := range s.Inputs {
+			if in.Error != "" {
+				failed++
+			}
+		}
+		checked := s.Sources - failed
+		notChecked := ""
+		if failed > 0 {
+			notChecked = fmt.Sprintf(" (%d not checked)", failed)
+		}
+		fmt.Fprintf(&b, "summary: %d %s checked%s, %s\n", checked, plural(checked, "source", "sources"), notChecked, levelText(s.Levels))
 	} else {
 		fmt.Fprintf(&b, "summary: %s\n", levelText(s.Levels))
 	}
@@ -108,6 +147,20 @@ func (s *Summary) WriteText(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
+	for _, in := range s.Inputs {
+		if strings.HasPrefix(in.Kind, "registration") {
+			fmt.Fprintf(&b, "  %s (%s): checked", in.Name, in.Kind)
+		} else {
+			fmt.Fprintf(&b, "  %s (%s): %d %s audited", in.Name, in.Kind, in.Frames, plural(in.Frames, "frame", "frames"))
+		}
+		if in.Damaged > 0 {
+			fmt.Fprintf(&b, ", %d damaged %s skipped", in.Damaged, plural(in.Damaged, "record", "records"))
+		}
+		if in.Error != "" {
+			fmt.Fprintf(&b, "; NOT CHECKED: %s", in.Error)
+		}
+		b.WriteString("\n")
+	}
 	for _, cc := range s.Findings {
 		fmt.Fprintf(&b, "  %-8s %s\n", cc.Check, levelText(cc.LevelCounts))
 	}
@@ -116,6 +169,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	if s.LogDropped > 0 {
 		fmt.Fprintf(&b, "  findings not logged: %d (log buffer full)\n", s.LogDropped)
+	}
+	for _, to := range s.FindingsTo {
+		fmt.Fprintf(&b, "  findings written to %s\n", to)
 	}
 	if len(s.OlderDrafts) > 0 {
 		fmt.Fprintf(&b, "  older draft: some findings match shapes of %s; an SDK may pin an older schema revision\n", strings.Join(s.OlderDrafts, " and of "))

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -15,6 +16,13 @@ type Source struct {
 	Findings []tap.Finding `json:"-"`
 	// Exchanges are the exchange records of the source, for JSON reports.
 	Exchanges []tap.ExchangeRecord `json:"-"`
+	// ExchangesOmitted is how many exchange records were not kept (see
+	// tap.Conversation.Forgotten).
+	ExchangesOmitted int `json:"-"`
+	// Input describes the file as an input (its kind, frames audited,
+	// damaged records); nil for a source that is not an input file (a
+	// registration given with --registration, a live link).
+	Input *Input `json:"-"`
 }
 
 // WriteText writes one line per finding, prefixed with its source's name,
@@ -55,5 +63,16 @@ func SummaryOf(sources []Source) *Summary {
 	}
 	s := c.Summary()
 	s.Sources = len(sources)
+	for _, src := range sources {
+		if src.Input != nil {
+			in := *src.Input
+			in.Name = src.Name
+			s.Inputs = append(s.Inputs, in)
+		}
+		s.ExchangesOmitted += src.ExchangesOmitted
+	}
+	if s.ExchangesOmitted > 0 {
+		s.ExchangesOmittedReason = fmt.Sprintf("to keep memory bounded, each connection keeps only its %d most recent answered exchanges; every finding is still reported", tap.DefaultKeepAnswered)
+	}
 	return s
 }

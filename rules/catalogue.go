@@ -88,7 +88,7 @@ var Catalogue = []Check{
 	{"EDIT-8", "AHP-CONTENT-001", tap.Error, "elicitation request/result text parts are complete MCP JSON that agrees with the envelope",
 		"A body-selected elicitation `request`/`result` text part parses as complete MCP JSON and fits the pinned MCP contract; request `mode` (MCP's omitted mode means `form`) and result `action` agree with the envelope; result `content` only for an accepted form result; metadata, omit and gap views are never parsed."},
 	{"TAP-1", "", tap.Warn, "ahp-tap could not audit every frame (queue full or audit copy truncated); traffic was unaffected",
-		"ahp-tap's own fact, about the audit and never about the traffic: some frames were forwarded but not audited (audit queue full, audit copy truncated, capture cut off); forwarding was not affected. A warning, so a run that audited less than it saw says so."},
+		"ahp-tap's own fact, about the audit and never about the traffic: some frames were forwarded but not audited (audit queue full, audit copy truncated, capture cut off, a frame past the audit work bound of 1,048,576 JSON values), a frame had more than 1000 findings (the rest are counted), or ahp-tap forgot old credentials past its cap of 100,000; forwarding was not affected. A warning, so a run that audited less than it saw says so."},
 	{"TAP-2", "", tap.Error, "an ahp-tap rule failed internally; traffic was unaffected",
 		"ahp-tap's own fact, about the audit and never about the traffic: an ahp-tap rule failed internally; the frame was forwarded unchanged. An error, because a check that did not run is a check that did not pass."},
 }

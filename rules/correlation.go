@@ -17,8 +17,8 @@ func correlationRules() []tap.Rule {
 			"the JSON-RPC id of hooks/intercept equals params.event.id")},
 		answeredOnceRule{info("CORR-2/answered-once", "CORR-2",
 			"every request is answered exactly once; no response for an unknown or already answered id")},
-		lateRule{info("CORR-3/late", "CORR-3",
-			"a response after the subscription's timeoutMs (or --timeout) is late and must be ignored")},
+		lateRule{warnInfo("CORR-3/late", "CORR-3",
+			"an intercept not answered within the subscription's timeoutMs (or --timeout): answered late, or given up by the harness at the deadline")},
 		portableIDRule{warnInfo("CORR-2/portable-id", "CORR-2",
 			"a request id that JavaScript and some SDK decoders do not preserve (an integer above 2^53-1, or written as a non-integer number)")},
 	}
@@ -36,7 +36,7 @@ var outcomeAnalysis = &tap.Analysis{Name: "outcome", Run: func(c *tap.Conversati
 	if !ok || x == nil || c.Correlation() != tap.Matched {
 		return ""
 	}
-	if _, late := lateBy(x, f); late {
+	if _, late := pastDeadline(x, f.Time); late {
 		x.Outcome = tap.OutcomeLate
 	} else {
 		x.Outcome = judgeOutcome(c, x, m)
@@ -148,6 +148,10 @@ func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding
 		st.sent[tap.IDKey(req.ID)]++
 		return nil
 	}
+	if x := c.Exchange(); f.Truncated && x != nil && x.Request == f {
+		st.sent[x.Key]++ // a request read from its prefix: its copies may each be answered
+		return nil
+	}
 	m, ok := f.Msg.(*tap.Response)
 	if !ok || m.ID == nil {
 		return nil // BASE-1 reports a response without id
@@ -172,13 +176,24 @@ func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding
 
 // Note reports the requests still pending when the backend's side of their
 // connection ended: its stdout closed, its process exited, or it could not
-// be reached. Nothing can answer them any more.
+// be reached. Nothing can answer them any more. A request whose deadline
+// had already run out is CORR-3's (lateRule), not "never answered". An
+// HTTP response without a JSON-RPC message (a 401, 403, 500...) answers
+// its request at the HTTP layer: HTTP-2 judges it, and the request is no
+// longer pending.
 func (r answeredOnceRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 	if c.Partial {
 		return nil
 	}
 	var why string
 	switch {
+	case n.Kind == tap.NoteHTTPResponse:
+		for _, x := range c.Pending() {
+			if x.Request.Conn == n.Conn {
+				c.Settle(x, tap.OutcomeFailure)
+			}
+		}
+		return nil
 	case n.Kind == tap.NoteEOF && n.Dir == tap.FromBackend:
 		why = "the backend closed its output"
 	case n.Kind == tap.NoteExit:
@@ -187,34 +202,56 @@ func (r answeredOnceRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 		why = "the backend could not be reached"
 	case n.Kind == tap.NoteHarnessGone:
 		why = "the harness closed the connection first"
+	case n.Kind == tap.NoteKilled:
+		why = "the harness killed the tap's process group first"
 	default:
 		return nil
 	}
 	st := r.state(c)
 	var out []tap.Finding
 	for _, x := range c.Pending() {
-		if st.reported[x] || x.Request.Conn != n.Conn {
+		if st.reported[x] || !sameLink(c, x, n) {
 			continue
+		}
+		if _, late := pastDeadline(x, n.Time); late && n.Kind != tap.NoteUpstreamFailure {
+			continue // CORR-3: the deadline ran out first
 		}
 		st.reported[x] = true
 		lvl, outcome := tap.Error, tap.OutcomeUnanswered
+		switch {
+		case x.MaybeAnswered:
+			out = append(out, maybeAnswered(r.info, x))
+			continue
+		}
 		switch n.Kind {
 		case tap.NoteUpstreamFailure:
 			// An operational failure of the link, not a backend that kept
 			// quiet: a fact the reader needs, not a protocol violation.
 			lvl, outcome = tap.Warn, tap.OutcomeFailure
-		case tap.NoteHarnessGone:
+		case tap.NoteHarnessGone, tap.NoteKilled:
 			// The harness gave up (its deadline, or it was stopped): no
 			// one broke the protocol, but a reader should know.
 			lvl, outcome = tap.Info, tap.OutcomeAbandoned
 		}
 		x.Outcome = outcome
-		out = append(out, r.info.At(x.Request, lvl, "/id", "request id %s was never answered: %s", tap.IDText(x.Request.RPCID()), why))
+		fd := r.info.At(x.Request, lvl, "/id", "request id %s was never answered: %s", x.RPCIDText(), why)
+		if n.Kind != tap.NoteHarnessGone {
+			fd.Binds = tap.FromBackend // the harness's frame, the backend's duty
+		}
+		out = append(out, fd)
 	}
 	return out
 }
 
-// Finish reports every request still unanswered at the end of the stream.
+// sameLink reports whether note n ends the link request x travelled on:
+// its connection, or, for a killed tap, every connection of a stdio
+// conversation (one process).
+func sameLink(c *tap.Conversation, x *tap.Exchange, n tap.Note) bool {
+	return x.Request.Conn == n.Conn || (n.Kind == tap.NoteKilled && c.Transport == tap.Stdio)
+}
+
+// Finish reports every request still unanswered at the end of the stream
+// (unless its deadline had run out: CORR-3).
 func (r answeredOnceRule) Finish(c *tap.Conversation) []tap.Finding {
 	if c.Partial {
 		return nil
@@ -225,19 +262,63 @@ func (r answeredOnceRule) Finish(c *tap.Conversation) []tap.Finding {
 		if st.reported[x] {
 			continue
 		}
+		if _, late := pastDeadline(x, c.LastTime()); late {
+			continue // CORR-3's
+		}
+		if x.MaybeAnswered {
+			out = append(out, maybeAnswered(r.info, x))
+			continue
+		}
 		x.Outcome = tap.OutcomeUnanswered
-		out = append(out, r.info.At(x.Request, 0, "/id", "request id %s was never answered before the stream ended", tap.IDText(x.Request.RPCID())))
+		fd := r.info.At(x.Request, 0, "/id", "request id %s was never answered before the stream ended", x.RPCIDText())
+		fd.Binds = tap.FromBackend // the harness's frame, the backend's duty
+		out = append(out, fd)
 	}
 	return out
 }
 
-// lateRule checks CORR-3 (AHP-FAIL-002): a response that arrives after the
-// exchange's deadline (the subscription's timeoutMs, else --timeout) is
-// late; the harness must ignore it and apply its failure policy. Latency is
-// the difference of the two frames' times.
+// maybeAnswered is the info finding for a request no answer the tap could
+// read matched, while a backend frame audited only as a prefix (whose id
+// was cut off) may have been that answer: the tap cannot tell, so it does
+// not call it unanswered.
+func maybeAnswered(info tap.RuleInfo, x *tap.Exchange) tap.Finding {
+	x.Outcome = tap.OutcomeNotAudited
+	return info.At(x.Request, tap.Info, "/id", "request id %s got no answer ahp-tap could read; a backend frame it audited only as a truncated prefix may have been that answer (not judged)", x.RPCIDText())
+}
+
+// lateRule checks CORR-3 (AHP-FAIL-002) the same way on every transport:
+// an intercept that is not answered within its deadline (the
+// subscription's timeoutMs, else --timeout) is one finding, whether the
+// answer came late or the harness gave up at the deadline (closed the
+// connection, killed the backend) before any answer came. Who broke what
+// decides the level: answering within the deadline is the backend's
+// SHOULD (warn); enforcing it (ignoring a late answer, applying the
+// failure policy) binds the harness, which the wire cannot show. Latency
+// is the difference of the two frames' (or the frame's and the note's)
+// times.
 type lateRule struct{ info tap.RuleInfo }
 
 func (r lateRule) Info() tap.RuleInfo { return r.info }
+
+// pastDeadline reports how long after its request t is, and whether that
+// is past the deadline of x, an intercept with a known deadline.
+func pastDeadline(x *tap.Exchange, t time.Time) (time.Duration, bool) {
+	if x.Method != methodIntercept || x.Deadline <= 0 || t.IsZero() || x.Request.Time.IsZero() {
+		return 0, false // AHP-FAIL-002 bounds interception; discovery has no deadline
+	}
+	took := t.Sub(x.Request.Time)
+	return took, took > x.Deadline
+}
+
+// lateState remembers the exchanges already reported expired.
+type lateState struct{ reported map[*tap.Exchange]bool }
+
+func (r lateRule) state(c *tap.Conversation) *lateState {
+	return c.RuleState(r.info.ID, func() any { return &lateState{reported: map[*tap.Exchange]bool{}} }).(*lateState)
+}
+
+// deadlineWords is what every CORR-3 finding says of who broke what.
+const deadlineWords = "the backend SHOULD answer within the deadline; AHP-FAIL-002 binds the harness to stop waiting at the deadline, ignore any later answer and apply its failure policy"
 
 func (r lateRule) Requires() []*tap.Analysis { return []*tap.Analysis{outcomeAnalysis} }
 
@@ -246,19 +327,67 @@ func (r lateRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 		return nil
 	}
 	x := c.Exchange()
-	took, _ := lateBy(x, f)
-	return []tap.Finding{r.info.At(f, 0, "", "response came %v after its request, later than the %v deadline; the harness must ignore it and apply the failure policy", took.Round(time.Millisecond), x.Deadline)}
+	took, _ := pastDeadline(x, f.Time)
+	r.state(c).reported[x] = true
+	fd := r.info.At(f, tap.Warn, "", "hooks/intercept %s was answered %v after the request, past its %v deadline: %s", tap.IDText(x.Request.RPCID()), took.Round(time.Millisecond), x.Deadline, deadlineWords)
+	fd.EventID, _ = x.Event.Get("id").Text()
+	return []tap.Finding{fd}
 }
 
-// lateBy returns how long response f took to answer x, and whether that
-// is after x's deadline (AHP-FAIL-002 bounds interception; discovery has
-// no deadline, and neither has an exchange without known times).
-func lateBy(x *tap.Exchange, f *tap.Frame) (took time.Duration, late bool) {
-	if x.Deadline <= 0 || x.Method != methodIntercept || f.Time.IsZero() || x.Request.Time.IsZero() {
-		return 0, false
+// Note reports the intercepts still unanswered past their deadline when
+// their link ended: the harness gave up (closed the connection, killed the
+// process group) or the backend went away after the deadline.
+func (r lateRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
+	if c.Partial {
+		return nil
 	}
-	took = f.Time.Sub(x.Request.Time)
-	return took, took > x.Deadline
+	var how string
+	switch {
+	case n.Kind == tap.NoteHarnessGone:
+		how = "the harness closed the connection"
+	case n.Kind == tap.NoteKilled:
+		how = "the harness killed the tap's process group"
+	case n.Kind == tap.NoteExit:
+		how = "the backend process ended"
+	case n.Kind == tap.NoteEOF && n.Dir == tap.FromBackend:
+		how = "the backend closed its output"
+	default:
+		return nil
+	}
+	var out []tap.Finding
+	for _, x := range c.Pending() {
+		if sameLink(c, x, n) {
+			out = append(out, r.expired(c, x, n.Time, how)...)
+		}
+	}
+	return out
+}
+
+// Finish reports the intercepts still unanswered past their deadline when
+// the stream ended.
+func (r lateRule) Finish(c *tap.Conversation) []tap.Finding {
+	if c.Partial {
+		return nil
+	}
+	var out []tap.Finding
+	for _, x := range c.Pending() {
+		out = append(out, r.expired(c, x, c.LastTime(), "the stream ended")...)
+	}
+	return out
+}
+
+func (r lateRule) expired(c *tap.Conversation, x *tap.Exchange, t time.Time, how string) []tap.Finding {
+	st := r.state(c)
+	took, late := pastDeadline(x, t)
+	if !late || st.reported[x] {
+		return nil
+	}
+	st.reported[x] = true
+	x.Outcome = tap.OutcomeLate
+	fd := r.info.At(x.Request, tap.Warn, "", "hooks/intercept %s was not answered within its %v deadline (%s %v after the request, with no answer): %s", tap.IDText(x.Request.RPCID()), x.Deadline, how, took.Round(time.Millisecond), deadlineWords)
+	fd.Time = t
+	fd.Binds = tap.FromBackend // the harness's frame, the backend's SHOULD
+	return []tap.Finding{fd}
 }
 
 // portableIDRule warns under CORR-2 about a request id that is legal

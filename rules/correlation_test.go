@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -357,4 +358,93 @@ func TestPortableRequestIDs(t *testing.T) {
 	}
 	fs = runRules(tap.Config{}, Default(Options{}), req("100000000000000000000"), answer("100000000000000000000"))
 	wantFindings(t, fs, "BASE-1", 0)
+}
+
+// A late answer is the backend's SHOULD broken: CORR-3 warn, naming the
+// request's id and event (a response frame has no event of its own).
+func TestLateNamesTheEventAndWhoBrokeWhat(t *testing.T) {
+	fs := runRules(tap.Config{Timeout: 100 * time.Millisecond}, correlationRules(),
+		atMs(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps)), 0),
+		atMs(backendFrame(convResult("e1", `[]`)), 250))
+	late := withCheck(fs, "CORR-3")
+	if len(late) != 1 {
+		t.Fatalf("CORR-3 findings: %s", dump(fs))
+	}
+	f := late[0]
+	if f.Level != tap.Warn || f.EventID != "e1" || f.RPCID != `"e1"` || f.Seq != 2 ||
+		!strings.Contains(f.Message, "250ms") || !strings.Contains(f.Message, "backend SHOULD") || !strings.Contains(f.Message, "binds the harness") {
+		t.Errorf("CORR-3 = %+v", f)
+	}
+}
+
+// A request the harness gives up at its deadline (it closes the HTTP
+// connection, or kills the stdio tap's process group) is the same CORR-3
+// fact as a late answer, and no CORR-2; given up before its deadline it
+// is the harness's choice: CORR-2 info, no CORR-3.
+func TestLateAbandonedAtTheDeadline(t *testing.T) {
+	for _, kind := range []tap.NoteKind{tap.NoteHarnessGone, tap.NoteKilled} {
+		for _, tt := range []struct {
+			at           int
+			corr3, corr2 int
+		}{{150, 1, 0}, {50, 0, 1}} {
+			tr := tap.HTTP
+			if kind == tap.NoteKilled {
+				tr = tap.Stdio
+			}
+			e := tap.NewEngine(tap.Config{Timeout: 100 * time.Millisecond, Transport: tr}, correlationRules())
+			e.Feed(onConn(atMs(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps)), 0), "c1"))
+			fs := e.Note(tap.Note{Kind: kind, Conn: "c1", Time: t0.Add(time.Duration(tt.at) * time.Millisecond)})
+			fs = append(fs, e.Finish()...)
+			c3, c2 := withCheck(fs, "CORR-3"), withCheck(fs, "CORR-2")
+			if len(c3) != tt.corr3 || len(c2) != tt.corr2 {
+				t.Errorf("%s at %dms: %s; want %d CORR-3 and %d CORR-2", kind, tt.at, dump(fs), tt.corr3, tt.corr2)
+				continue
+			}
+			for _, f := range c3 {
+				if f.Level != tap.Warn || f.EventID != "e1" || !strings.Contains(f.Message, "not answered within its 100ms deadline") {
+					t.Errorf("%s: CORR-3 = %+v", kind, f)
+				}
+			}
+			for _, f := range c2 {
+				if f.Level != tap.Info {
+					t.Errorf("%s before the deadline: CORR-2 level %s, want info", kind, f.Level)
+				}
+			}
+		}
+	}
+	// A stream that ends past the deadline with the request unanswered:
+	// CORR-3, not "never answered".
+	fs := runRules(tap.Config{Timeout: 100 * time.Millisecond}, correlationRules(),
+		atMs(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps)), 0),
+		atMs(harnessFrame(`{"jsonrpc":"2.0","method":"hooks/observe","params":{}}`), 300))
+	if len(withCheck(fs, "CORR-3")) != 1 || len(withCheck(fs, "CORR-2")) != 0 {
+		t.Errorf("stream ended past the deadline: %s; want one CORR-3, no CORR-2", dump(fs))
+	}
+}
+
+// An HTTP status without a JSON-RPC body (a wrong token's 401, a 403)
+// answers the request at the HTTP layer: it is no longer pending, so no
+// CORR-2 "never answered" at the end; another connection's request still is.
+func TestHTTPStatusAnswersTheRequest(t *testing.T) {
+	e := tap.NewEngine(tap.Config{Transport: tap.HTTP}, correlationRules())
+	for i, conn := range []string{"h1", "h2", "h3"} {
+		id := fmt.Sprintf("e%d", i+1)
+		e.Feed(onConn(harnessFrame(convIntercept(id, convEvent(id, "tool.before", ""), denyCaps)), conn))
+	}
+	for _, n := range []tap.Note{
+		{Kind: tap.NoteHTTPResponse, Conn: "h1", HTTP: &tap.HTTPMeta{Status: 401}},
+		{Kind: tap.NoteHTTPResponse, Conn: "h2", HTTP: &tap.HTTPMeta{Status: 403}},
+	} {
+		if fs := e.Note(n); len(fs) != 0 {
+			t.Errorf("HTTP %d: %s, want no correlation finding", n.HTTP.Status, dump(fs))
+		}
+	}
+	end := withCheck(e.Finish(), "CORR-2")
+	if len(end) != 1 || end[0].EventID != "e3" {
+		t.Errorf("Finish CORR-2 = %s, want one, for e3 (no HTTP answer)", dump(end))
+	}
+	xs := e.Conversation().Exchanges()
+	if xs[0].Outcome != tap.OutcomeFailure || xs[1].Outcome != tap.OutcomeFailure {
+		t.Errorf("outcomes %q %q, want %q", xs[0].Outcome, xs[1].Outcome, tap.OutcomeFailure)
+	}
 }

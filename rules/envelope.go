@@ -24,8 +24,11 @@ func envelopeRules() []tap.Rule {
 func (r envelopeRule) Info() tap.RuleInfo { return r.info }
 
 func (r envelopeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
-	if f.Truncated {
-		return nil
+	if f.Unchecked() {
+		return nil // TAP-1
+	}
+	if bodilessHTTPRequest(f) {
+		return nil // a GET without a body is HTTP-1's one finding
 	}
 	var out []tap.Finding
 	add := func(ptr, format string, args ...any) {
@@ -43,6 +46,10 @@ func (r envelopeRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	}
 	for _, d := range f.Dups {
 		add(d.Pointer, "object key %q appears more than once; duplicate keys are invalid", d.Key)
+	}
+	if n := f.DupCount - len(f.Dups); n > 0 {
+		// Issue 8 item 6: the rest are counted, not listed one by one.
+		add("", "%d more duplicate object keys in this message (only the first %d are listed)", n, len(f.Dups))
 	}
 	t := f.Tree
 	switch t.Kind {

@@ -50,6 +50,14 @@ func isJSONMediaType(v string) bool {
 
 func httpFrame(f *tap.Frame) bool { return f.Transport == tap.HTTP && f.HTTP != nil }
 
+// bodilessHTTPRequest reports whether f is an HTTP request other than a
+// POST that carried no body (a GET /capabilities, say): one HTTP-1
+// finding, not also a BASE-1 "not JSON" about a body nobody sent.
+func bodilessHTTPRequest(f *tap.Frame) bool {
+	return httpFrame(f) && f.Dir == tap.FromHarness && f.Size == 0 && !f.Truncated &&
+		f.HTTP.Method != "" && f.HTTP.Method != "POST"
+}
+
 // httpMessageRule checks HTTP-1: every message is one POST whose body is
 // one JSON-RPC object, sent as application/json; a response carrying a
 // JSON-RPC message is application/json too. Whether the body is valid JSON
@@ -65,7 +73,10 @@ func (r httpMessageRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding 
 	var out []tap.Finding
 	m := f.HTTP
 	if f.Dir == tap.FromHarness {
-		if m.Method != "" && m.Method != "POST" {
+		switch {
+		case bodilessHTTPRequest(f):
+			return []tap.Finding{r.info.At(f, 0, "", "the request used HTTP method %s with no body; every AHP message is one POST whose body is one JSON-RPC object", m.Method)}
+		case m.Method != "" && m.Method != "POST":
 			out = append(out, r.info.At(f, 0, "", "the request used HTTP method %s; every AHP message is sent as one POST", m.Method))
 		}
 		if f.Size == 0 && !f.Truncated {
@@ -234,9 +245,11 @@ func loopbackHost(host string) bool {
 }
 
 // authRule checks AUTH-1: exactly one Authorization header per request,
-// and the credential from it never in a body. The adapter replaced every
-// occurrence by tap.RedactedCredential and counted them; this rule names
-// where they were.
+// and no credential the harness sent (the Authorization credential, or
+// another the adapter redacts: X-Api-Key, a credential query parameter…)
+// in a body, as written or escaped. The adapter replaced every occurrence
+// by tap.RedactedCredential and counted them; this rule names where they
+// were.
 type authRule struct{ info tap.RuleInfo }
 
 func (r authRule) Info() tap.RuleInfo { return r.info }
@@ -259,7 +272,7 @@ func (r authRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 		who = "backend's response"
 	}
 	if len(ptrs) == 0 {
-		return append(out, r.info.At(f, 0, "", "the %s body contains the bearer credential from the Authorization header (redacted by ahp-tap); credentials never go into payloads", who))
+		return append(out, r.info.At(f, 0, "", "the %s body contains a credential the harness sent in its request (the Authorization credential, say; redacted by ahp-tap); credentials never go into payloads", who))
 	}
 	for _, p := range ptrs {
 		where := "the " + who + " body"
@@ -269,7 +282,7 @@ func (r authRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 		case strings.HasSuffix(p, "/reason"):
 			where = "a deny reason"
 		}
-		out = append(out, r.info.At(f, 0, p, "the bearer credential from the Authorization header appears in %s (redacted by ahp-tap); credentials never go into payloads, error data or reasons", where))
+		out = append(out, r.info.At(f, 0, p, "a credential the harness sent in its request (the Authorization credential, say) appears in %s (redacted by ahp-tap); credentials never go into payloads, error data or reasons", where))
 	}
 	return out
 }
@@ -280,7 +293,7 @@ func (r authRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 	if n.Kind != tap.NoteHTTPResponse || n.HTTP == nil || n.HTTP.CredentialInBody == 0 {
 		return nil
 	}
-	fd := r.info.At(nil, 0, "", "the backend's HTTP %d response body contains the bearer credential from the Authorization header (redacted by ahp-tap)", n.HTTP.Status)
+	fd := r.info.At(nil, 0, "", "the backend's HTTP %d response body contains a credential the harness sent in its request (redacted by ahp-tap)", n.HTTP.Status)
 	fd.Conn, fd.Time = n.Conn, n.Time
 	return []tap.Finding{fd}
 }

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -174,4 +175,20 @@ func TestHTTPEmptyBodyIsOneFinding(t *testing.T) {
 	fs := runRules(tap.Config{Partial: true}, Default(Options{}), httpReq("", nil))
 	wantFindings(t, fs, "BASE-1", 1)
 	wantFindings(t, fs, "HTTP-1", 0)
+}
+
+// A GET with no body (the interop adapter's GET /capabilities) is one
+// HTTP-1 finding, not HTTP-1 plus a BASE-1 "not JSON" about a body nobody
+// sent; a POST with an empty body is BASE-1's alone.
+func TestHTTPBodilessGetIsOneFinding(t *testing.T) {
+	noContentType := func(m *tap.HTTPMeta) { m.Method, m.URL, m.Header = "GET", "/capabilities", nil }
+	all := append(envelopeRules(), httpRules()...)
+	fs := runRules(tap.Config{Transport: tap.HTTP}, all, httpReq("", noContentType))
+	if len(fs) != 1 || fs[0].Check != "HTTP-1" || !strings.Contains(fs[0].Message, "GET with no body") {
+		t.Errorf("GET without body: %s; want one HTTP-1", dump(fs))
+	}
+	fs = runRules(tap.Config{Transport: tap.HTTP}, all, httpReq("", nil))
+	if len(fs) != 1 || fs[0].Check != "BASE-1" {
+		t.Errorf("POST with an empty body: %s; want one BASE-1", dump(fs))
+	}
 }

@@ -37,7 +37,7 @@ type lineState struct {
 func (r *lineRule) Info() tap.RuleInfo { return r.info }
 
 func (r *lineRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
-	if !f.Framing.Line || f.Truncated {
+	if !f.Framing.Line || f.Unchecked() {
 		return nil
 	}
 	st := c.RuleState(r.info.ID, func() any {
@@ -213,7 +213,14 @@ func (r *perEventRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 type persistentRule struct{ info tap.RuleInfo }
 
 type persistentState struct {
-	outstanding map[string]string // IDKey → id as written, of unanswered intercepts
+	outstanding map[string]outstandingIntercept // by IDKey, unanswered intercepts
+}
+
+// outstandingIntercept is an unanswered intercept: its id as written and
+// the sequence number of its request.
+type outstandingIntercept struct {
+	id  string
+	seq uint64
 }
 
 func (r *persistentRule) Info() tap.RuleInfo { return r.info }
@@ -222,21 +229,26 @@ func (r *persistentRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding 
 	if !applies(c, "persistent") {
 		return nil
 	}
-	st := c.RuleState(r.info.ID, func() any { return &persistentState{outstanding: map[string]string{}} }).(*persistentState)
+	st := c.RuleState(r.info.ID, func() any { return &persistentState{outstanding: map[string]outstandingIntercept{}} }).(*persistentState)
 	switch m := f.Msg.(type) {
 	case *tap.Request:
 		if f.Dir != tap.FromHarness || m.Method != methodIntercept {
 			return nil
 		}
 		key := tap.IDKey(m.ID)
-		var out []tap.Finding
-		for k, id := range st.outstanding {
-			if k != key { // a retry of the same id is BASE-6's business
-				out = append(out, r.info.At(f, 0, "/id", "hooks/intercept %s was sent while hooks/intercept %s was still unanswered; a persistent backend gets at most one intercept at a time", tap.IDText(m.ID), id))
-				break
+		// Name the oldest one outstanding (not map order: a live run and
+		// its replay say the same).
+		var oldest *outstandingIntercept
+		for k, o := range st.outstanding {
+			if k != key && (oldest == nil || o.seq < oldest.seq) { // a retry of the same id is BASE-6's business
+				oldest = &o
 			}
 		}
-		st.outstanding[key] = tap.IDText(m.ID)
+		var out []tap.Finding
+		if oldest != nil {
+			out = append(out, r.info.At(f, 0, "/id", "hooks/intercept %s was sent while hooks/intercept %s was still unanswered; a persistent backend gets at most one intercept at a time", tap.IDText(m.ID), oldest.id))
+		}
+		st.outstanding[key] = outstandingIntercept{tap.IDText(m.ID), f.Seq}
 		return out
 	case *tap.Response:
 		if f.Dir == tap.FromBackend {

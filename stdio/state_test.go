@@ -19,6 +19,7 @@ func storeIn(dir, source, id, digest, outcome string) *exec.Cmd {
 }
 
 func TestDirStoreSharedAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	k := tap.EventKey{Source: "urn:uuid:1", ID: "evt_1"}
 	if err := storeIn(dir, k.Source, k.ID, "first", "").Run(); err != nil {
@@ -55,6 +56,7 @@ func TestDirStoreSharedAcrossProcesses(t *testing.T) {
 // event at once: exactly one record wins, whole, and no temporary file is
 // left behind.
 func TestDirStoreConcurrentStarts(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var cmds []*exec.Cmd
 	for i := range 8 {
@@ -85,6 +87,7 @@ func TestDirStoreConcurrentStarts(t *testing.T) {
 }
 
 func TestDirStoreUnwritable(t *testing.T) {
+	t.Parallel()
 	if _, err := OpenDirStore("/proc/ahp-tap-state", nil); err == nil {
 		t.Errorf("OpenDirStore(/proc/...) error = nil, want an error")
 	}

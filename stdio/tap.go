@@ -66,7 +66,10 @@ type Config struct {
 	// pure forwarding. Engine, Sink and Recorder are the older way: one
 	// engine, its sink and recorder. Queue is the depth of the audit queue
 	// in frames (0: tap.DefaultQueue).
-	Session  *tap.Session
+	Session *tap.Session
+	// Mirror, when set, takes the audit copies and notes instead of a
+	// Session: they go to an audit process (mirror.go).
+	Mirror   Mirror
 	Engine   *tap.Engine
 	Sink     tap.Sink
 	Recorder tap.Recorder
@@ -269,9 +272,10 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			code = 127
 		}
-		if t.aud != nil {
-			t.aud.Note(tap.Note{Kind: tap.NoteUpstreamFailure, Time: time.Now(), Conn: t.cfg.Conn,
-				Detail: fmt.Sprintf("the backend could not be started: %v", err)})
+		failed := tap.Note{Kind: tap.NoteUpstreamFailure, Time: time.Now(), Conn: t.cfg.Conn,
+			Detail: fmt.Sprintf("the backend could not be started: %v", err)}
+		if !t.mirror(failed) && t.aud != nil {
+			t.aud.Note(failed)
 			t.aud.Close()
 		}
 		return res, &StartError{Err: err, Code: code}
@@ -285,10 +289,10 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 	if pending > 0 {
 		t.killGroup(syscall.SIGTERM)
 	}
-	if t.aud != nil {
+	start := tap.Note{Kind: tap.NoteStart, Time: time.Now(), Conn: t.cfg.Conn, Detail: fmt.Sprintf("pid %d", cmd.Process.Pid)}
+	if !t.mirror(start) && t.aud != nil {
 		// Notes go through the auditor in order; nothing else is queued yet.
-		t.aud.Note(tap.Note{Kind: tap.NoteStart, Time: time.Now(), Conn: t.cfg.Conn,
-			Detail: fmt.Sprintf("pid %d", cmd.Process.Pid)})
+		t.aud.Note(start)
 	}
 	go t.feed()
 
@@ -345,6 +349,7 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 	}
 	// The harness side may still be blocked reading our stdin; its EOF
 	// note, if it came, is already queued in order.
+	t.mirror(exit)
 	t.chunks <- chunk{note: &exit}
 	t.closeChunks()
 	<-t.fed
@@ -486,6 +491,10 @@ func (c *copier) stats() DirStats {
 // queue is full the copy is dropped and counted, and the splitter is told
 // to resynchronise at the next newline.
 func (t *Tap) audit(dir tap.Direction, p []byte) {
+	if t.cfg.Mirror != nil {
+		t.cfg.Mirror.Chunk(dir, time.Now(), p)
+		return
+	}
 	if t.aud == nil {
 		return
 	}
@@ -545,7 +554,7 @@ func putChunk(b *[]byte) {
 // eof queues the end of dir's stream. It may wait for room: forwarding in
 // that direction is over.
 func (t *Tap) eof(dir tap.Direction) {
-	if t.aud == nil {
+	if t.mirror(tap.Note{Kind: tap.NoteEOF, Time: time.Now(), Conn: t.cfg.Conn, Dir: dir}) || t.aud == nil {
 		return
 	}
 	t.closeMu.RLock()

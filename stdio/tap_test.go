@@ -121,6 +121,7 @@ func TestForwardingIsByteExact(t *testing.T) {
 // audit priority: bytes are forwarded exactly and, at this gentle pace,
 // every line is audited.
 func TestEveryAuditPriorityForwardsAndAudits(t *testing.T) {
+	t.Parallel()
 	in := bytes.Repeat([]byte("{\"jsonrpc\":\"2.0\",\"method\":\"hooks/observe\",\"params\":{}}\nbanner\n"), 50)
 	for _, p := range []Priority{PriorityLow, PriorityIdle, PriorityNormal} {
 		cfg, sink := audited(helperConfig("cat"), "")
@@ -142,6 +143,7 @@ func TestEveryAuditPriorityForwardsAndAudits(t *testing.T) {
 // TestForwardingSplitWrites feeds the harness's bytes one at a time and in
 // random chunk sizes: frame boundaries never line up with reads.
 func TestForwardingSplitWrites(t *testing.T) {
+	t.Parallel()
 	in := bytes.Repeat([]byte("{\"jsonrpc\":\"2.0\",\"method\":\"hooks/observe\",\"params\":{}}\r\nbanner\n"), 200)
 	cfg, sink := audited(helperConfig("cat"), "")
 	// Room for every one-byte chunk and frame: nothing is dropped.
@@ -216,6 +218,7 @@ func FuzzForwarding(f *testing.F) {
 }
 
 func TestStderrPassesThrough(t *testing.T) {
+	t.Parallel()
 	errText := "diagnostic \xff line\nno newline"
 	var stderr bytes.Buffer
 	cfg, sink := audited(helperConfig("stderr", errText, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"), "")
@@ -233,6 +236,7 @@ func TestStderrPassesThrough(t *testing.T) {
 }
 
 func TestExitStatusMirrored(t *testing.T) {
+	t.Parallel()
 	for _, code := range []int{0, 1, 3, 42} {
 		res, _ := run(t, helperConfig("exit", strconv.Itoa(code)), strings.NewReader(""))
 		if res.ExitCode != code || res.Signal != 0 || res.Status() != code {
@@ -242,6 +246,7 @@ func TestExitStatusMirrored(t *testing.T) {
 }
 
 func TestBackendCrashMidFrame(t *testing.T) {
+	t.Parallel()
 	partial := `{"jsonrpc":"2.0","id":"e1","res`
 	cfg, sink := audited(helperConfig("selfkill", partial), "per_event")
 	res, out := run(t, cfg, strings.NewReader(`{"jsonrpc":"2.0","id":"e1","method":"hooks/intercept","params":{"protocolVersion":"draft"}}`+"\n"))
@@ -264,6 +269,7 @@ func TestBackendCrashMidFrame(t *testing.T) {
 }
 
 func TestStdoutBannerForwardedAndReported(t *testing.T) {
+	t.Parallel()
 	answer := `{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"draft","effects":[]}}`
 	cfg, sink := audited(helperConfig("banner", answer), "")
 	_, out := run(t, cfg, strings.NewReader(`{"jsonrpc":"2.0","id":"e1","method":"hooks/intercept","params":{}}`+"\n"))
@@ -278,6 +284,7 @@ func TestStdoutBannerForwardedAndReported(t *testing.T) {
 }
 
 func TestHarnessClosingStdinClosesBackendStdin(t *testing.T) {
+	t.Parallel()
 	res, out := run(t, helperConfig("waiteof"), strings.NewReader("abc"))
 	if string(out) != "got 3 bytes then EOF\n" || res.ExitCode != 0 {
 		t.Errorf("out %q, Result %+v", out, res)
@@ -285,6 +292,7 @@ func TestHarnessClosingStdinClosesBackendStdin(t *testing.T) {
 }
 
 func TestBackendClosingStdinIsSeenByHarness(t *testing.T) {
+	t.Parallel()
 	// The backend closes its stdin and lives on; the harness's writes must
 	// fail as they would without ahp-tap, not pile up. The tap closes the
 	// harness's pipe; here we just check the tap survives and forwards.
@@ -407,6 +415,7 @@ func alive(pid int) bool {
 func isZombie(pid int) bool { return false }
 
 func TestContextCancelKillsBackend(t *testing.T) {
+	t.Parallel()
 	inR, _ := io.Pipe()
 	cfg := helperConfig("sleeper")
 	cfg.Stdin, cfg.Stdout, cfg.Stderr = inR, io.Discard, os.Stderr
@@ -419,6 +428,7 @@ func TestContextCancelKillsBackend(t *testing.T) {
 }
 
 func TestStartError(t *testing.T) {
+	t.Parallel()
 	_, err := New(Config{Command: "/nonexistent/backend", Stdin: strings.NewReader(""), Stdout: io.Discard}).Run(context.Background())
 	se, ok := err.(*StartError)
 	if !ok || se.Code != 127 {

@@ -33,6 +33,10 @@ type Exchange struct {
 	// Edit holds what the edit evaluator concluded for the response
 	// (an effective value per target, or the reasons it was rejected).
 	Edit any
+	// Truncated is set when the request or the response was audited only
+	// as a prefix (see ScanPrefix); MaybeAnswered when a truncated backend
+	// frame whose id could not be read arrived while it was pending.
+	Truncated, MaybeAnswered bool
 }
 
 // Outcomes of an exchange, as a reader of a report needs them. The words are
@@ -47,6 +51,9 @@ const (
 	OutcomeLate        = "late"
 	OutcomeInvalid     = "invalid_response"
 	OutcomeErrorAnswer = "error_response"
+	// OutcomeNotAudited: the request or its answer was audited only as a
+	// truncated prefix, so the exchange could not be judged.
+	OutcomeNotAudited = "not_audited"
 )
 
 // Correlation says how a response relates to the requests seen so far.
@@ -61,6 +68,10 @@ const (
 	Unsolicited
 	// Duplicate: the request with this id was already answered.
 	Duplicate
+	// Unjudgeable: the response answers a request the tap audited only as
+	// a truncated prefix (or may do so): it is paired, never reported as
+	// unsolicited, and judged on its own, as in an excerpt.
+	Unjudgeable
 )
 
 // EventKey identifies an event: (source, id) (AHP-CORE-004).
@@ -179,6 +190,7 @@ type Conversation struct {
 	curCorr   Correlation
 	prior     *EventRecord // the earlier sighting of the current frame's event
 	ruleState map[string]any
+	last      time.Time // time of the latest frame or note
 	// analysisIndex and results hold the analyses of the engine and
 	// what each computed for the frame being checked (Result).
 	analysisIndex map[*Analysis]int
@@ -186,6 +198,14 @@ type Conversation struct {
 	keep          int // Config.KeepAnswered
 	// standalone holds response-only exchanges (AddStandalone).
 	standalone []*Exchange
+	// blind counts truncated harness frames whose id could not be read:
+	// each may be the request an otherwise unsolicited response answers.
+	blind int
+	// forgotten counts exchanges dropped by forget and AddStandalone.
+	forgotten int
+	// unjudged is the exchange a response of correlation Unjudgeable
+	// answers (nil when it answers a blind request).
+	unjudged *Exchange
 }
 
 func newConversation(cfg Config) *Conversation {
@@ -220,6 +240,10 @@ func newConversation(cfg Config) *Conversation {
 // request, the one it opens; for a matched response, the one it answers
 // (nil for an unsolicited or duplicate response, and for notifications).
 func (c *Conversation) Exchange() *Exchange { return c.cur }
+
+// LastTime is the time of the latest frame or note seen: the end of the
+// stream, for deadlines judged at its end (CORR-3).
+func (c *Conversation) LastTime() time.Time { return c.last }
 
 // Correlation says how the response being checked relates to earlier requests.
 func (c *Conversation) Correlation() Correlation { return c.curCorr }
@@ -264,7 +288,14 @@ func (c *Conversation) SubscriptionFor(eventType, mode string) *Value {
 
 // begin correlates f before the rules run.
 func (c *Conversation) begin(f *Frame) {
-	c.cur, c.curCorr, c.prior = nil, NotAResponse, nil
+	c.cur, c.curCorr, c.prior, c.unjudged = nil, NotAResponse, nil, nil
+	if !f.Time.IsZero() {
+		c.last = f.Time
+	}
+	if f.Truncated {
+		c.beginTruncated(f)
+		return
+	}
 	switch m := f.Msg.(type) {
 	case *Request:
 		x := &Exchange{
@@ -287,15 +318,65 @@ func (c *Conversation) begin(f *Frame) {
 		c.lookupEvent(f)
 	case *Response:
 		k := IDKey(m.ID)
-		if x, ok := c.pending[k]; ok {
+		if x, ok := c.pending[k]; ok && x.Truncated {
+			c.unjudged, c.curCorr = x, Unjudgeable
+		} else if ok {
 			c.cur, c.curCorr = x, Matched
 		} else if _, ok := c.answered[k]; ok {
 			c.curCorr = Duplicate
+		} else if c.blind > 0 {
+			c.blind--
+			c.curCorr = Unjudgeable
 		} else {
 			c.curCorr = Unsolicited
 		}
 	}
 }
+
+// beginTruncated correlates a frame whose audit copy is only a prefix. The
+// harness sends requests and notifications, the backend responses; what
+// the prefix says (ScanPrefix) pairs them. A request whose id is in the
+// prefix becomes a pending exchange marked Truncated; one whose id is not
+// may be what the next unsolicited response answers. A truncated answer
+// with a readable id closes its exchange; one without marks every pending
+// exchange of its connection as possibly answered.
+func (c *Conversation) beginTruncated(f *Frame) {
+	pf := ScanPrefix(f.Raw)
+	switch f.Dir {
+	case FromHarness:
+		if pf.ID == nil {
+			c.blind++
+			return
+		}
+		ev := &Value{Kind: Object}
+		for _, m := range [][2]string{{"id", pf.EventID}, {"type", pf.EventType}} {
+			if m[1] != "" {
+				ev.Obj = append(ev.Obj, Member{Key: m[0], Val: &Value{Kind: String, Str: m[1]}})
+			}
+		}
+		if len(ev.Obj) == 0 {
+			ev = nil
+		}
+		c.cur = &Exchange{Key: IDKey(pf.ID), Method: pf.Method, Request: f, Event: ev,
+			Truncated: true, Outcome: OutcomeNotAudited}
+	case FromBackend:
+		if pf.ID == nil {
+			for _, x := range c.pending {
+				if x.Request.Conn == f.Conn {
+					x.MaybeAnswered = true
+				}
+			}
+			return
+		}
+		if x, ok := c.pending[IDKey(pf.ID)]; ok {
+			c.unjudged, c.curCorr = x, Unjudgeable
+		}
+	}
+}
+
+// Unjudged returns the exchange a response of correlation Unjudgeable
+// answers, or nil.
+func (c *Conversation) Unjudged() *Exchange { return c.unjudged }
 
 func (c *Conversation) lookupEvent(f *Frame) {
 	k, ok := eventKey(f.Event())
@@ -315,6 +396,20 @@ func eventKey(ev *Value) (EventKey, bool) {
 
 // end records f after the rules ran.
 func (c *Conversation) end(f *Frame) {
+	if x := c.unjudged; x != nil {
+		x.Response, x.Truncated, x.Outcome = f, true, OutcomeNotAudited
+		delete(c.pending, x.Key)
+		c.answered[x.Key] = x
+		c.forget()
+		return
+	}
+	if f.Truncated {
+		if x := c.cur; x != nil {
+			c.pending[x.Key] = x // as a request: its answer pairs with it
+			c.order = append(c.order, x)
+		}
+		return
+	}
 	switch f.Msg.(type) {
 	case *Request:
 		x := c.cur
@@ -381,9 +476,11 @@ func (c *Conversation) forget() {
 				delete(c.answered, x.Key)
 			}
 			drop--
+			c.forgotten++
 			continue
 		}
 		if x.Response == nil && c.pending[x.Key] != x {
+			c.forgotten++
 			continue // superseded by a retry with the same id
 		}
 		kept = append(kept, x)
@@ -392,12 +489,18 @@ func (c *Conversation) forget() {
 	c.order = kept
 }
 
+// Forgotten is how many exchanges the conversation has dropped to stay
+// within Config.KeepAnswered (answered ones, and requests superseded by a
+// retry with the same id): Records no longer lists them.
+func (c *Conversation) Forgotten() int { return c.forgotten }
+
 // AddStandalone records the exchange of a response judged without its
 // request (a standalone file checked in an edit context), so that reports
 // can show what was concluded about it. At most KeepAnswered are kept.
 func (c *Conversation) AddStandalone(x *Exchange) {
 	c.standalone = append(c.standalone, x)
 	if c.keep > 0 && len(c.standalone) > c.keep {
+		c.forgotten += len(c.standalone) - c.keep
 		c.standalone = slices.Delete(c.standalone, 0, len(c.standalone)-c.keep)
 	}
 }
@@ -429,7 +532,7 @@ func (c *Conversation) Records() []ExchangeRecord {
 		r.EventType, _ = x.Event.Get("type").Text()
 		r.EventID, _ = x.Event.Get("id").Text()
 		if f := x.Request; f != nil {
-			r.Conn, r.RequestSeq, r.RPCID = f.Conn, f.Seq, IDText(f.RPCID())
+			r.Conn, r.RequestSeq, r.RPCID = f.Conn, f.Seq, x.RPCIDText()
 		}
 		if f := x.Response; f != nil {
 			r.ResponseSeq = f.Seq

@@ -92,13 +92,16 @@ func (e *Engine) Feed(f *Frame) (out []Finding) {
 		// frame takes, so a live run and its replay agree.
 		out = append(out, TruncatedFinding(f, len(f.Raw)))
 	}
+	if f.OverBound {
+		out = append(out, OverBoundFinding(f))
+	}
 	e.conv.begin(f)
 	out = append(out, e.analyse(f)...)
 	for _, r := range e.rules {
 		out = append(out, e.run(r, f)...)
 	}
 	e.conv.end(f)
-	return out
+	return capFindings(f, out)
 }
 
 // Finish runs the end-of-stream duties of every rule that has them. It
@@ -160,4 +163,25 @@ func DropFinding(n uint64, what string) Finding {
 // TruncatedFinding is the TAP-1 finding for a frame whose audit copy was capped.
 func TruncatedFinding(f *Frame, limit int) Finding {
 	return TapIncomplete.At(f, Warn, "", "frame of %d bytes was forwarded whole but audited only as a %d-byte prefix (limit %d); it was not checked", f.Size, len(f.Raw), limit)
+}
+
+// OverBoundFinding is the TAP-1 finding for a frame past the audit work
+// bound (MaxFrameValues).
+func OverBoundFinding(f *Frame) Finding {
+	return TapIncomplete.At(f, Warn, "", "frame of %d bytes holds more than %d JSON values (the audit work bound); it was forwarded whole but not checked", f.Size, MaxFrameValues)
+}
+
+// MaxFindingsPerFrame bounds the findings one frame reports: a hostile frame
+// (200,000 duplicate keys, say) must not flood the violation log. The
+// findings past it are counted in one TAP-1 finding.
+const MaxFindingsPerFrame = 1000
+
+func capFindings(f *Frame, out []Finding) []Finding {
+	if len(out) <= MaxFindingsPerFrame {
+		return out
+	}
+	n := len(out) - MaxFindingsPerFrame
+	out = append(out[:MaxFindingsPerFrame:MaxFindingsPerFrame], TapIncomplete.At(f, Warn, "",
+		"%d more findings on this frame were not reported (at most %d per frame); forwarding was not affected", n, MaxFindingsPerFrame))
+	return out
 }

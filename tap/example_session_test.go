@@ -29,6 +29,6 @@ func ExampleSession() {
 		fmt.Println(r.RPCID, r.Outcome, r.LatencyMs)
 	}
 	// Output:
-	// #2 backend error CORR-3: response came 2s after its request, later than the 1s deadline; the harness must ignore it and apply the failure policy
+	// #2 sent by backend: warn  CORR-3: hooks/intercept "e1" was answered 2s after the request, past its 1s deadline: the backend SHOULD answer within the deadline; AHP-FAIL-002 binds the harness to stop waiting at the deadline, ignore any later answer and apply its failure policy
 	// "e1" late 2000
 }

@@ -73,8 +73,15 @@ type Finding struct {
 	// RPCID is the JSON-RPC id as written on the wire ("\"abc\"" or "7").
 	RPCID   string `json:"rpcId,omitempty"`
 	EventID string `json:"eventId,omitempty"`
-	// EventType is the type of the event the frame carries ("tool.before").
+	// EventType is params.event.type of the frame, when it carries one.
 	EventType string `json:"eventType,omitempty"`
+	// Binds is the role the broken requirement binds: usually the sender
+	// (Dir), but a request never answered is about the harness's frame
+	// and the backend's duty.
+	Binds Direction `json:"binds,omitempty"`
+	// DirGuessed says the sender was guessed from the content (a standalone
+	// file or an NDJSON stream without --direction).
+	DirGuessed bool `json:"directionGuessed,omitempty"`
 	// TraceParent is the W3C traceparent of the event's
 	// org.w3c.trace_context extension, so that a finding can be joined to
 	// the harness's trace.
@@ -86,17 +93,42 @@ type Finding struct {
 	OlderDraft string `json:"-"`
 }
 
-// String renders a finding on one line for people.
+// String renders a finding on one line for people. It names who sent the
+// frame and, when it differs, which role the requirement binds, so that a
+// finding about a harness's request that the backend never answered does
+// not read as the harness's fault:
+//
+//	#4 sent by backend: error BASE-2 at /result/protocolVersion: …
+//	#8 sent by harness: error CORR-2 (binds the backend) at /id: …
 func (f Finding) String() string {
-	loc := ""
-	if f.Seq > 0 {
-		loc = fmt.Sprintf("#%d %s ", f.Seq, f.Dir)
+	return f.Location() + f.Body()
+}
+
+// Location is the "#N sent by X: " prefix of String ("" when the finding
+// is about no frame).
+func (f Finding) Location() string {
+	if f.Seq == 0 {
+		return ""
+	}
+	guess := ""
+	if f.DirGuessed {
+		guess = " (guessed)"
+	}
+	return fmt.Sprintf("#%d sent by %s%s: ", f.Seq, f.Dir, guess)
+}
+
+// Body is String without Location: level, check, the bound role when it is
+// not the sender, pointer and message.
+func (f Finding) Body() string {
+	binds := ""
+	if f.Binds != 0 && f.Binds != f.Dir {
+		binds = " (binds the " + f.Binds.String() + ")"
 	}
 	ptr := ""
 	if f.Pointer != "" {
 		ptr = " at " + f.Pointer
 	}
-	return fmt.Sprintf("%s%-5s %s%s: %s", loc, f.Level, f.Check, ptr, f.Message)
+	return fmt.Sprintf("%-5s %s%s%s: %s", f.Level, f.Check, binds, ptr, f.Message)
 }
 
 // RuleInfo describes a rule: a stable ID, the catalogue check it reports
@@ -125,6 +157,7 @@ func (r RuleInfo) At(f *Frame, lvl Level, ptr, format string, args ...any) Findi
 	}
 	if f != nil {
 		out.Seq, out.Dir, out.Conn, out.Time = f.Seq, f.Dir, f.Conn, f.Time
+		out.Binds, out.DirGuessed = f.Dir, f.DirGuessed
 		out.RPCID = IDText(f.RPCID())
 		if ev := f.Event(); ev != nil {
 			out.EventID, _ = ev.Get("id").Text()

@@ -1,6 +1,7 @@
 package tap
 
 import (
+	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -117,6 +118,8 @@ type Frame struct {
 	Truncated bool
 	// Size is the full size of the frame on the wire (len(Raw) unless Truncated).
 	Size int
+	// DirGuessed says Dir was guessed from the content (rules.GuessDirection).
+	DirGuessed bool
 
 	decoded bool
 	// BadUTF8 is set when Raw is not valid UTF-8 (BASE-1).
@@ -125,8 +128,14 @@ type Frame struct {
 	SyntaxErr error
 	// Tree is the decoded document, nil when it did not parse.
 	Tree *Value
-	// Dups lists duplicate object keys (BASE-1).
-	Dups []DuplicateKey
+	// Dups lists the first MaxDuplicateKeys duplicate object keys (BASE-1);
+	// DupCount counts them all.
+	Dups     []DuplicateKey
+	DupCount int
+	// OverBound is set when the frame holds more than MaxFrameValues JSON
+	// values: like a truncated frame it is forwarded whole but neither
+	// decoded nor checked (TAP-1), so one frame cannot stall the audit.
+	OverBound bool
 	// Msg is the JSON-RPC message, nil when Tree is not a JSON object or
 	// cannot be classified as a request, notification or response.
 	Msg Message
@@ -147,11 +156,22 @@ func (f *Frame) Decode() {
 	if !utf8.Valid(f.Raw) {
 		f.BadUTF8 = true
 	}
-	f.Tree, f.Dups, f.SyntaxErr = ParseJSON(f.Raw)
+	var d Decoder
+	f.Tree, f.SyntaxErr = d.Parse(f.Raw)
+	f.Dups, f.DupCount = d.Dups, d.DupCount
+	if errors.Is(f.SyntaxErr, ErrTooManyValues) {
+		f.SyntaxErr, f.Dups, f.DupCount, f.OverBound = nil, nil, 0, true
+		return
+	}
 	if f.Tree != nil && f.Tree.Kind == Object {
 		f.Msg = classify(f.Tree)
 	}
 }
+
+// Unchecked reports whether f is forwarded but not checked: its audit copy
+// was truncated, or it is past the audit work bound (OverBound). Rules
+// leave such a frame alone; the engine reports it (TAP-1).
+func (f *Frame) Unchecked() bool { return f.Truncated || f.OverBound }
 
 // Message is a decoded JSON-RPC message: *Request, *Notification or *Response.
 type Message interface{ isMessage() }

@@ -56,6 +56,16 @@ const (
 	NoteDropped NoteKind = "dropped"
 	// NoteEnd: the whole link ended (the tap is shutting down).
 	NoteEnd NoteKind = "end"
+	// NoteForgotten: the tap remembers too many credentials and has begun
+	// to forget the oldest (Detail says how many it keeps): one of those
+	// appearing in a body from then on is not redacted. A TAP-1 fact.
+	NoteForgotten NoteKind = "credentials_forgotten"
+	// NoteKilled: the link ended without a clean close: the forwarding
+	// process of Conn was killed (the harness signals the whole process
+	// group, e.g. at its deadline or when it closes the transport). The
+	// audit process that outlived it records this. Pending requests were
+	// abandoned by the harness, not left unanswered by the backend.
+	NoteKilled NoteKind = "killed"
 )
 
 // A NoteRule is a Rule that also takes transport notes.
@@ -65,6 +75,14 @@ type NoteRule interface {
 
 // Note hands a transport fact to every rule that takes notes.
 func (e *Engine) Note(n Note) (out []Finding) {
+	if !n.Time.IsZero() {
+		e.conv.last = n.Time
+	}
+	if n.Kind == NoteForgotten {
+		fd := TapIncomplete.At(nil, Warn, "", "%s", n.Detail)
+		fd.Conn, fd.Time = n.Conn, n.Time
+		out = append(out, fd)
+	}
 	for _, r := range e.rules {
 		if nr, ok := r.(NoteRule); ok {
 			out = append(out, e.note(r, nr, n)...)

@@ -340,6 +340,7 @@ func hookHasDeadline(hook *Value) bool {
 // the harness, everything else from the backend. It decodes f.
 func GuessDirection(f *Frame) Direction {
 	f.Decode()
+	f.DirGuessed = true
 	switch f.Msg.(type) {
 	case *Request, *Notification:
 		return FromHarness

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -321,20 +322,73 @@ type DuplicateKey struct {
 }
 
 // ParseJSON decodes one JSON value from data, which must hold nothing else
-// but white space. It reports duplicate keys rather than failing on them.
+// but white space. It reports duplicate keys rather than failing on them:
+// the first MaxDuplicateKeys of them (see Decoder for the full count).
 // It does not check UTF-8 validity; callers do that on the raw bytes first.
 func ParseJSON(data []byte) (*Value, []DuplicateKey, error) {
-	p := parser{data: data}
+	d := Decoder{MaxValues: -1}
+	v, err := d.Parse(data)
+	return v, d.Dups, err
+}
+
+// Bounds on the audit work of one document (issue 8 item 6): a hostile
+// frame must cost the audit time linear in its size and never stall it.
+const (
+	// MaxDuplicateKeys is how many duplicate keys a decode records with
+	// their JSON Pointers; the rest are only counted. A pointer costs the
+	// depth of its key, so recording every duplicate of a deep object is
+	// quadratic (100,000 duplicates 3,000 levels down: 16 s and 1.5 GB).
+	MaxDuplicateKeys = 100
+	// MaxFrameValues is how many JSON values (objects, arrays, strings,
+	// numbers, literals) a frame may hold and still be audited. A frame
+	// past it is forwarded whole, decoded no further and reported as not
+	// audited (TAP-1), so that audit memory and work per frame stay
+	// bounded (a Value is about 100 bytes: 1<<20 of them, ~100 MiB).
+	MaxFrameValues = 1 << 20
+)
+
+// ErrTooManyValues is returned by Decoder.Parse for a document holding more
+// than its MaxValues.
+var ErrTooManyValues = errors.New("the document holds more JSON values than the audit bound")
+
+// A Decoder parses JSON documents within bounds, and says how much work
+// each took. The zero value applies MaxFrameValues.
+type Decoder struct {
+	// MaxValues bounds the values of a document (0: MaxFrameValues,
+	// negative: no bound).
+	MaxValues int
+
+	// After Parse: the first MaxDuplicateKeys duplicate keys, how many
+	// there were in all, how many values were decoded, and how many key
+	// comparisons duplicate detection made (a work counter: it stays
+	// linear in the number of members, whatever their keys).
+	Dups        []DuplicateKey
+	DupCount    int
+	Values      int
+	KeyCompares int
+}
+
+// Parse decodes one JSON value from data, as ParseJSON does, within d's
+// bounds. It returns ErrTooManyValues when data holds more than MaxValues
+// values.
+func (d *Decoder) Parse(data []byte) (*Value, error) {
+	p := parser{data: data, budget: d.MaxValues}
+	if p.budget == 0 {
+		p.budget = MaxFrameValues
+	}
 	p.space()
 	v, err := p.value(0)
+	if err == nil {
+		p.space()
+		if p.pos != len(p.data) {
+			err = p.fail("unexpected data after the JSON value")
+		}
+	}
+	d.Dups, d.DupCount, d.Values, d.KeyCompares = p.dups, p.dupCount, p.values, p.compares
 	if err != nil {
-		return nil, p.dups, err
+		return nil, err
 	}
-	p.space()
-	if p.pos != len(p.data) {
-		return nil, p.dups, p.fail("unexpected data after the JSON value")
-	}
-	return v, p.dups, nil
+	return v, nil
 }
 
 // maxDepth bounds nesting so that hostile input cannot exhaust the stack.
@@ -351,6 +405,11 @@ type parser struct {
 	// slab hands out Values: one allocation per slabSize nodes instead of
 	// one per node (the decoder's hottest allocation).
 	slab []Value
+	// budget is how many more values may be decoded (negative: no bound).
+	budget int
+	// values, dupCount and compares count the values decoded, the
+	// duplicate keys seen, and the key comparisons made to find them.
+	values, dupCount, compares int
 }
 
 // slabSize is how many Values the parser allocates at once (measured:
@@ -410,6 +469,10 @@ func (p *parser) space() {
 func (p *parser) value(depth int) (*Value, error) {
 	if depth > maxDepth {
 		return nil, p.fail("nesting too deep")
+	}
+	p.values++
+	if p.budget >= 0 && p.values > p.budget {
+		return nil, ErrTooManyValues
 	}
 	if p.pos >= len(p.data) {
 		return nil, p.fail("unexpected end of JSON input")
@@ -641,10 +704,12 @@ func (p *parser) object(depth int) (*Value, error) {
 		}
 		dup := false
 		if index != nil {
+			p.compares++
 			_, dup = index[key]
 			index[key] = struct{}{}
 		} else {
 			for _, m := range v.Obj {
+				p.compares++
 				if m.Key == key {
 					dup = true
 					break
@@ -659,7 +724,10 @@ func (p *parser) object(depth int) (*Value, error) {
 			}
 		}
 		if dup {
-			p.dups = append(p.dups, DuplicateKey{Pointer: p.pointer(), Key: key})
+			p.dupCount++
+			if len(p.dups) < MaxDuplicateKeys {
+				p.dups = append(p.dups, DuplicateKey{Pointer: p.pointer(), Key: key})
+			}
 		}
 		p.path = p.path[:len(p.path)-1]
 		v.Obj = append(v.Obj, Member{Key: key, Val: val})

@@ -4,10 +4,8 @@ import (
 	"context"
 	"flag"
 	"io"
-	"os"
 
 	"github.com/ahp-tap/ahp-tap/report"
-	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -18,12 +16,13 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	var ef engineFlags
 	ef.register(fs)
+	var of offlineFlags
+	of.register(fs)
 	editContext := fs.String("edit-context", "", "host context `JSON` object for judging a response ({event, current, mode, action})")
-	format := fs.String("format", "text", "output format: text or json")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
-	if err := checkFormat(*format); err != nil {
+	if err := of.validate(); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -40,36 +39,22 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		}
 		l.cfg.EditContext = v
 	}
+	if err := of.openLog("check", m.Stderr); err != nil {
+		return err
+	}
+	defer of.lg.Close()
 	var sources []report.Source
 	if ef.registration != "" {
 		sources = append(sources, report.Source{Name: ef.registration, Findings: l.registrationFindings()})
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	rp := &replayer{flags: l, set: set}
+	ic := &inputChecker{m: m, cmd: "check", flags: l, rp: rp, allowEmpty: of.allowEmpty, excerpt: true}
 	for _, name := range fs.Args() {
-		data, err := m.readInput(name)
-		if err != nil {
-			return usageError("check: %v", err)
-		}
-		// One session per file (rules.CheckDocumentRecords): a file is
-		// an excerpt of no link.
-		fds, xs := rules.CheckDocumentRecords(name, data, l.cfg, l.opt)
-		sources = append(sources, report.Source{Name: name, Findings: fds, Exchanges: xs})
+		sources = append(sources, ic.check(name))
 	}
-	sum := report.SummaryOf(sources)
-	if err := writeReport(m.Stdout, *format, sources, sum); err != nil {
-		return usageError("check: writing the report: %v", err)
-	}
-	if sum.Levels.Error > 0 {
-		return &exitError{code: 1}
-	}
-	return nil
-}
-
-// readInput reads a named file, or standard input for "-".
-func (m *Main) readInput(name string) ([]byte, error) {
-	if name == "-" {
-		return io.ReadAll(m.Stdin)
-	}
-	return os.ReadFile(name)
+	return m.finishOffline("check", &of, sources, nil)
 }
 
 // parseEditContext parses --edit-context: one JSON object.
@@ -83,6 +68,9 @@ func parseEditContext(s string) (*tap.Value, error) {
 	}
 	if len(dups) > 0 {
 		return nil, usageError("--edit-context has a duplicate key %q", dups[0].Key)
+	}
+	if err := checkEditContextKeys(v); err != nil {
+		return nil, err
 	}
 	return v, nil
 }

@@ -15,6 +15,7 @@ const ownValid = `{"jsonrpc":"2.0","id":"evt-1","method":"hooks/intercept","para
 	`"capabilities":{"effects":["deny"]}}}`
 
 func TestCheckExitCodes(t *testing.T) {
+	t.Parallel()
 	valid := writeFile(t, "valid.json", ownValid)
 	invalid := writeFile(t, "invalid.json", `{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}`)
 	if r := runTap(t, "", "check", valid); r.code != 0 {
@@ -41,17 +42,20 @@ func TestCheckExitCodes(t *testing.T) {
 // TestCheckUpstreamValid is issue 2's done-when: the upstream valid
 // intercept request checks clean.
 func TestCheckUpstreamValid(t *testing.T) {
+	t.Parallel()
 	if r := runTap(t, "", "check", fixture(t, "http/intercept-request.valid.json")); r.code != 0 {
 		t.Errorf("check intercept-request.valid.json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 
 func TestCheckGoldenText(t *testing.T) {
+	t.Parallel()
 	r := runTap(t, "", "check", fixture(t, "http/error-response-result.invalid.json"))
 	golden(t, "check-error-response-result.golden", strings.ReplaceAll(r.stdout, sharedAHP, "$AHP"))
 }
 
 func TestCheckJSON(t *testing.T) {
+	t.Parallel()
 	r := runTap(t, "", "check", "--format", "json", fixture(t, "http/error-response-result.invalid.json"))
 	var doc struct {
 		Findings []struct {
@@ -74,6 +78,7 @@ func TestCheckJSON(t *testing.T) {
 }
 
 func TestCheckEditContextAccepted(t *testing.T) {
+	t.Parallel()
 	ctx := `{"event":"tool.after","current":{"output":[]}}`
 	if r := runTap(t, "", "check", "--edit-context", ctx, writeFile(t, "valid.json", ownValid)); r.code != 0 {
 		t.Errorf("check --edit-context: exit %d, stderr %q", r.code, r.stderr)
@@ -81,6 +86,7 @@ func TestCheckEditContextAccepted(t *testing.T) {
 }
 
 func TestCheckSpec(t *testing.T) {
+	t.Parallel()
 	spec := sharedAHP
 	if r := runTap(t, "", "check", "--spec", spec, fixture(t, "http/intercept-request.valid.json")); r.code != 0 {
 		t.Errorf("check --spec valid: exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -92,10 +98,15 @@ func TestCheckSpec(t *testing.T) {
 }
 
 func TestCheckRegistration(t *testing.T) {
+	t.Parallel()
 	reg := fixture(t, "registration/portable.valid.json")
 	msg := fixture(t, "http/intercept-request.valid.json")
-	if r := runTap(t, "", "check", "--registration", reg, msg); r.code != 0 {
+	if r := runTap(t, "", "check", "--registration", reg, "--hook", "com.example.policy", msg); r.code != 0 {
 		t.Errorf("check --registration valid: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Two hooks and no --hook: refused, naming them, not ignored.
+	if r := runTap(t, "", "check", "--registration", reg, msg); r.code != 2 || !strings.Contains(r.stderr, "com.example.local_review") {
+		t.Errorf("check --registration with 2 hooks and no --hook: exit %d, stderr %q; want 2 naming the hooks", r.code, r.stderr)
 	}
 	// A registration is recognised as a FILE too.
 	if r := runTap(t, "", "check", reg); r.code != 0 {

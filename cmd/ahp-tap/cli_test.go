@@ -105,6 +105,7 @@ func golden(t *testing.T, name, got string) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{},
 		{"no-such-command"},
@@ -113,7 +114,6 @@ func TestUsageErrors(t *testing.T) {
 		{"check", "--format", "xml", "x.json"},
 		{"check", "--edit-context", "{not json", "x.json"},
 		{"check", "--edit-context", "[1,2]", "x.json"},
-		{"check", "/no/such/file.json"},
 		{"check", "--registration", "/no/such/reg.json", "x.json"},
 		{"check", "--hook", "h", "x.json"},
 		{"check", "--spec", "/no/such/dir", "x.json"},
@@ -121,7 +121,6 @@ func TestUsageErrors(t *testing.T) {
 		{"replay"},
 		{"replay", "--fail-on", "sometimes", "x"},
 		{"replay", "--direction", "sideways", "x"},
-		{"replay", "/no/such/capture"},
 		{"rules", "extra"},
 		{"rules", "--format", "yaml"},
 	} {
@@ -140,6 +139,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelpExitsZero(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"check", "replay", "rules"} {
 		if r := runTap(t, "", cmd, "-h"); r.code != 0 || !strings.Contains(r.stderr, "-format") {
 			t.Errorf("ahp-tap %s -h: exit %d, stderr %q; want 0 and the flags", cmd, r.code, r.stderr)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -61,6 +60,12 @@ func (ef *engineFlags) load() (*loaded, error) {
 		if err != nil {
 			return nil, usageError("registration %s is not JSON: %v", ef.registration, err)
 		}
+		if ef.hook == "" {
+			if ef.hook, err = onlyHook(reg, ef.registration); err != nil {
+				return nil, err
+			}
+			l.cfg.HookID = ef.hook
+		}
 		l.regDoc = redactRegistration(reg)
 		l.cfg.Registration = reg
 		l.regFindings = rules.RegistrationFindingsFor(reg, ef.snapshot)
@@ -84,9 +89,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
-			fs.SetOutput(stderr)
-			fmt.Fprintf(stderr, "usage of ahp-tap %s:\n", fs.Name())
-			fs.PrintDefaults()
+			printHelp(stderr, fs.Name(), fs)
 			return &exitError{code: 0}
 		}
 		return usageError("%s: %v", fs.Name(), err)

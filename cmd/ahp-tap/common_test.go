@@ -8,6 +8,7 @@ import (
 )
 
 func TestRedactRegistration(t *testing.T) {
+	t.Parallel()
 	reg, _, err := tap.ParseJSON([]byte(`{"protocolVersion":"draft","hooks":[{"id":"com.example.a",
 		"transport":{"type":"http","url":"https://p.example/h"},
 		"authentication":{"bearer":{"tokenEnv":"AHP_TOKEN","token":"sekrit-123"}},

@@ -45,6 +45,9 @@ func (m *Main) runDemo(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
+	if err := checkExampleMode("demo", *mode); err != nil {
+		return err
+	}
 	self, err := selfPath()
 	if err != nil {
 		return usageError("demo: %v", err)
@@ -121,7 +124,8 @@ The backend in this mode has deliberate faults; ahp-tap forwards every byte unch
 	s.WriteText(out)
 	fmt.Fprintf(out, `
 To audit your own backend, put ahp-tap in front of it in the harness's registration:
-  ahp-tap stdio --registration hooks.json --hook ID --log findings.jsonl -- your-backend [args]
+  ahp-tap stdio --registration hooks.json --hook ID --console --log findings.jsonl -- your-backend [args]
+--console prints findings like the lines above on stderr; 'ahp-tap tail -f findings.jsonl' follows the log.
 To test your harness against a backend with known faults:
   ahp-tap example-backend --mode MODE   (ahp-tap example-backend -h lists the modes)
 `)

@@ -16,6 +16,7 @@ func selfCmd(args ...string) *exec.Cmd {
 // TestDemo runs `ahp-tap demo`: the session completes, the deny is seen by
 // the harness, and the backend's deliberate stdout faults are reported live.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	out, err := selfCmd("demo").CombinedOutput()
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out)
@@ -37,6 +38,7 @@ func TestDemo(t *testing.T) {
 // conforming example backend wrapped in `ahp-tap stdio`, as a harness's
 // registration would: no STDIO finding.
 func TestExampleBackendConformingIsClean(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log := dir + "/findings.jsonl"
 	cmd := selfCmd("example-harness", "--", os.Args[0], "stdio", "--lifecycle", "persistent", "--log", log, "--",
@@ -51,6 +53,7 @@ func TestExampleBackendConformingIsClean(t *testing.T) {
 }
 
 func TestExampleBackendModes(t *testing.T) {
+	t.Parallel()
 	req := `{"jsonrpc":"2.0","id":"e1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"type":"tool.before","tool":{"name":"Bash","input":{"command":"rm -rf /"}}},"capabilities":{"effects":["deny"]}}}` + "\n"
 	cases := map[string]string{
 		"conforming":    `"type":"deny"`,

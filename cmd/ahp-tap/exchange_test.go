@@ -9,6 +9,7 @@ import (
 // effective value a conforming harness applies (list merge appends without
 // de-duplication), for a rejected one the reasons.
 func TestCheckJSONExchangeRecords(t *testing.T) {
+	t.Parallel()
 	const msg = `{"id":"m1","role":"tool","parts":[{"id":"p1","kind":"text","mediaType":"text/plain","selection":"body","text":"result"}]}`
 	ctx := `{"event":"tool.after","current":{"output":[` + msg + `]},"mode":"","action":""}`
 	type report struct {

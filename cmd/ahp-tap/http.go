@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -46,6 +47,17 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	maxAudit := fs.Int("max-audit-body", httpproxy.DefaultMaxAuditBody, "cap the audit copy of each body at `BYTES`; larger bodies are forwarded whole and reported unchecked (TAP-1)")
 	upTimeout := fs.Duration("upstream-timeout", httpproxy.DefaultUpstreamTimeout, "answer 504 when the upstream sends no response headers within `D`")
 	drain := fs.Duration("drain", httpproxy.DefaultDrain, "on SIGINT/SIGTERM, wait up to `D` for requests in flight")
+	var redact httpproxy.Redaction
+	fs.Func("redact-header", "also redact the values of header `NAME` in captures and logs, and find them in bodies like a bearer token (repeatable)", func(v string) error {
+		if v == "" || strings.ContainsAny(v, " \t:") {
+			return fmt.Errorf("%q is not a header name", v)
+		}
+		redact.Headers = append(redact.Headers, v)
+		return nil
+	})
+	fs.BoolVar(&redact.NoDefaults, "no-redact", false, "record Cookie, Set-Cookie, X-Api-Key, Proxy-Authorization and credential query parameters as they are (the Authorization credential is always redacted)")
+	console := fs.Bool("console", false, consoleHelp)
+	summary := fs.Bool("summary", isTerminal(m.Stderr), summaryHelp)
 	var otlpf otlpFlags
 	otlpf.register(fs)
 	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
@@ -55,7 +67,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("http: unexpected argument %q", fs.Arg(0))
 	}
-	cfg := httpproxy.Config{Forward: *forward, MaxAuditBody: *maxAudit, UpstreamTimeout: *upTimeout, Drain: *drain}
+	cfg := httpproxy.Config{Forward: *forward, MaxAuditBody: *maxAudit, UpstreamTimeout: *upTimeout, Drain: *drain, Redact: redact}
 	switch {
 	case *forward && *upstream != "":
 		return usageError("http: give --upstream (reverse mode) or --forward, not both")
@@ -152,10 +164,16 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	l.cfg.Transport = tap.HTTP
 	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow
 	var auditor *tap.Auditor
+	httpproxy.BuildVersion = version
 	metrics := httpproxy.NewMetrics(func() uint64 { return auditor.Dropped() })
+	metrics.ZeroFindings(checkIDs())
 	sink := tap.MultiSink{collector, metrics.Sink()}
 	if vlog != nil {
 		sink = append(sink, vlog)
+	}
+	con := openConsole(*console, m.Stderr)
+	if con != nil {
+		sink = append(sink, con)
 	}
 	others := sink // where the exporter reports the findings it lost
 	if otlpx != nil {
@@ -163,7 +181,8 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		metrics.Register(otlpx.Collectors()...)
 	}
 	session := l.session(l.cfg, sink, rec, "", 0) // reports the registration's findings
-	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue})
+	// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
+	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue, Begin: httpproxy.LowerAuditPriority})
 	cfg.Auditor, cfg.Metrics = auditor, metrics
 	proxy, err := httpproxy.New(cfg)
 	if err != nil {
@@ -180,6 +199,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if mln != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", metrics.Handler())
+		mux.Handle("/healthz", metrics.HealthHandler())
 		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = msrv.Serve(mln) }()
 		fmt.Fprintf(m.Stderr, "ahp-tap http: metrics on http://%s/metrics\n", mln.Addr())
@@ -209,6 +229,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	auditor.Close() // drains the queue, end-of-stream rules, TAP-1 for drops
 	closeOTLP(otlpx, httpCloseTimeout, others)
 	logErr := vlog.Close()
+	con.Close()
 	var capErr error
 	if cw != nil {
 		capErr = errors.Join(cw.Err(), cw.Close())
@@ -219,7 +240,10 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if vlog != nil {
 		s.LogDropped = vlog.Dropped()
 	}
-	_ = s.WriteText(m.Stderr)
+	s.FindingsTo = findingsTo(*logPath, vlog.Failed(), *console)
+	if *summary {
+		_ = s.WriteText(m.Stderr)
+	}
 	switch {
 	case serveErr != nil:
 		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", serveErr)}

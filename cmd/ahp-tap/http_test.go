@@ -80,6 +80,7 @@ func (lt *liveTap) stderrText() string {
 }
 
 func TestHTTPCommandEndToEnd(t *testing.T) {
+	t.Parallel()
 	const token = "e2e-secret-token-0123456789"
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -160,6 +161,9 @@ func TestHTTPCommandEndToEnd(t *testing.T) {
 			t.Errorf("%s: mode %v (err %v), want 0600", p, st.Mode().Perm(), err)
 		}
 	}
+	// Every field written is documented; HTTP frames carry their seq.
+	checkCaptureDoc(t, capData)
+	checkLogDoc(t, logData)
 	// The capture replays to the same findings as the live run.
 	r := runTap(t, "", "replay", "--fail-on", "never", "--format", "json", capPath)
 	var rep struct {
@@ -187,6 +191,7 @@ func TestHTTPCommandEndToEnd(t *testing.T) {
 }
 
 func TestHTTPCommandUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"http"},
 		{"http", "--upstream", "ftp://x"},
@@ -202,6 +207,7 @@ func TestHTTPCommandUsage(t *testing.T) {
 }
 
 func TestCAInitCommand(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "ca")
 	r := runTap(t, "", "ca", "init", dir)
 	if r.code != 0 || !strings.Contains(r.stdout, "impersonate") {
@@ -209,5 +215,38 @@ func TestCAInitCommand(t *testing.T) {
 	}
 	if r := runTap(t, "", "ca", "init", dir); r.code != 2 {
 		t.Errorf("second ca init: exit %d, want 2 (never overwrite)", r.code)
+	}
+}
+
+// A body larger than --max-audit-body is audited as a prefix (TAP-1) and
+// the answer pairs with it: no "matches no request" CORR-2 (issue 15 item 1).
+func TestHTTPTruncatedBodyNoFalseCorr2(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":"evt_big","error":{"code":-32600,"message":"too large"}}`)
+	}))
+	defer up.Close()
+	logPath := filepath.Join(t.TempDir(), "v.log")
+	lt := startHTTPTap(t, "--upstream", up.URL, "--log", logPath, "--max-audit-body", "200")
+	addr := lt.waitFor(t, "listening on", "http://")
+	body := `{"jsonrpc":"2.0","id":"evt_big","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"evt_big","type":"tool.before","pad":"` +
+		strings.Repeat("x", 4000) + `"}}}`
+	resp, err := http.Post("http://"+addr+"/agent-hooks", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	lt.cmd.Process.Signal(syscall.SIGTERM)
+	<-lt.done
+	lt.cmd.Wait()
+	logData, _ := os.ReadFile(logPath)
+	if !strings.Contains(string(logData), `"check":"TAP-1"`) {
+		t.Errorf("no TAP-1 for the truncated body:\n%s", logData)
+	}
+	if strings.Contains(string(logData), `"check":"CORR-2"`) {
+		t.Errorf("false CORR-2:\n%s", logData)
 	}
 }

@@ -9,11 +9,41 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
 // version is ahp-tap's version, set at build time with -ldflags.
 var version = "0.1.0-dev"
+
+// versionStamp is the version with what the build recorded: the commit
+// (and "modified" for a dirty tree) when built from a git checkout with
+// 'go install' or 'go build', and the Go version.
+func versionStamp() string {
+	v := version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = ", modified"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" {
+		v += " (commit " + rev + dirty + ")"
+	}
+	return v + " " + bi.GoVersion
+}
 
 // Main holds what a command needs from the process: its streams and
 // environment. Tests build one with buffers.
@@ -81,7 +111,10 @@ Commands:
   ca              manage the CA for HTTPS interception (ca init DIR)
   version         print the version
 
-Run 'ahp-tap <command> -h' for a command's flags.
+  tail            print and follow a violation log as readable lines (tail [-f] LOG...)
+  help            this list, or a command's help (help COMMAND)
+
+Run 'ahp-tap help COMMAND' or 'ahp-tap COMMAND --help' for a command's flags.
 `
 
 // Run runs one ahp-tap command.
@@ -91,6 +124,19 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return &exitError{code: 2}
 	}
 	cmd, rest := args[0], args[1:]
+	if cmd == "help" && len(rest) > 0 {
+		cmd, rest = rest[0], []string{"--help"} // help CMD: CMD's help
+	}
+	if wantsHelp(cmd, rest) {
+		// Before the command acts on anything: 'ca init -h' must not
+		// create a CA in a directory named -h.
+		switch cmd {
+		case "ca", "version", "help":
+			printHelp(m.Stderr, cmd, nil)
+			return nil
+		}
+		rest = []string{"--help"}
+	}
 	switch cmd {
 	case "check":
 		return m.runCheck(ctx, rest)
@@ -98,8 +144,12 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runReplay(ctx, rest)
 	case "rules":
 		return m.runRules(ctx, rest)
+	case "tail":
+		return m.runTail(ctx, rest)
 	case "stdio":
 		return m.runStdio(ctx, rest)
+	case auditWorkerCommand: // auditworker.go: not for people
+		return m.runAuditProcess(ctx, rest)
 	case "demo":
 		return m.runDemo(ctx, rest)
 	case "example-backend":
@@ -117,7 +167,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	case "mock":
 		return m.runMock(ctx, rest)
 	case "version", "--version", "-version":
-		fmt.Fprintf(m.Stdout, "ahp-tap %s\n", version)
+		fmt.Fprintf(m.Stdout, "ahp-tap %s\n", versionStamp())
 		return nil
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(m.Stdout, usage)

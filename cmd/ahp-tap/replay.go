@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"time"
 
@@ -23,9 +20,8 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	var ef engineFlags
 	ef.register(fs)
-	logPath := fs.String("log", "", "also append findings to the violation log at `PATH` (- for stderr)")
-	format := fs.String("format", "text", "output format: text or json")
-	failOn := fs.String("fail-on", "error", "exit 1 when a finding at or above this level exists: error, warn, info or never")
+	var of offlineFlags
+	of.register(fs)
 	var otlpf otlpFlags
 	otlpf.register(fs)
 	input := fs.String("input", "", "input `KIND`: har for an HTTP Archive (default: recognised by content)")
@@ -33,16 +29,8 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
-	if err := checkFormat(*format); err != nil {
+	if err := of.validate(); err != nil {
 		return err
-	}
-	var threshold tap.Level // 0: never fail
-	if *failOn != "never" {
-		lvl, err := tap.ParseLevel(*failOn)
-		if err != nil {
-			return usageError("--fail-on %q is not error, warn, info or never", *failOn)
-		}
-		threshold = lvl
 	}
 	var dir tap.Direction
 	if *direction != "" {
@@ -66,14 +54,11 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var lg *report.Log
-	if *logPath != "" {
-		// Opened before the work, so a bad path fails fast.
-		if lg, err = report.OpenLog(*logPath, m.Stderr); err != nil {
-			return usageError("replay: %v", err)
-		}
-		defer lg.Close() // idempotent; flushes on the error paths too
+	of.otlpx = otlpx
+	if err := of.openLog("replay", m.Stderr); err != nil {
+		return err
 	}
+	defer of.lg.Close() // idempotent; flushes on the error paths too
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	rp := &replayer{flags: l, set: set, dir: dir, input: *input, diag: m.Stderr}
@@ -84,32 +69,11 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 			sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
 		}
 	}
+	ic := &inputChecker{m: m, cmd: "replay", flags: l, rp: rp, allowEmpty: of.allowEmpty}
 	for _, name := range fs.Args() {
-		rp.records = nil
-		fds, err := m.replayFile(rp, name)
-		if err != nil {
-			return usageError("replay %s: %v", name, err)
-		}
-		sources = append(sources, report.Source{Name: name, Findings: fds, Exchanges: rp.records})
+		sources = append(sources, ic.check(name))
 	}
-	for _, src := range sources {
-		for _, f := range src.Findings {
-			lg.WriteWait(f) // offline: wait rather than drop; a nil log (no --log) discards
-		}
-	}
-	sources = exportSources(otlpx, sources, lg)
-	if err := lg.Close(); err != nil {
-		fmt.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
-	}
-	sum := report.SummaryOf(sources)
-	sum.NotPossible = rp.notPossible()
-	if err := writeReport(m.Stdout, *format, sources, sum); err != nil {
-		return usageError("replay: writing the report: %v", err)
-	}
-	if threshold != 0 && sum.Levels.AtLeast(threshold) > 0 {
-		return &exitError{code: 1}
-	}
-	return nil
+	return m.finishOffline("replay", &of, sources, rp.notPossible())
 }
 
 // A replayer re-runs the rules over one recorded file at a time.
@@ -120,8 +84,15 @@ type replayer struct {
 	input string          // --input: "har", or "" to recognise by content
 	diag  io.Writer       // one-line notices (stderr)
 
-	// records collects the exchange records of the file being replayed.
-	records []tap.ExchangeRecord
+	// records collects the exchange records of the file being replayed,
+	// frames counts its frames, forgotten the exchanges its conversations
+	// no longer hold.
+	records   []tap.ExchangeRecord
+	frames    int
+	forgotten int
+	// damaged, when set, is told of each capture record that cannot be
+	// read; the replay goes on with the next. When nil, it stops.
+	damaged func(*capture.LineError)
 	// notChecked holds what each session replayed could not check.
 	notChecked [][]tap.NotChecked
 }
@@ -152,6 +123,7 @@ func (rp *replayer) notPossible() []report.NotPossible {
 func (rp *replayer) session(cfg tap.Config, out *[]tap.Finding) *tap.Session {
 	return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.flags.opt),
 		Sink:                 tap.SinkFunc(func(f tap.Finding) { *out = append(*out, f) }),
+		Recorder:             frameCounter{&rp.frames},
 		RegistrationReported: cfg.Registration != nil && cfg.Registration == rp.flags.cfg.Registration,
 		SharedEvents:         true})
 }
@@ -162,47 +134,9 @@ func (rp *replayer) close(sessions []*tap.Session) {
 	for _, s := range sessions {
 		s.Close()
 		rp.records = append(rp.records, s.Records()...)
+		rp.forgotten += s.Forgotten()
 		rp.notChecked = append(rp.notChecked, s.NotChecked())
 	}
-}
-
-// replayFile replays the named file ("-": standard input).
-func (m *Main) replayFile(rp *replayer, name string) ([]tap.Finding, error) {
-	if name == "-" {
-		return rp.replay(m.Stdin)
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return rp.replay(f)
-}
-
-// replay returns the findings of one capture or NDJSON stream. It reads
-// as it goes: memory holds one record (or line) at a time, not the file.
-func (rp *replayer) replay(r io.Reader) ([]tap.Finding, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	if rp.isHAR(br) {
-		return rp.replayHAR(br)
-	}
-	// The first line that is not blank says what the file is.
-	var head []byte
-	for {
-		line, err := br.ReadBytes('\n')
-		head = append(head, line...)
-		if len(bytes.TrimSpace(line)) > 0 || err != nil {
-			if err != nil && err != io.EOF {
-				return nil, err
-			}
-			break
-		}
-	}
-	all := io.MultiReader(bytes.NewReader(head), br)
-	if !capture.IsHeader(head) {
-		return rp.replayStream(all)
-	}
-	return rp.replayCapture(capture.NewReader(all))
 }
 
 // replayStream checks a plain NDJSON stream as stdio traffic. A stream from
@@ -237,6 +171,7 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 	var out []tap.Finding
 	events := &tap.MemoryStore{}
+	cr.Damaged = rp.damaged
 	sessions, err := capture.Replay(cr, func(h *capture.Header) (*tap.Session, error) {
 		cfg, err := rp.config(h)
 		if err != nil {
@@ -251,6 +186,12 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 	rp.close(sessions)
 	return out, nil
 }
+
+// frameCounter is a tap.Recorder that counts the frames a session audits.
+type frameCounter struct{ n *int }
+
+func (c frameCounter) Record(*tap.Frame)   { *c.n++ }
+func (c frameCounter) RecordNote(tap.Note) {}
 
 // config builds the engine configuration of a capture segment: the live
 // run's settings from its header, overridden by flags given explicitly.

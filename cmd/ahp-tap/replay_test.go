@@ -34,6 +34,7 @@ var exampleFindings = []struct {
 // documented finding whose check has rules is reported, and nothing else
 // at warn or error.
 func TestReplayExampleCapture(t *testing.T) {
+	t.Parallel()
 	r := runTap(t, "", "replay", "--format", "json", exampleCapture)
 	var doc struct {
 		Findings []struct {
@@ -80,8 +81,9 @@ func itoa(n uint64) string {
 }
 
 func TestReplayFailOn(t *testing.T) {
+	t.Parallel()
 	// A stream with only a warn-level fact and no error: CRLF endings.
-	stream := writeFile(t, "ok.jsonl", "")
+	stream := writeFile(t, "ok.jsonl", exampleLines(t, "\r\n", 1, 2))
 	for _, tc := range []struct {
 		failOn string
 		file   string
@@ -99,6 +101,7 @@ func TestReplayFailOn(t *testing.T) {
 }
 
 func TestReplayLog(t *testing.T) {
+	t.Parallel()
 	logPath := filepath.Join(t.TempDir(), "violations.log")
 	r := runTap(t, "", "replay", "--log", logPath, "--fail-on", "never", exampleCapture)
 	if r.code != 0 {
@@ -137,6 +140,7 @@ func TestReplayLog(t *testing.T) {
 }
 
 func TestReplayPlainNDJSON(t *testing.T) {
+	t.Parallel()
 	valid := fixture(t, "stdio/intercept-request.valid.jsonl")
 	// One side only: an unanswered request is no finding.
 	r := runTap(t, "", "replay", "--direction", "harness", valid)
@@ -159,6 +163,7 @@ func TestReplayPlainNDJSON(t *testing.T) {
 // TestReplayMatchesLive records a run through an Auditor into a capture,
 // as the live taps do, and checks that replay reports exactly its findings.
 func TestReplayMatchesLive(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(exampleCapture)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +201,7 @@ func TestReplayMatchesLive(t *testing.T) {
 
 	rdata, _ := os.ReadFile(path)
 	rp := replayer{flags: &loaded{cfg: tap.Config{Snapshot: tap.DefaultSnapshot}}, set: map[string]bool{}}
-	replayed, err := rp.replay(bytes.NewReader(rdata))
+	replayed, err := rp.replayCapture(capture.NewReader(bytes.NewReader(rdata)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,19 +228,23 @@ func TestReplayMatchesLive(t *testing.T) {
 }
 
 func TestReplayStdin(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(exampleCapture)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fromFile := runTap(t, "", "replay", "--format", "json", exampleCapture)
 	fromStdin := runTap(t, "\n"+string(data), "replay", "--format", "json", "-")
-	strip := func(s string) string { return strings.ReplaceAll(s, `"source": "`+exampleCapture+`"`, `"source": "-"`) }
+	strip := func(s string) string {
+		s = strings.ReplaceAll(s, `"source": "`+exampleCapture+`"`, `"source": "-"`)
+		return strings.ReplaceAll(s, `"name": "`+exampleCapture+`"`, `"name": "-"`)
+	}
 	if fromStdin.code != fromFile.code || strip(fromFile.stdout) != fromStdin.stdout {
 		t.Errorf("replay - (with a leading blank line) differs from replay FILE:\n%s\nvs\n%s", fromStdin.stdout, fromFile.stdout)
 	}
 	// Plain NDJSON on stdin, with a 5 MB line: read as a stream.
 	big := `{"jsonrpc":"2.0","method":"hooks/observe","params":{"pad":"` + strings.Repeat("x", 5<<20) + `"}}`
-	if r := runTap(t, big+"\n[1]\n", "replay", "--direction", "harness", "-"); r.code != 1 || !strings.Contains(r.stdout, "#2 harness error BASE-1") {
+	if r := runTap(t, big+"\n[1]\n", "replay", "--direction", "harness", "-"); r.code != 1 || !strings.Contains(r.stdout, "#2 sent by harness: error BASE-1") {
 		t.Errorf("replay - (NDJSON): exit %d, stdout %q; want 1 and a BASE-1 finding on line 2", r.code, r.stdout)
 	}
 }

@@ -9,6 +9,7 @@ import (
 )
 
 func TestRulesListsEveryCheckAndRule(t *testing.T) {
+	t.Parallel()
 	r := runTap(t, "", "rules")
 	if r.code != 0 {
 		t.Fatalf("rules: exit %d, stderr %q", r.code, r.stderr)

@@ -30,11 +30,13 @@ type stdioFlags struct {
 	state     string
 	lifecycle string
 	summary   bool
+	console   bool
 	maxLine   int
 	queue     int
 	audit     bool
 	priority  string
 	otlp      otlpFlags
+	conn      string // the link's name ("": stdio:<this pid>); set in the audit process
 }
 
 func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
@@ -43,7 +45,8 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	fs.StringVar(&sf.capture, "capture", "", "append every frame to the capture at `PATH` (mode 0600; safe for concurrent per_event processes)")
 	fs.StringVar(&sf.state, "state", "", "share conversation state with other ahp-tap processes in `DIR` (per_event backends: retries across processes)")
 	fs.StringVar(&sf.lifecycle, "lifecycle", "", "backend lifecycle `persistent|per_event` when no --registration/--hook says it")
-	fs.BoolVar(&sf.summary, "summary", isTerminal(stderr), "print a summary on stderr at exit (default: when stderr is a terminal)")
+	fs.BoolVar(&sf.summary, "summary", isTerminal(stderr), summaryHelp)
+	fs.BoolVar(&sf.console, "console", false, consoleHelp+"; stderr is the backend's too")
 	fs.IntVar(&sf.maxLine, "max-audit-line", stdio.DefaultMaxAuditLine, "audit at most `BYTES` of one line (longer lines are forwarded whole and reported as not audited)")
 	fs.BoolVar(&sf.audit, "audit", true, "check the traffic; --audit=false only forwards (to compare overhead)")
 	fs.StringVar(&sf.priority, "audit-priority", string(stdio.PriorityLow), "CPU priority of auditing, `low|idle|normal`: low is nice 5; idle uses only spare CPU (lowest latency cost, more frames not audited under load); normal competes with forwarding")
@@ -63,6 +66,9 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	var sf stdioFlags
 	sf.register(fs, m.Stderr)
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
+		return err
+	}
+	if err := checkStdioValues(&sf); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -87,7 +93,7 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 		// forwarding loops one at all times, and the kernel arbitrates.
 		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 2)
 	}
-	run, err := m.prepareStdio(&sf, l, fs.Args(), prio)
+	run, err := m.prepareSplit(&sf, l, stdioFlagArgs(args, fs.NArg()), fs.Args(), prio) // auditworker.go
 	if err != nil {
 		return err
 	}
@@ -110,6 +116,9 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	// ctx is cancelled by the first SIGINT/SIGTERM in main; the backend
 	// decides what that signal means, so it must not stop the tap.
 	res, err := run.tap.Run(context.WithoutCancel(ctx))
+	if run.audit != nil {
+		run.audit.end(res) // auditworker.go: bounded
+	}
 	var se *stdio.StartError
 	if errors.As(err, &se) {
 		run.close()
@@ -120,7 +129,7 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 		return err
 	}
 	run.close()
-	if sf.summary {
+	if sf.summary && run.audit == nil { // the audit process writes it
 		run.writeSummary(m.Stderr, res)
 	}
 	if res.Signal != 0 {
@@ -140,13 +149,16 @@ type stdioRun struct {
 	log       *report.Log
 	capture   *capture.Writer
 	collector *report.Collector
-	diag      io.Writer // ahp-tap's own one-line notices (stderr)
+	console   *report.Console
+	sf        *stdioFlags
+	audit     *auditLink // the audit process, when auditing happens there
+	diag      io.Writer  // ahp-tap's own one-line notices (stderr)
 	otlp      *otlpexport.Exporter
 	closed    bool
 }
 
 func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio.Priority) (*stdioRun, error) {
-	r := &stdioRun{collector: &report.Collector{Limit: 1}, diag: m.Stderr}
+	r := &stdioRun{collector: &report.Collector{Limit: 1}, diag: m.Stderr, sf: sf}
 	x, err := sf.otlp.open(sf.capture, m.Stderr)
 	if err != nil {
 		return nil, err
@@ -164,6 +176,9 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		cfg.Events = st
 	}
 	sinks := tap.MultiSink{r.collector}
+	if r.console = openConsole(sf.console, m.Stderr); r.console != nil {
+		sinks = append(sinks, r.console)
+	}
 	if sf.log != "" {
 		// A log that cannot be opened never keeps the backend from
 		// running: the harness depends on it, the log is an aid.
@@ -173,7 +188,10 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	if r.otlp != nil {
 		sinks = append(sinks, r.otlp)
 	}
-	conn := fmt.Sprintf("stdio:%d", os.Getpid())
+	conn := sf.conn
+	if conn == "" {
+		conn = fmt.Sprintf("stdio:%d", os.Getpid())
+	}
 	var rec tap.Recorder
 	if sf.capture != "" {
 		h := capture.Header{
@@ -213,6 +231,7 @@ func (r *stdioRun) close() {
 	r.closed = true
 	closeOTLP(r.otlp, stdioCloseTimeout, tap.MultiSink{r.collector, r.log})
 	r.log.Close()
+	r.console.Close()
 	if r.capture != nil {
 		// Capture writes never disturb traffic; a failure is told once.
 		if err := r.capture.Err(); err != nil {
@@ -233,6 +252,7 @@ func (r *stdioRun) writeSummary(w io.Writer, res stdio.Result) {
 	s.NotAudited = res.NotAudited
 	s.LogDropped = r.log.Dropped()
 	s.NotPossible = notPossible(r.session.NotChecked())
+	s.FindingsTo = findingsTo(r.sf.log, r.log.Failed(), r.sf.console)
 	how := fmt.Sprintf("exited with status %d", res.ExitCode)
 	if res.Signal != 0 {
 		how = "was killed by " + res.Signal.String()

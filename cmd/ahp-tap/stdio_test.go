@@ -25,8 +25,14 @@ import (
 // binary playing both parts.
 func tapCmd(flags []string, helper string, args ...string) *exec.Cmd {
 	argv := append([]string{"stdio"}, flags...)
-	argv = append(argv, "--", os.Args[0], "helper", helper)
-	argv = append(argv, args...)
+	if p, err := exec.LookPath("cat"); err == nil && helper == "cat" && len(args) == 0 {
+		// The system's cat behaves as the helper does and starts at once;
+		// the race-instrumented test binary takes a second or more.
+		argv = append(argv, "--", p)
+	} else {
+		argv = append(argv, "--", os.Args[0], "helper", helper)
+		argv = append(argv, args...)
+	}
 	cmd := exec.Command(os.Args[0], argv...)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	return cmd
@@ -42,6 +48,7 @@ func waitStatus(err error) (syscall.WaitStatus, bool) {
 }
 
 func TestStdioExitStatusMirrored(t *testing.T) {
+	t.Parallel()
 	for _, code := range []int{0, 1, 3, 100} {
 		cmd := tapCmd(nil, "exit", strconv.Itoa(code))
 		err := cmd.Run()
@@ -52,6 +59,7 @@ func TestStdioExitStatusMirrored(t *testing.T) {
 }
 
 func TestStdioDiesOfTheBackendsSignal(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL, syscall.SIGSEGV, syscall.SIGABRT, syscall.SIGINT} {
 		cmd := tapCmd(nil, "signal", strconv.Itoa(int(sig)))
 		var stderr bytes.Buffer
@@ -65,6 +73,7 @@ func TestStdioDiesOfTheBackendsSignal(t *testing.T) {
 }
 
 func TestStdioForwardsSIGTERM(t *testing.T) {
+	t.Parallel()
 	cmd := tapCmd(nil, "trap")
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stdin = strings.NewReader("")
@@ -89,6 +98,7 @@ func TestStdioForwardsSIGTERM(t *testing.T) {
 // TestStdioKilledTapLeavesNoBackend kills ahp-tap with SIGKILL (no chance
 // to clean up): the kernel must take the backend down with it.
 func TestStdioKilledTapLeavesNoBackend(t *testing.T) {
+	t.Parallel()
 	cmd := tapCmd(nil, "sleeper")
 	stdout, _ := cmd.StdoutPipe()
 	stdin, _ := cmd.StdinPipe()
@@ -125,6 +135,7 @@ func running(pid int) bool {
 }
 
 func TestStdioUnwritableLogDoesNotDisturbTraffic(t *testing.T) {
+	t.Parallel()
 	in := []byte("{\"jsonrpc\":\"2.0\",\"method\":\"hooks/observe\",\"params\":{}}\nnot json\n")
 	for _, logPath := range []string{"/dev/full", filepath.Join(t.TempDir(), "missing-dir", "log.jsonl"), "/proc/version"} {
 		cmd := tapCmd([]string{"--log", logPath, "--capture", logPath}, "cat")
@@ -146,6 +157,7 @@ func TestStdioUnwritableLogDoesNotDisturbTraffic(t *testing.T) {
 // the bytes arrive intact while ahp-tap's peak memory stays far below the
 // size of the lines it forwarded.
 func TestStdioLargeLinesBoundedMemory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("50 MB each way")
 	}
@@ -208,6 +220,7 @@ func logRecords(t *testing.T, path string) []string {
 // banner, a pretty-printed line and a CRLF through the tap with a capture,
 // then replays the capture: the findings must be the live ones.
 func TestStdioCaptureReplaysToTheSameFindings(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	live, replayed, capPath := filepath.Join(dir, "live.jsonl"), filepath.Join(dir, "replay.jsonl"), filepath.Join(dir, "cap.jsonl")
 	answer := `{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"draft","effects":[]}}`
@@ -237,6 +250,7 @@ func TestStdioCaptureReplaysToTheSameFindings(t *testing.T) {
 // TestStdioPerEventProcessesShareStateAndCapture runs two per_event taps at
 // once, as a harness does for two events, with one --state and one capture.
 func TestStdioPerEventProcessesShareStateAndCapture(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	state, capPath := filepath.Join(dir, "state"), filepath.Join(dir, "cap.jsonl")
 	msg := func(id, cmdText string) string {
@@ -280,6 +294,7 @@ func TestStdioPerEventProcessesShareStateAndCapture(t *testing.T) {
 // the retry carries changed content, and the second process must say so
 // (BASE-6) although it never saw the first delivery itself.
 func TestStdioPerEventRetryAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	if !hasRule("BASE-6/") {
 		t.Skip("no BASE-6 rule in this build")
 	}
@@ -314,6 +329,7 @@ func hasRule(prefix string) bool {
 }
 
 func TestStdioUsageErrors(t *testing.T) {
+	t.Parallel()
 	m := &Main{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard}
 	for _, args := range [][]string{{"stdio"}, {"stdio", "--lifecycle", "sometimes", "--", "cat"}, {"stdio", "--hook", "x", "--", "cat"}, {"stdio", "--audit-priority", "high", "--", "cat"}} {
 		err := m.Run(context.Background(), args)

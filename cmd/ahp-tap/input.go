@@ -1,0 +1,359 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/otlpexport"
+	"github.com/ahp-tap/ahp-tap/report"
+	"github.com/ahp-tap/ahp-tap/rules"
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// What an input file holds, recognised by its content (detectKind), the
+// same way for check and replay.
+const (
+	kindCapture      = "capture"       // an ahp-tap capture (header record first)
+	kindStream       = "stream"        // NDJSON: a stdio byte stream
+	kindMessage      = "message"       // one JSON-RPC message
+	kindRegistration = "registration"  // a registration document
+	kindLog          = "violation log" // findings written by --log: not traffic
+	kindEmpty        = "empty"         // nothing but white space
+	kindBinary       = "binary"        // not text: not traffic
+	kindHAR          = "har"           // an HTTP Archive (replayHAR)
+)
+
+// peekSize is how much of an input detectKind looks at.
+const peekSize = 1 << 16
+
+// An input is one opened input file: its kind and its (decompressed)
+// content.
+type input struct {
+	name string
+	kind string
+	gzip bool
+	r    *bufio.Reader
+	c    io.Closer // the file, or nil for standard input
+}
+
+func (in *input) close() {
+	if in.c != nil {
+		in.c.Close()
+	}
+}
+
+// kindText is the kind as the summary shows it.
+func (in *input) kindText() string {
+	if in.gzip {
+		return in.kind + ", gzip"
+	}
+	return in.kind
+}
+
+// openInput opens name ("-": standard input), reading gzip transparently,
+// and recognises what it holds.
+func (m *Main) openInput(name string) (*input, error) {
+	in := &input{name: name}
+	var r io.Reader = m.Stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		r, in.c = f, f
+	}
+	br := bufio.NewReaderSize(r, peekSize)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			in.close()
+			return nil, fmt.Errorf("gzip: %v", err)
+		}
+		in.gzip = true
+		br = bufio.NewReaderSize(zr, peekSize)
+	}
+	in.r = br
+	head, err := br.Peek(peekSize)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		in.close()
+		return nil, err
+	}
+	in.kind = detectKind(strings.TrimSuffix(name, ".gz"), head, err == io.EOF)
+	return in, nil
+}
+
+// detectKind says what an input holds from its first bytes (head; whole
+// when complete). A capture starts with a header record; a violation log
+// with a finding record; a registration is an object with "hooks" and no
+// "jsonrpc"; several lines of JSON are a stream, and so is a file named
+// .jsonl or .ndjson; one JSON value is a message.
+func detectKind(name string, head []byte, complete bool) string {
+	if len(bytes.TrimSpace(head)) == 0 && complete {
+		return kindEmpty
+	}
+	first := bytes.TrimSpace(head)
+	if i := bytes.IndexByte(first, '\n'); i >= 0 {
+		first = bytes.TrimSpace(first[:i])
+	}
+	// Binary data (an image, an executable, an archive) starts with bytes
+	// that are not text. A stream whose later lines are not UTF-8, or hold
+	// NUL bytes, is still traffic: BASE-1 reports those lines.
+	if (bytes.IndexByte(first, 0) >= 0 || !utf8.Valid(trimPartialRune(first))) && first[0] != '{' && first[0] != '[' {
+		return kindBinary
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(first, &probe) == nil {
+		switch {
+		case capture.IsHeader(first):
+			return kindCapture
+		case probe["check"] != nil && probe["level"] != nil && probe["jsonrpc"] == nil:
+			return kindLog
+		}
+	}
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".jsonl", ".ndjson":
+		return kindStream
+	}
+	if complete {
+		if v, _, err := tap.ParseJSON(bytes.TrimSpace(head)); err == nil {
+			if v.Kind == tap.Object && v.Has("hooks") && !v.Has("jsonrpc") {
+				return kindRegistration
+			}
+			return kindMessage
+		}
+	}
+	switch {
+	case probe != nil && bytes.Count(bytes.TrimSpace(head), []byte("\n")) > 0:
+		return kindStream // several lines, the first a JSON object
+	case len(first) > 0 && first[0] != '{' && first[0] != '[':
+		return kindStream // text lines: stdio output, non-protocol lines included
+	case !complete && bytes.IndexByte(head, '\n') < 0:
+		return kindStream // a first line longer than the peek: a stream's
+	}
+	return kindMessage
+}
+
+// trimPartialRune drops an incomplete UTF-8 sequence at the end of b (the
+// peek may cut one).
+func trimPartialRune(b []byte) []byte {
+	for i := 1; i <= 3 && i <= len(b); i++ {
+		if utf8.RuneStart(b[len(b)-i]) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				return b[:len(b)-i]
+			}
+			break
+		}
+	}
+	return b
+}
+
+// offlineFlags are the flags check and replay share besides engineFlags:
+// output, failure level, log, empty inputs.
+type offlineFlags struct {
+	format     string
+	failOn     string
+	logPath    string
+	allowEmpty bool
+
+	threshold tap.Level            // parsed --fail-on; 0: never fail
+	lg        *report.Log          // the opened --log, or nil
+	otlpx     *otlpexport.Exporter // replay --otlp-endpoint, or nil
+}
+
+func (of *offlineFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&of.format, "format", "text", "output `FORMAT`: text or json")
+	fs.StringVar(&of.failOn, "fail-on", "error", "exit 1 when a finding at or above `LEVEL` exists: error, warn, info or never")
+	fs.StringVar(&of.logPath, "log", "", "also append findings to the violation log at `PATH` (- for stderr)")
+	fs.BoolVar(&of.allowEmpty, "allow-empty", false, "accept an input with no frame (by default it is an error, exit 2)")
+}
+
+// validate checks the values given (exit 2 with a one-line reason).
+func (of *offlineFlags) validate() error {
+	if err := checkFormat(of.format); err != nil {
+		return err
+	}
+	if of.failOn != "never" {
+		lvl, err := tap.ParseLevel(of.failOn)
+		if err != nil {
+			return usageError("--fail-on %q is not error, warn, info or never", of.failOn)
+		}
+		of.threshold = lvl
+	}
+	return nil
+}
+
+// openLog opens --log before the work, so that a bad path fails fast.
+func (of *offlineFlags) openLog(cmd string, stderr io.Writer) error {
+	if of.logPath == "" {
+		return nil
+	}
+	lg, err := report.OpenLog(of.logPath, stderr)
+	if err != nil {
+		return usageError("%s: %v", cmd, err)
+	}
+	of.lg = lg
+	return nil
+}
+
+// inputChecker checks one input of any kind.
+type inputChecker struct {
+	m          *Main
+	cmd        string // "check" or "replay"
+	flags      *loaded
+	rp         *replayer
+	allowEmpty bool
+	// excerpt says a stream is judged as an excerpt (check) rather than a
+	// whole stdio link (replay).
+	excerpt bool
+}
+
+// check checks the named input and returns it as a report source. What
+// keeps it from being checked (unreadable, not traffic, empty, damaged
+// records) is said on standard error, one line each, and in the source's
+// Input.
+func (ic *inputChecker) check(name string) report.Source {
+	src := report.Source{Name: name, Input: &report.Input{}}
+	fail := func(format string, args ...any) report.Source {
+		src.Input.Error = fmt.Sprintf(format, args...)
+		fmt.Fprintf(ic.m.Stderr, "ahp-tap: %s %s: %s\n", ic.cmd, name, src.Input.Error)
+		return src
+	}
+	in, err := ic.m.openInput(name)
+	if err != nil {
+		src.Input.Kind = "unreadable"
+		return fail("%v", err)
+	}
+	defer in.close()
+	if ic.rp.isHAR(in.r) {
+		in.kind = kindHAR
+	}
+	src.Input.Kind = in.kindText()
+	switch in.kind {
+	case kindHAR:
+		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
+		fds, err := ic.rp.replayHAR(in.r)
+		if err != nil {
+			return fail("%v", err)
+		}
+		src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
+		src.Input.Frames = ic.rp.frames
+	case kindLog:
+		return fail("this is a violation log (findings ahp-tap wrote), not traffic; read it with 'ahp-tap tail %s'", name)
+	case kindBinary:
+		return fail("not text: neither a capture, an NDJSON stream nor a JSON message (gzip is read transparently)")
+	case kindEmpty:
+		if !ic.allowEmpty {
+			return fail("empty: no frame to audit (give --allow-empty to accept empty inputs)")
+		}
+		return src
+	case kindCapture:
+		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
+		ic.rp.damaged = func(le *capture.LineError) {
+			src.Input.Damaged++
+			fmt.Fprintf(ic.m.Stderr, "ahp-tap: %s %s:%d: damaged record skipped: %v\n", ic.cmd, name, le.Line, le.Err)
+		}
+		fds, err := ic.rp.replayCapture(capture.NewReader(in.r))
+		ic.rp.damaged = nil
+		if err != nil {
+			return fail("%v", err)
+		}
+		src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
+		src.Input.Frames = ic.rp.frames
+	case kindStream:
+		if !ic.excerpt {
+			ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
+			fds, err := ic.rp.replayStream(in.r)
+			if err != nil {
+				return fail("%v", err)
+			}
+			src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
+			src.Input.Frames = ic.rp.frames
+			break
+		}
+		fallthrough
+	default:
+		data, err := io.ReadAll(in.r)
+		if err != nil {
+			return fail("%v", err)
+		}
+		// CheckDocumentRecords tells a stream by its name.
+		doc := "input.json"
+		if in.kind == kindStream {
+			doc = "input.jsonl"
+			src.Input.Frames = countLines(data)
+		} else if in.kind == kindMessage {
+			src.Input.Frames = 1
+		}
+		src.Findings, src.Exchanges = rules.CheckDocumentRecords(doc, data, ic.flags.cfg, ic.flags.opt)
+	}
+	if src.Input.Frames == 0 && in.kind != kindRegistration && !ic.allowEmpty {
+		return fail("no frame to audit (a capture with only its header, or blank lines); give --allow-empty to accept it")
+	}
+	return src
+}
+
+// countLines counts the frames a stdio stream is cut into.
+func countLines(data []byte) int {
+	n := 0
+	s := tap.Splitter{Emit: func([]byte, tap.Framing, int, bool) { n++ }}
+	s.Write(data)
+	s.Close()
+	return n
+}
+
+// finishOffline writes the log, the report and the summary of check or
+// replay, and returns the exit status: bit 1 (exit 1) when a finding at or
+// above --fail-on exists, bit 2 (exit 2) when an input could not be
+// checked whole (unreadable, not traffic, empty, damaged records); 3 is
+// both.
+func (m *Main) finishOffline(cmd string, of *offlineFlags, sources []report.Source, notPossible []report.NotPossible) error {
+	for _, src := range sources {
+		for _, f := range src.Findings {
+			of.lg.WriteWait(f) // offline: wait rather than drop; a nil log discards
+		}
+	}
+	sources = exportSources(of.otlpx, sources, of.lg)
+	if err := of.lg.Close(); err != nil {
+		fmt.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
+	}
+	sum := report.SummaryOf(sources)
+	sum.NotPossible = notPossible
+	if err := writeReport(m.Stdout, of.format, sources, sum); err != nil {
+		return usageError("%s: writing the report: %v", cmd, err)
+	}
+	code := 0
+	if of.threshold != 0 && sum.Levels.AtLeast(of.threshold) > 0 {
+		code |= 1
+	}
+	bad := 0
+	for _, in := range sum.Inputs {
+		if in.Error != "" || in.Damaged > 0 {
+			bad++
+		}
+	}
+	if bad > 0 {
+		code |= 2
+		return &exitError{code: code, msg: fmt.Sprintf("%s: %d of %d %s not checked whole (see above)", cmd, bad, len(sum.Inputs), plural(len(sum.Inputs), "input", "inputs"))}
+	}
+	if code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// Flag values that parse but make no sense are refused here, each with exit
+// 2 and a one-line reason, rather than silently replaced by a default.
+
+// checkStdioValues checks the values of stdio's flags.
+func checkStdioValues(sf *stdioFlags) error {
+	switch {
+	case sf.queue <= 0:
+		return usageError("stdio: --audit-queue must be at least 1 frame, got %d", sf.queue)
+	case sf.maxLine <= 0:
+		return usageError("stdio: --max-audit-line must be at least 1 byte, got %d", sf.maxLine)
+	}
+	if sf.state != "" {
+		// The state directory itself may be created, but not a whole
+		// path: a typo must not silently make a tree of directories.
+		parent := filepath.Dir(filepath.Clean(sf.state))
+		if st, err := os.Stat(parent); err != nil || !st.IsDir() {
+			return usageError("stdio: --state %s: the parent directory %s does not exist", sf.state, parent)
+		}
+	}
+	return nil
+}
+
+// editContextKeys are the members --edit-context understands
+// (rules.ParseEditContext).
+var editContextKeys = []string{"event", "current", "mode", "action", "capabilities", "content", "requestedSchema"}
+
+// checkEditContextKeys refuses a misspelt --edit-context member.
+func checkEditContextKeys(v *tap.Value) error {
+	for _, m := range v.Obj {
+		if !slices.Contains(editContextKeys, m.Key) {
+			return usageError("--edit-context has an unknown key %q (known: %s)", m.Key, strings.Join(editContextKeys, ", "))
+		}
+	}
+	return nil
+}
+
+// onlyHook returns the id of the registration's only hook, for
+// --registration without --hook; with several hooks it refuses, naming
+// them, rather than ignoring the registration's subscriptions.
+func onlyHook(reg *tap.Value, file string) (string, error) {
+	hooks := reg.Get("hooks").Elems()
+	var ids []string
+	for _, h := range hooks {
+		if id, ok := h.Get("id").Text(); ok {
+			ids = append(ids, id)
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return "", nil // BASE-5 reports a registration without hooks
+	case 1:
+		return ids[0], nil
+	}
+	return "", usageError("registration %s has %d hooks (%s): choose one with --hook ID", file, len(ids), strings.Join(ids, ", "))
+}
+
+// checkExampleMode refuses an unknown example-backend mode.
+func checkExampleMode(cmd, mode string) error {
+	var names []string
+	for _, m := range exampleModes {
+		if m.name == mode {
+			return nil
+		}
+		names = append(names, m.name)
+	}
+	return usageError("%s: unknown --mode %q (one of %s)", cmd, mode, strings.Join(names, ", "))
+}

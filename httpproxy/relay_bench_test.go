@@ -1,0 +1,54 @@
+package httpproxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// BenchmarkReverseExchange drives 1 KiB hooks/intercept POSTs through a
+// reverse tap (every rule on, a capture off) on one keep-alive connection
+// from a raw-socket harness to a net/http backend, and reports allocations
+// per exchange (all goroutines: forwarding, audit and backend; the direct
+// case is the backend and the harness alone, to subtract). Timing on a
+// shared machine is noisy; bench/http.sh is the throughput measurement.
+//
+//	go test ./httpproxy -run - -bench ReverseExchange -benchmem
+func BenchmarkReverseExchange(b *testing.B) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"draft","effects":[]}}`)
+	}))
+	defer up.Close()
+	b.Run("direct", func(b *testing.B) { benchExchanges(b, up.URL) })
+	b.Run("tap", func(b *testing.B) { benchExchanges(b, startTap(b, Config{Upstream: mustURL(b, up.URL)}).url) })
+}
+
+func benchExchanges(b *testing.B, target string) {
+	c, err := net.Dial("tcp", strings.TrimPrefix(target, "http://"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	pad := strings.Repeat("x", 1024-len(interceptBody)-12)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		body := strings.Replace(interceptBody, `"e1"}}}`, fmt.Sprintf(`"e1","p":"%s"}}}`, pad), 1)
+		body = strings.ReplaceAll(body, `"e1"`, fmt.Sprintf(`"e%d"`, i))
+		fmt.Fprintf(c, "POST /agent-hooks HTTP/1.1\r\nHost: tap\r\nContent-Type: application/json\r\nAuthorization: Bearer bench-token-0123456789\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}

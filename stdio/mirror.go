@@ -1,0 +1,358 @@
+package stdio
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// A Mirror takes the audit copies of a link out of the forwarding process
+// (to an audit process, see docs/stdio.md). Chunk runs on the forwarding
+// path, before the bytes are forwarded, and must never block; Note runs
+// off it (or after forwarding in that direction is over) and may wait a
+// bounded time.
+type Mirror interface {
+	Chunk(dir tap.Direction, t time.Time, p []byte)
+	Note(n tap.Note)
+}
+
+// mirror hands n to the configured Mirror, if any, and reports whether
+// there was one.
+func (t *Tap) mirror(n tap.Note) bool {
+	if t.cfg.Mirror == nil {
+		return false
+	}
+	t.cfg.Mirror.Note(n)
+	return true
+}
+
+// AuditThread lowers the calling goroutine's thread to the audit
+// priority p, for good (an audit process's feeding loop).
+func AuditThread(p Priority) { backgroundThread(p) }
+
+// Kinds of audit-link record.
+const (
+	RecordChunk = 1 // bytes read from Dir's stream
+	RecordNote  = 2 // a tap.Note, JSON
+	RecordEnd   = 3 // the forwarding process ended cleanly; JSON Result
+)
+
+// recordHeader is the fixed header of every audit-link record, little
+// endian: kind, dir, flags, reserved, payload length (uint32), read time
+// (Unix ns), sequence number, lines lost in dir just before this record.
+const recordHeader = 32
+
+// flagLoss says audit copies of the record's direction were dropped just
+// before it: the audit process resynchronises that stream at the next
+// newline.
+const flagLoss = 1
+
+// MaxRecord caps one record's payload; a chunk is one read (readSize).
+const MaxRecord = 1 << 20
+
+// A Record is one audit-link record as the audit process reads it.
+type Record struct {
+	Kind    byte
+	Dir     tap.Direction
+	Loss    bool   // audit copies of Dir were dropped just before
+	Lost    uint64 // lines in them
+	Time    time.Time
+	Seq     uint64
+	Payload []byte
+}
+
+// PipeMirror writes the audit copies of a link into a pipe whose other end
+// an audit process reads. Its write end is non-blocking: each record is
+// written with one write(2) on the forwarding path, before its bytes are
+// forwarded, so a SIGKILL of the forwarding process loses no copy of
+// anything it forwarded that the pipe took. When the pipe is full, records
+// wait in a bounded backlog (MaxBacklog bytes, flushed in order by a
+// goroutine of their own, and lost if the process is killed before); when
+// the backlog is full too, a record is dropped and counted, and the next
+// record of that direction carries the loss. Forwarding never waits.
+type PipeMirror struct {
+	mu      sync.Mutex // guards everything below; held only for non-blocking writes
+	fd      int        // write end; -1 once closed
+	buf     []byte     // scratch for one record
+	backlog []byte     // records (the first maybe in part) the pipe had no room for
+	seq     uint64
+	loss    [3]bool   // by Direction: a record was dropped since the last written
+	lines   [3]uint64 // by Direction: lines in the dropped records
+	dead    bool      // the reader has gone (EPIPE): drop everything
+	kick    chan struct{}
+	flusher bool   // the backlog's goroutine runs
+	max     int    // bound of the backlog in bytes
+	store   []byte // the backlog's array (cap max), allocated on first use
+	sent    int    // bytes of store before backlog (written already)
+
+	dropped atomic.Uint64 // records dropped
+}
+
+// MaxBacklog is the default bound of the records waiting in the
+// forwarding process for room in the pipe.
+const MaxBacklog = 8 << 20
+
+// NewPipeMirror makes the pipe, with a backlog of at most maxBacklog bytes
+// (0: MaxBacklog; a bound below MaxBacklog also keeps the kernel's default
+// pipe size). r is the read end, for the audit process (close it in this
+// process once the audit process has it).
+func NewPipeMirror(maxBacklog int) (m *PipeMirror, r *os.File, err error) {
+	if maxBacklog <= 0 {
+		maxBacklog = MaxBacklog
+	}
+	rfd, wfd, err := auditPipe(maxBacklog >= MaxBacklog)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := syscall.SetNonblock(wfd, true); err != nil {
+		syscall.Close(rfd)
+		syscall.Close(wfd)
+		return nil, nil, err
+	}
+	return &PipeMirror{fd: wfd, kick: make(chan struct{}, 1), max: maxBacklog}, os.NewFile(uintptr(rfd), "audit-link"), nil
+}
+
+// Chunk implements Mirror: one non-blocking write, a place in the
+// backlog, or a drop.
+func (m *PipeMirror) Chunk(dir tap.Direction, t time.Time, p []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.write(RecordChunk, dir, t, p) {
+		m.loss[dir] = true
+		m.lines[dir] += uint64(bytes.Count(p, []byte{'\n'}))
+	}
+}
+
+// Note implements Mirror.
+func (m *PipeMirror) Note(n tap.Note) {
+	b, _ := json.Marshal(n)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.write(RecordNote, n.Dir, n.Time, b)
+}
+
+// End writes the end record (the forwarding process ended cleanly, with
+// res), waits at most wait for the backlog to reach the pipe, and closes
+// the pipe.
+func (m *PipeMirror) End(res Result, wait time.Duration) {
+	b, _ := json.Marshal(res)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.write(RecordEnd, 0, time.Now(), b)
+	deadline := time.Now().Add(wait)
+	for m.flushLocked() && len(m.backlog) > 0 && time.Now().Before(deadline) {
+		m.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		m.mu.Lock()
+	}
+	m.closeLocked()
+}
+
+// Close closes the pipe without an end record (the audit process then
+// records the link as killed). It is idempotent.
+func (m *PipeMirror) Close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closeLocked()
+}
+
+func (m *PipeMirror) closeLocked() {
+	if m.fd >= 0 {
+		syscall.Close(m.fd)
+		m.fd = -1
+	}
+	m.backlog, m.store = nil, nil
+	if m.flusher {
+		close(m.kick)
+		m.flusher = false
+	}
+}
+
+// Dropped returns how many records were dropped.
+func (m *PipeMirror) Dropped() uint64 { return m.dropped.Load() }
+
+// write writes one record without waiting, or queues it behind the
+// backlog. It reports false (and counts) when the record was dropped.
+func (m *PipeMirror) write(kind byte, dir tap.Direction, t time.Time, p []byte) bool {
+	if m.fd < 0 || m.dead || len(p) > MaxRecord {
+		m.dropped.Add(1)
+		return false
+	}
+	n := recordHeader + len(p)
+	// Only a chunk is ever dropped for want of room: notes and the end
+	// record are few and small, and the audit process needs them.
+	if !m.flushLocked() || (kind == RecordChunk && len(m.backlog) > 0 && len(m.backlog)+n > m.max) {
+		m.dropped.Add(1)
+		return false
+	}
+	m.seq++
+	if cap(m.buf) < n {
+		m.buf = make([]byte, n, max(n, 2*cap(m.buf)))
+	}
+	b := m.buf[:n]
+	b[0], b[1], b[2], b[3] = kind, byte(dir), 0, 0
+	var lost uint64
+	stream := dir == tap.FromHarness || dir == tap.FromBackend
+	if stream {
+		if m.loss[dir] {
+			b[2] = flagLoss
+		}
+		lost = m.lines[dir]
+		m.loss[dir], m.lines[dir] = false, 0
+	}
+	hadLoss := b[2] == flagLoss
+	drop := func() bool { // never written: the numbers and the loss stay as they were
+		m.seq--
+		if stream {
+			m.loss[dir], m.lines[dir] = hadLoss, lost
+		}
+		m.dropped.Add(1)
+		return false
+	}
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(p)))
+	binary.LittleEndian.PutUint64(b[8:], uint64(t.UnixNano()))
+	binary.LittleEndian.PutUint64(b[16:], m.seq)
+	binary.LittleEndian.PutUint64(b[24:], lost)
+	copy(b[recordHeader:], p)
+	if len(m.backlog) > 0 {
+		m.queue(b) // in order, behind what waits
+		return true
+	}
+	written := false
+	for {
+		w, err := syscall.Write(m.fd, b)
+		switch {
+		case w == len(b):
+			return true
+		case w > 0:
+			b, written = b[w:], true // the rest must follow before anything else
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EAGAIN):
+		default:
+			if errors.Is(err, syscall.EPIPE) {
+				m.dead = true
+			}
+			return drop()
+		}
+		if !written && kind == RecordChunk && len(b) > m.max {
+			return drop() // too big to wait
+		}
+		m.queue(b)
+		m.startFlusher()
+		return true
+	}
+}
+
+// flushLocked writes as much of the backlog as the pipe takes now. It
+// reports false when the reader has gone.
+func (m *PipeMirror) flushLocked() bool {
+	for len(m.backlog) > 0 {
+		w, err := syscall.Write(m.fd, m.backlog)
+		switch {
+		case w > 0:
+			m.backlog = m.backlog[w:]
+			m.sent += w
+		case errors.Is(err, syscall.EINTR):
+		case errors.Is(err, syscall.EAGAIN):
+			return true
+		default:
+			m.dead = errors.Is(err, syscall.EPIPE) || m.dead
+			m.backlog, m.sent = m.store[:0], 0
+			return false
+		}
+	}
+	if m.store != nil {
+		m.backlog, m.sent = m.store[:0], 0 // reuse the array
+	}
+	return true
+}
+
+// queue appends b to the backlog, reusing the backlog's array: the part
+// already written is dropped from its front when that makes room.
+func (m *PipeMirror) queue(b []byte) {
+	if m.store == nil {
+		// Room for the bound, and for what exceeds it: the rest of a
+		// record already written in part, notes, the end record.
+		m.store = make([]byte, 0, m.max+2*(recordHeader+MaxRecord))
+		m.backlog, m.sent = m.store[:0], 0
+	}
+	if len(m.backlog)+len(b) > cap(m.store)-m.sent {
+		n := copy(m.store[:cap(m.store)], m.backlog)
+		m.backlog, m.sent = m.store[:n], 0
+	}
+	m.backlog = append(m.backlog, b...)
+}
+
+// startFlusher starts (once) the goroutine that empties the backlog as the
+// pipe makes room, and wakes it.
+func (m *PipeMirror) startFlusher() {
+	if !m.flusher {
+		m.flusher = true
+		kick := m.kick
+		go func() {
+			for range kick {
+				for {
+					m.mu.Lock()
+					ok := m.fd >= 0 && m.flushLocked()
+					left := len(m.backlog)
+					m.mu.Unlock()
+					if !ok || left == 0 {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+	}
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// A RecordReader reads audit-link records.
+type RecordReader struct {
+	br  *bufio.Reader
+	hdr [recordHeader]byte
+}
+
+// NewRecordReader returns a reader of the audit link r.
+func NewRecordReader(r io.Reader) *RecordReader {
+	return &RecordReader{br: bufio.NewReaderSize(r, 1<<16)}
+}
+
+// Next returns the next record. It returns io.EOF at a clean end of the
+// stream and io.ErrUnexpectedEOF when the last record is incomplete (the
+// writer was killed in the middle of it).
+func (rr *RecordReader) Next() (Record, error) {
+	if _, err := io.ReadFull(rr.br, rr.hdr[:]); err != nil {
+		return Record{}, err
+	}
+	h := rr.hdr[:]
+	n := binary.LittleEndian.Uint32(h[4:])
+	if n > MaxRecord {
+		return Record{}, fmt.Errorf("audit link: record of %d bytes exceeds %d", n, MaxRecord)
+	}
+	r := Record{Kind: h[0], Dir: tap.Direction(h[1]), Loss: h[2]&flagLoss != 0,
+		Time: time.Unix(0, int64(binary.LittleEndian.Uint64(h[8:]))), Seq: binary.LittleEndian.Uint64(h[16:]),
+		Lost: binary.LittleEndian.Uint64(h[24:]), Payload: make([]byte, n)}
+	if _, err := io.ReadFull(rr.br, r.Payload); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return Record{}, err
+	}
+	return r, nil
+}

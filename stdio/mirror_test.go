@@ -1,0 +1,92 @@
+package stdio
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// A mirror whose reader does not read never blocks the forwarding path:
+// once the pipe is full it drops and counts, and the first record after
+// the reader catches up carries the loss (flag and lines lost), so the
+// audit process resynchronises that stream. Records are never cut: every
+// one read back is whole.
+func TestPipeMirrorDropsWhenFullAndSaysSo(t *testing.T) {
+	m, r, err := NewPipeMirror(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	line := append(bytes.Repeat([]byte("x"), 4095), '\n') // one line per chunk
+	t0 := time.Unix(1700000000, 0)
+	sent := 0
+	for m.Dropped() == 0 {
+		if sent > 1<<14 {
+			t.Fatalf("%d chunks (%d MiB) written into a pipe nobody reads, none dropped", sent, sent*len(line)>>20)
+		}
+		m.Chunk(tap.FromBackend, t0, line) // would hang here if it blocked
+		sent++
+	}
+	for range 9 {
+		m.Chunk(tap.FromBackend, t0, line) // dropped too: the pipe is still full
+	}
+	lost := m.Dropped()
+	if lost != 10 {
+		t.Fatalf("dropped %d, want 10", lost)
+	}
+	// The reader catches up; the next record carries the loss.
+	done := make(chan []Record)
+	go func() {
+		var out []Record
+		rr := NewRecordReader(r)
+		for {
+			rec, err := rr.Next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Errorf("reading: %v", err)
+				}
+				done <- out
+				return
+			}
+			out = append(out, rec)
+		}
+	}()
+	// Room comes back as the reader drains: retry until written.
+	for {
+		before := m.Dropped()
+		m.Chunk(tap.FromBackend, t0, []byte("after\n"))
+		if m.Dropped() == before {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	m.Chunk(tap.FromHarness, t0, []byte("h\n")) // no loss in this direction
+	m.End(Result{ExitCode: 3}, time.Second)
+	recs := <-done
+	var loss *Record
+	for i := range recs {
+		rec := &recs[i]
+		if rec.Kind == RecordChunk && rec.Dir == tap.FromHarness && rec.Loss {
+			t.Errorf("a harness record carries the backend's loss")
+		}
+		if rec.Kind == RecordChunk && rec.Dir == tap.FromBackend && rec.Loss && loss == nil {
+			loss = rec
+		}
+		if rec.Kind == RecordChunk && rec.Dir == tap.FromBackend && !rec.Loss && len(rec.Payload) != len(line) {
+			t.Errorf("record %d: %d bytes, want a whole chunk", rec.Seq, len(rec.Payload))
+		}
+		if i > 0 && rec.Seq != recs[i-1].Seq+1 {
+			t.Errorf("record numbers jump from %d to %d: a record was cut or numbered when dropped", recs[i-1].Seq, rec.Seq)
+		}
+	}
+	if loss == nil || string(loss.Payload) != "after\n" || loss.Lost < 10 {
+		t.Fatalf("the first backend record after the drops = %+v, want \"after\" carrying the loss of >= 10 lines", loss)
+	}
+	if last := recs[len(recs)-1]; last.Kind != RecordEnd {
+		t.Errorf("last record kind %d, want the end record", last.Kind)
+	}
+}
