@@ -194,6 +194,7 @@ Commands:
   example-harness an example AHP harness that plays a short session
   wrap            put ahp-tap in front of every backend of a registration (--dir DIR [-o FILE] REGISTRATION)
   unwrap          take ahp-tap out of a wrapped registration again
+  mock            serve (mock backend) or play (mock harness) one side of a capture, audited
   ca              manage the CA for HTTPS interception (ca init DIR)
   version         print the version
 
@@ -253,6 +254,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runWrap(ctx, rest)
 	case "unwrap":
 		return m.runUnwrap(ctx, rest)
+	case "mock":
+		return m.runMock(ctx, rest)
 	case "version", "--version", "-version":
 		fmt.Fprintf(m.Stdout, "ahp-tap %s\n", versionStamp())
 		return nil
