@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ahp-tap/ahp-tap/internal/safefile"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -128,16 +129,21 @@ type Writer struct {
 	buf  bytes.Buffer
 	err  error  // first write error
 	conn string // the segment's conn, for its end record
+
+	notice string // set by Create, then read-only
 }
 
 // Create opens (creating with mode 0600, or appending to) a capture file and
-// writes h as a segment header.
+// writes h as a segment header. It never blocks and never follows a link:
+// a symbolic link or anything but a regular file is refused (a FIFO
+// without a reader would block the open). An existing file others may read
+// or write is made 0600; Notice then says so in one line.
 func Create(path string, h Header) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, notice, err := safefile.OpenAppend(path)
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{f: f, conn: h.Conn}
+	w := &Writer{f: f, conn: h.Conn, notice: notice}
 	h.Type, h.Format, h.Version, h.EndRecord = "header", Format, Version, true
 	if h.Started.IsZero() {
 		h.Started = time.Now().UTC()
@@ -148,6 +154,10 @@ func Create(path string, h Header) (*Writer, error) {
 	}
 	return w, nil
 }
+
+// Notice is the one-line notice Create left for the user ("" for none): an
+// existing capture others could read was made 0600.
+func (w *Writer) Notice() string { return w.notice }
 
 // Record implements tap.Recorder.
 func (w *Writer) Record(f *tap.Frame) { _ = w.write(FrameRecord(f)) }
@@ -235,6 +245,12 @@ func Read(r io.Reader) ([]Item, error) {
 	}
 }
 
+// MaxLine caps one line of a capture a Reader accepts. ahp-tap writes frames
+// of at most 16 MiB (the live taps' audit cap); even JSON-escaped they fit.
+// A longer line (a hostile or corrupt file) is an error, never a reason to
+// hold unbounded memory (issue 8 item 9).
+const MaxLine = 128 << 20
+
 // A Reader reads a capture one record at a time, so that a replay holds
 // one record in memory rather than the whole file.
 type Reader struct {
@@ -255,7 +271,7 @@ func NewReader(r io.Reader) *Reader { return &Reader{br: bufio.NewReaderSize(r, 
 // the caller may read it another way).
 func (r *Reader) Next() (Item, error) {
 	for {
-		b, err := r.br.ReadBytes('\n')
+		b, err := r.readLine()
 		if len(b) > 0 {
 			r.line++
 		}
@@ -280,6 +296,21 @@ func (r *Reader) Next() (Item, error) {
 		}
 		if err != nil {
 			return Item{}, err // io.EOF at the end
+		}
+	}
+}
+
+// readLine is bufio's ReadBytes('\n') with the MaxLine cap.
+func (r *Reader) readLine() ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := r.br.ReadSlice('\n')
+		if len(line)+len(frag) > MaxLine {
+			return nil, fmt.Errorf("capture line %d is longer than %d MiB: not an ahp-tap capture record", r.line+1, MaxLine>>20)
+		}
+		line = append(line, frag...)
+		if err != bufio.ErrBufferFull {
+			return line, err
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package httpproxy
 
 import (
+	"container/list"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -119,27 +120,58 @@ func LoadCA(dir string) (*tls.Certificate, error) {
 	return &ca, nil
 }
 
+// certCacheSize bounds the leaf certificates kept for intercepted hosts
+// (about 20 KiB each with the goroutine-free tls.Certificate): 20,000 host
+// names used to hold 391 MiB (issue 8 item 9).
+const certCacheSize = 1024
+
 // certStore caches the leaf certificates signed for intercepted hosts
-// (goproxy.CertStorage).
+// (goproxy.CertStorage): a least-recently-used cache of certCacheSize
+// entries, so that a harness naming ever new hosts costs a signature per
+// host, never unbounded memory.
 type certStore struct {
-	mu sync.Mutex // guards m
-	m  map[string]*tls.Certificate
+	mu   sync.Mutex               // guards m and lru
+	m    map[string]*list.Element // host -> element of lru holding a *certEntry
+	lru  list.List                // most recently used first
+	size int                      // capacity (0: certCacheSize)
+}
+
+type certEntry struct {
+	host string
+	cert *tls.Certificate
 }
 
 // Fetch implements goproxy.CertStorage.
 func (s *certStore) Fetch(host string, gen func() (*tls.Certificate, error)) (*tls.Certificate, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c, ok := s.m[host]; ok {
-		return c, nil
+	if e, ok := s.m[host]; ok {
+		s.lru.MoveToFront(e)
+		return e.Value.(*certEntry).cert, nil
 	}
 	c, err := gen()
 	if err != nil {
 		return nil, err
 	}
 	if s.m == nil {
-		s.m = make(map[string]*tls.Certificate)
+		s.m = make(map[string]*list.Element)
 	}
-	s.m[host] = c
+	s.m[host] = s.lru.PushFront(&certEntry{host: host, cert: c})
+	size := s.size
+	if size <= 0 {
+		size = certCacheSize
+	}
+	for s.lru.Len() > size {
+		old := s.lru.Back()
+		s.lru.Remove(old)
+		delete(s.m, old.Value.(*certEntry).host)
+	}
 	return c, nil
+}
+
+// Len returns how many certificates are cached.
+func (s *certStore) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lru.Len()
 }

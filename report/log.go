@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ahp-tap/ahp-tap/internal/safefile"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -41,10 +42,13 @@ type Log struct {
 	closed  bool             // guarded by mu: Close has run
 	once    sync.Once
 	err     error // set by Close: closing the file failed
+
+	abandoned atomic.Bool // set by CloseWithin when its bound passed
 }
 
 // OpenLog opens the violation log at path, appending (created with mode
-// 0600). "-" writes to diag, the command's standard error (os.Stderr when
+// 0600; a symbolic link or a file that is not regular is refused, an
+// existing file others may access is made 0600 with a notice on diag). "-" writes to diag, the command's standard error (os.Stderr when
 // diag is nil). diag also receives the one-line notice when writing the log
 // fails. An error means the log could not be opened (a missing directory,
 // say); the command should exit 2 with that one line.
@@ -55,9 +59,14 @@ func OpenLog(path string, diag io.Writer) (*Log, error) {
 	if path == "-" {
 		return NewLog(diag, nil, diag), nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// Never blocks (a FIFO), never follows a link, never keeps a file
+	// others can read: see safefile.OpenAppend.
+	f, notice, err := safefile.OpenAppend(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open log: %w", err)
+	}
+	if notice != "" {
+		fmt.Fprintf(diag, "ahp-tap: violation log: %s\n", notice)
 	}
 	return NewLog(f, f, diag), nil
 }
@@ -156,7 +165,14 @@ func (l *Log) Failed() bool {
 // TAP-1 record), and closes the file. It is idempotent. It returns an
 // error only when closing the file fails; a write failure has already been
 // reported on the diagnostic writer.
-func (l *Log) Close() error {
+func (l *Log) Close() error { return l.CloseWithin(0) }
+
+// CloseWithin is Close bounded in time (0: no bound): when the writer has
+// not written what is buffered within d (stderr not read, a file on a hung
+// mount), the rest is abandoned, one line on the diagnostic writer says how
+// many findings were lost, and the file is left to the process's exit.
+// Live taps close with a bound so that no log write holds up their exit.
+func (l *Log) CloseWithin(d time.Duration) error {
 	if l == nil {
 		return nil
 	}
@@ -165,7 +181,20 @@ func (l *Log) Close() error {
 		l.closed = true
 		close(l.in)
 		l.mu.Unlock()
-		<-l.done
+		if d > 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-l.done:
+			case <-t.C:
+				lost := uint64(len(l.in)) + l.dropped.Load()
+				l.abandoned.Store(true)
+				fmt.Fprintf(l.out.diag, "ahp-tap: the violation log was not written within %s of exiting; %d findings are missing from it (traffic was not affected)\n", d, lost)
+				return
+			}
+		} else {
+			<-l.done
+		}
 		if n := l.dropped.Load(); n > 0 {
 			l.record(tap.TapIncomplete.At(nil, tap.Warn, "", "%d findings were not written to this log: its buffer was full (traffic was not affected)", n))
 		}
@@ -179,6 +208,9 @@ func (l *Log) Close() error {
 func (l *Log) loop() {
 	defer close(l.done)
 	for f := range l.in {
+		if l.abandoned.Load() {
+			return // CloseWithin gave up on what is left
+		}
 		l.record(f)
 	}
 }

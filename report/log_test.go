@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -105,10 +107,13 @@ func TestLogDevFullReportedOnce(t *testing.T) {
 		t.Skip("no /dev/full")
 	}
 	var diag syncBuffer
-	l, err := OpenLog("/dev/full", &diag)
+	// OpenLog refuses a device (TestOpenLogRefusesWhatWouldBlockOrLeak);
+	// a write failure is reported once whatever the writer.
+	f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	l := NewLog(f, f, &diag)
 	for i := range 100 {
 		l.Write(sample(i))
 	}
@@ -227,5 +232,69 @@ func TestLogWriteWaitNeverDrops(t *testing.T) {
 	l.Close()
 	if got := strings.Count(out.String(), "\n"); got != n || l.Dropped() != 0 {
 		t.Errorf("wrote %d records, dropped %d; want %d and 0", got, l.Dropped(), n)
+	}
+}
+
+// TestOpenLogRefusesWhatWouldBlockOrLeak: a FIFO at the log path is refused
+// without blocking, a planted link is never followed, and an existing log
+// others can read is made 0600 with a notice (issue 8 items 3 and 4).
+func TestOpenLogRefusesWhatWouldBlockOrLeak(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var diag syncBuffer
+	if l, err := OpenLog(fifo, &diag); err == nil {
+		l.Close()
+		t.Errorf("OpenLog(FIFO) succeeded, want a refusal")
+	}
+	rc := filepath.Join(dir, "rc")
+	os.WriteFile(rc, []byte("# rc\n"), 0o600)
+	link := filepath.Join(dir, "link")
+	os.Symlink(rc, link)
+	if l, err := OpenLog(link, &diag); err == nil {
+		l.Write(sample(0))
+		l.Close()
+		t.Errorf("OpenLog(symlink) succeeded, want a refusal")
+	}
+	if data, _ := os.ReadFile(rc); string(data) != "# rc\n" {
+		t.Errorf("link target = %q, want it untouched", data)
+	}
+	open := filepath.Join(dir, "open.jsonl")
+	os.WriteFile(open, nil, 0o644)
+	os.Chmod(open, 0o644)
+	l, err := OpenLog(open, &diag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if st, _ := os.Stat(open); st.Mode().Perm() != 0o600 {
+		t.Errorf("existing 0644 log left at %v, want 0600", st.Mode().Perm())
+	}
+	if !strings.Contains(diag.String(), "changed it to 0600") {
+		t.Errorf("diag = %q, want a notice of the mode change", diag.String())
+	}
+}
+
+// TestLogCloseWithinAbandonsAStuckWriter: a log whose writer blocks (stderr
+// nobody reads) is abandoned at the bound, and says how much it lost.
+func TestLogCloseWithinAbandonsAStuckWriter(t *testing.T) {
+	bw := &blockingWriter{release: make(chan struct{})}
+	defer close(bw.release)
+	var diag syncBuffer
+	l := NewLog(bw, nil, &diag)
+	for i := range 10 {
+		l.Write(sample(i))
+	}
+	done := make(chan struct{})
+	go func() { l.CloseWithin(50 * time.Millisecond); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("CloseWithin did not return while the writer was stuck")
+	}
+	if !strings.Contains(diag.String(), "findings are missing") {
+		t.Errorf("diag = %q, want the loss reported", diag.String())
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -87,7 +89,7 @@ func LoadSpec(dir, snapshot string) (*Spec, error) {
 		if de.IsDir() || !strings.HasSuffix(name, ".json") || name == "manifest.json" {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(sdir, name))
+		data, err := readSpecFile(sdir, name)
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +137,7 @@ func LoadSpec(dir, snapshot string) (*Spec, error) {
 // verifyManifest checks the snapshot's manifest: its protocolVersion and
 // the sha256 of every document it lists (paths relative to root).
 func verifyManifest(root, sdir, snapshot string) error {
-	data, err := os.ReadFile(filepath.Join(sdir, "manifest.json"))
+	data, err := readSpecFile(sdir, "manifest.json")
 	if err != nil {
 		return err
 	}
@@ -153,7 +155,7 @@ func verifyManifest(root, sdir, snapshot string) error {
 		return fmt.Errorf("%s/manifest.json is for protocolVersion %q, not %q", sdir, m.ProtocolVersion, snapshot)
 	}
 	for _, d := range m.Documents {
-		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(d.Path)))
+		b, err := readSpecFile(root, filepath.FromSlash(d.Path))
 		if err != nil {
 			return fmt.Errorf("manifest lists %s: %v", d.Path, err)
 		}
@@ -163,6 +165,46 @@ func verifyManifest(root, sdir, snapshot string) error {
 		}
 	}
 	return nil
+}
+
+// maxSpecFile caps one file of a schema snapshot.
+const maxSpecFile = 64 << 20
+
+// readSpecFile reads rel inside dir, and only there (issue 8 item 10: a
+// manifest naming ../../etc/passwd or /dev/zero): rel must be a local
+// path, its real path (links resolved) must stay inside dir's, and it must
+// be a regular file of at most maxSpecFile bytes, opened without blocking.
+func readSpecFile(dir, rel string) ([]byte, error) {
+	if !filepath.IsLocal(rel) {
+		return nil, fmt.Errorf("%s is outside the spec directory", rel)
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(dir, rel))
+	if err != nil {
+		return nil, err
+	}
+	if r, err := filepath.Rel(realDir, real); err != nil || !filepath.IsLocal(r) {
+		return nil, fmt.Errorf("%s leads outside the spec directory (to %s)", rel, real)
+	}
+	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", rel)
+	}
+	if st.Size() > maxSpecFile {
+		return nil, fmt.Errorf("%s is larger than %d MiB", rel, maxSpecFile>>20)
+	}
+	return io.ReadAll(io.LimitReader(f, maxSpecFile))
 }
 
 // specChecks are the checks schema failures map to; each has its own rule

@@ -1,6 +1,8 @@
 package stdio
 
 import (
+	"time"
+
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -17,9 +19,10 @@ func (t *Tap) newAuditor() *tap.Auditor {
 		return nil
 	}
 	return s.Audit(tap.AuditorConfig{
-		Queue: t.cfg.Queue,
-		Begin: func() { backgroundThread(t.cfg.AuditPriority) },
-		Taken: func(f *tap.Frame) { t.queued.Add(-int64(len(f.Raw))) },
+		Queue:    t.cfg.Queue,
+		Budget:   t.cfg.AuditBytes,
+		Complete: t.cfg.Complete,
+		Begin:    func() { backgroundThread(t.cfg.AuditPriority) },
 	})
 }
 
@@ -59,6 +62,7 @@ func (t *Tap) feed() {
 		fr.Write(conn, c.dir, c.t, c.b) // the framer copies what it keeps
 		t.chunkB.Add(-int64(cap(*c.buf)))
 		putChunk(c.buf)
+		t.chunkRoom()
 	}
 	// A stream that never ended (the harness still holds our stdin open)
 	// is not flushed: its partial line was never a frame.
@@ -74,18 +78,43 @@ func (t *Tap) countLostLines() {
 	}
 }
 
-// submit hands f to the auditor unless the frames already waiting hold
-// more than AuditBytes: then f is dropped and counted, so that a slow
-// auditor never holds unbounded memory.
-func (t *Tap) submit(f *tap.Frame) {
-	a := t.aud
-	n := int64(len(f.Raw))
-	if t.queued.Load()+n > t.cfg.AuditBytes && t.queued.Load() > 0 {
-		a.Drop(1)
+// submit hands f to the auditor, which drops and counts it when the frames
+// already waiting leave no room for it in AuditBytes (or, with Complete,
+// waits for room: the chunk queue then fills and forwarding waits).
+func (t *Tap) submit(f *tap.Frame) { t.aud.Submit(f) }
+
+// chunkRoom tells a forwarding loop waiting for room in the chunk queue
+// (Complete) that the feeder has made some.
+func (t *Tap) chunkRoom() {
+	if !t.cfg.Complete {
 		return
 	}
-	t.queued.Add(n)
-	if !a.Submit(f) {
-		t.queued.Add(-n)
+	select {
+	case t.room <- struct{}{}:
+	default:
+	}
+}
+
+// waitChunkRoom queues c (Complete), waiting until the chunk queue has room
+// for it in chunks and in ChunkBytes. The feeder signals room after each
+// chunk it has handled; the timer is a backstop for the
+// other direction's loop taking the one signal.
+func (t *Tap) waitChunkRoom(c chunk, size int64) {
+	tick := time.NewTimer(time.Millisecond)
+	defer tick.Stop()
+	for {
+		if t.chunkB.Add(size) <= t.cfg.ChunkBytes || t.chunkB.Load() == size {
+			select {
+			case t.chunks <- c:
+				return
+			default:
+			}
+		}
+		t.chunkB.Add(-size)
+		tick.Reset(time.Millisecond)
+		select {
+		case <-t.room:
+		case <-tick.C:
+		}
 	}
 }

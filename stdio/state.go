@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/ahp-tap/ahp-tap/internal/safefile"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -33,9 +34,15 @@ type DirStore struct {
 	warned bool       // a write error was reported on diag
 }
 
-// OpenDirStore opens (creating, mode 0700) a state directory.
+// OpenDirStore opens (creating, mode 0700) a state directory. A directory
+// every user may write to is refused.
 func OpenDirStore(dir string, diag io.Writer) (*DirStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	// Other ahp-tap processes trust these records: a directory every user
+	// may write to would let anyone plant or replace them.
+	if err := safefile.CheckDir(dir); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
 	probe, err := os.CreateTemp(dir, ".probe-*")

@@ -36,11 +36,16 @@ const (
 	// smallChunk is the buffer size for reads of up to that many bytes.
 	smallChunk = 4 << 10
 	// DefaultAuditBytes caps the bytes of frames waiting in the audit queue.
-	DefaultAuditBytes = 64 << 20
+	DefaultAuditBytes = tap.DefaultBudget
 	// readSize is the forwarding loop's buffer: one pipe buffer.
 	readSize = 64 << 10
 	// auditNice is the scheduling priority (nice) of the audit threads.
 	auditNice = 5
+	// DefaultDrain bounds ahp-tap's exit once the backend has been reaped.
+	DefaultDrain = 5 * time.Second
+	// minDrain is what the audit and the sinks still get when the bound
+	// has passed or a signal asked for an exit now.
+	minDrain = 100 * time.Millisecond
 )
 
 // Config describes one wrapped backend.
@@ -87,13 +92,31 @@ type Config struct {
 	// AuditBytes caps the bytes of frames queued for the auditor (0:
 	// DefaultAuditBytes). Frames beyond it are dropped and counted.
 	AuditBytes int64
+	// Complete audits every frame: instead of dropping audit copies, the
+	// forwarding loops wait for room in the chunk queue (back-pressure on
+	// the harness and the backend). Bytes and order are unchanged.
+	Complete bool
 	// AuditPriority is how the audit threads yield the CPU to forwarding
 	// (the zero value is PriorityLow).
 	AuditPriority Priority
 	// Hash computes a SHA-256 of each direction's forwarded bytes.
 	Hash bool
 	// Diag receives ahp-tap's own one-line diagnostics (nil: discarded).
+	// It must not block: give an nbwriter.Writer in front of stderr.
 	Diag io.Writer
+	// Watchdog, when set, is the command line of a watchdog process
+	// (see Watchdog) that kills the backend's process group if ahp-tap
+	// dies without cleaning up; ahp-tap stdio runs itself as
+	// `ahp-tap __watchdog`.
+	Watchdog []string
+	// Drain bounds the exit once the backend has been reaped (0:
+	// DefaultDrain): forwarding what processes the backend started (a
+	// setsid'd daemon holding its stdout) still write, writing the
+	// backend's last bytes to a harness that does not read them, and
+	// finishing the audit. What is left then is abandoned: the forwarding
+	// is cut (one diagnostic line says why) and the frames not audited are
+	// counted (TAP-1).
+	Drain time.Duration
 }
 
 // Priority says how the audit threads (splitting, rules, log, capture)
@@ -148,6 +171,10 @@ type Result struct {
 	ChunksDropped uint64
 	// NotAudited counts frames forwarded but not audited.
 	NotAudited uint64
+	// Deadline is when ahp-tap should have exited by: the backend's
+	// reaping plus Config.Drain (sooner after a signal asked for an exit
+	// now). Whoever closes sinks after Run closes them within what is left.
+	Deadline time.Time
 }
 
 // Status is the exit code a wrapper mirroring r should use: the backend's
@@ -177,12 +204,16 @@ type Tap struct {
 
 	chunks chan chunk    // read chunks and notes, in wire order; closed by Run after both streams end
 	fed    chan struct{} // closed when the feeder has handled every chunk
-	queued atomic.Int64  // bytes of frames submitted to the auditor and not yet recorded
 	chunkB atomic.Int64  // buffer bytes of the chunks in the chunks queue
+	room   chan struct{} // Complete: the feeder made room in chunks
 
 	mu      sync.Mutex // guards pgid, signals
 	pgid    int        // the backend's process group, 0 before start
-	signals int        // how many forwarded signals so far
+	signals int        // how many termination signals so far
+
+	reaped   atomic.Bool   // the backend has been reaped: a signal now means "exit now"
+	giveUp   chan struct{} // closed by stopWaiting: the shutdown waits no longer
+	giveOnce sync.Once     // closes giveUp
 
 	closeMu sync.RWMutex // held for reading while queueing; for writing to close chunks
 	closing bool         // guarded by closeMu: chunks is closed, nothing may be queued
@@ -212,7 +243,10 @@ func New(cfg Config) *Tap {
 	if cfg.Diag == nil {
 		cfg.Diag = io.Discard
 	}
-	t := &Tap{cfg: cfg, chunks: make(chan chunk, cfg.ChunkQueue), fed: make(chan struct{})}
+	if cfg.Drain <= 0 {
+		cfg.Drain = DefaultDrain
+	}
+	t := &Tap{cfg: cfg, chunks: make(chan chunk, cfg.ChunkQueue), fed: make(chan struct{}), room: make(chan struct{}, 1), giveUp: make(chan struct{})}
 	t.aud = t.newAuditor() // feed.go
 	return t
 }
@@ -289,6 +323,12 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 	if pending > 0 {
 		t.killGroup(syscall.SIGTERM)
 	}
+	if len(t.cfg.Watchdog) > 0 {
+		disarm := startWatchdog(t.cfg.Watchdog, cmd.Process.Pid, t.cfg.Diag)
+		// Run kills the group itself once the backend is reaped; the
+		// watchdog is for the case where Run never gets there.
+		defer disarm()
+	}
 	start := tap.Note{Kind: tap.NoteStart, Time: time.Now(), Conn: t.cfg.Conn, Detail: fmt.Sprintf("pid %d", cmd.Process.Pid)}
 	if !t.mirror(start) && t.aud != nil {
 		// Notes go through the auditor in order; nothing else is queued yet.
@@ -327,13 +367,32 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 	}()
 
 	werr := <-waited
+	// From here the exit is bounded (issue 8 item 3): nothing the backend
+	// left behind, no harness that stops reading, no stuck sink keeps
+	// ahp-tap alive longer than Drain.
+	t.reaped.Store(true)
+	res.Deadline = time.Now().Add(t.cfg.Drain)
+	bound := time.AfterFunc(t.cfg.Drain, t.stopWaiting)
+	defer bound.Stop()
 	// Whatever else the backend left running in its group dies with it,
 	// so that no process is left behind and its stdout reaches EOF.
 	t.killGroup(syscall.SIGKILL)
 	// Nothing reads the backend's stdin any more: a harness write still in
 	// flight fails, and the harness sees the broken pipe it would have.
 	inW.Close()
-	<-downDone
+	select {
+	case <-downDone:
+	case <-t.giveUp:
+		// A process that left the group (setsid) holds the backend's
+		// stdout open, or the harness does not read ours: stop forwarding.
+		// The read is interrupted; a write the harness never takes is
+		// left to the process's exit.
+		why := "a process it started (outside its process group) still holds its stdout open"
+		if down.state.Load() == stateWriting {
+			why = "the harness is not reading the backend's last output"
+		}
+		fmt.Fprintf(t.cfg.Diag, "ahp-tap: the backend exited but %s; stopped forwarding %s after the backend's exit\n", why, t.cfg.Drain)
+	}
 	outR.Close()
 	now := time.Now()
 	res.ExitCode = cmd.ProcessState.ExitCode()
@@ -350,11 +409,24 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 	// The harness side may still be blocked reading our stdin; its EOF
 	// note, if it came, is already queued in order.
 	t.mirror(exit)
-	t.chunks <- chunk{note: &exit}
+	select {
+	case t.chunks <- chunk{note: &exit}:
+	case <-t.giveUp:
+	}
 	t.closeChunks()
-	<-t.fed
+	select {
+	case <-t.fed:
+	case <-t.giveUp:
+	}
+	select {
+	case <-t.giveUp:
+		res.Deadline = time.Now() // a signal asked for an exit now, or the bound passed
+	default:
+	}
 	if t.aud != nil {
-		t.aud.Close() // drains, runs end-of-stream rules, reports drops
+		// Drains, runs end-of-stream rules, reports drops; abandons what
+		// is left when the bound passes (a capture write that blocks).
+		t.aud.CloseWithin(max(time.Until(res.Deadline), minDrain))
 		res.NotAudited = t.aud.Dropped()
 	}
 
@@ -375,22 +447,38 @@ func (t *Tap) closeChunks() {
 }
 
 // Signal forwards a signal the wrapper received to the backend's process
-// group: the first SIGINT, SIGTERM or SIGHUP is passed on as is, any later
-// one kills the group.
+// group. Signals that ask a process to stop (SIGINT, SIGTERM, SIGHUP) are
+// passed on as they are the first time; a second one kills the group and
+// ends the wait for the shutdown (issue 8 item 5: a second signal exits at
+// once), as does any such signal after the backend was reaped. Others
+// (SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH…) are always passed on as they are:
+// a backend may handle them and go on.
 func (t *Tap) Signal(sig os.Signal) {
 	s, ok := sig.(syscall.Signal)
 	if !ok {
+		return
+	}
+	switch s {
+	case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP:
+	default:
+		t.killGroup(s)
 		return
 	}
 	t.mu.Lock()
 	t.signals++
 	n := t.signals
 	t.mu.Unlock()
+	if n > 1 || t.reaped.Load() {
+		t.stopWaiting()
+	}
 	if n > 1 {
 		s = syscall.SIGKILL
 	}
 	t.killGroup(s)
 }
+
+// stopWaiting ends every wait of the shutdown. It is idempotent.
+func (t *Tap) stopWaiting() { t.giveOnce.Do(func() { close(t.giveUp) }) }
 
 // killGroup sends sig to the backend's process group, if started.
 func (t *Tap) killGroup(sig syscall.Signal) {
@@ -411,8 +499,9 @@ type copier struct {
 	dir      tap.Direction
 	src      io.Reader
 	dst      io.Writer
-	writeErr error // set before run returns
-	readErr  error // set before run returns
+	writeErr error        // set before run returns
+	readErr  error        // set before run returns
+	state    atomic.Int32 // stateReading or stateWriting: what the loop waits for, for the diagnostic when it is abandoned
 
 	mu      sync.Mutex // guards bytes, lines, partial, sum: Run may read them while the harness copier still runs
 	bytes   int64
@@ -420,6 +509,12 @@ type copier struct {
 	partial bool // the last byte forwarded was not "\n"
 	sum     hash.Hash
 }
+
+// copier states.
+const (
+	stateReading = iota
+	stateWriting
+)
 
 // requestCopier forwards the harness's stdin to the backend's stdin.
 type requestCopier = copier
@@ -439,7 +534,9 @@ func (c *copier) run() {
 		if n > 0 {
 			p := buf[:n]
 			c.t.audit(c.dir, p)
+			c.state.Store(stateWriting)
 			w, werr := c.dst.Write(p)
+			c.state.Store(stateReading)
 			if werr == nil && w != n {
 				werr = io.ErrShortWrite
 			}
@@ -507,6 +604,10 @@ func (t *Tap) audit(dir tap.Direction, p []byte) {
 	size := int64(cap(*buf))
 	c := chunk{dir: dir, b: append((*buf)[:0], p...), t: time.Now(), buf: buf}
 	c.lost = t.dropped[dir].Load()
+	if t.cfg.Complete {
+		t.waitChunkRoom(c, size) // feed.go
+		return
+	}
 	queued := false
 	if t.chunkB.Add(size) <= t.cfg.ChunkBytes {
 		select {
@@ -551,8 +652,8 @@ func putChunk(b *[]byte) {
 	}
 }
 
-// eof queues the end of dir's stream. It may wait for room: forwarding in
-// that direction is over.
+// eof queues the end of dir's stream. It may wait for room (forwarding in
+// that direction is over), but not past the shutdown bound.
 func (t *Tap) eof(dir tap.Direction) {
 	if t.mirror(tap.Note{Kind: tap.NoteEOF, Time: time.Now(), Conn: t.cfg.Conn, Dir: dir}) || t.aud == nil {
 		return
@@ -562,5 +663,8 @@ func (t *Tap) eof(dir tap.Direction) {
 	if t.closing {
 		return
 	}
-	t.chunks <- chunk{dir: dir, lost: t.dropped[dir].Swap(false), note: &tap.Note{Kind: tap.NoteEOF, Time: time.Now(), Conn: t.cfg.Conn, Dir: dir}}
+	select {
+	case t.chunks <- chunk{dir: dir, lost: t.dropped[dir].Swap(false), note: &tap.Note{Kind: tap.NoteEOF, Time: time.Now(), Conn: t.cfg.Conn, Dir: dir}}:
+	case <-t.giveUp: // the shutdown bound passed: the feeder is stuck
+	}
 }

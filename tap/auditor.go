@@ -9,6 +9,10 @@ import (
 // DefaultQueue is the default depth of an Auditor's queue, in frames.
 const DefaultQueue = 4096
 
+// DefaultBudget is the default cap on the bytes of frames waiting in an
+// Auditor's queue.
+const DefaultBudget = 64 << 20
+
 // A Recorder is told about every frame the auditor takes, before the rules
 // see it (a capture file, say). It runs on the audit goroutine, never on the
 // forwarding path.
@@ -17,8 +21,10 @@ type Recorder interface {
 	RecordNote(n Note)
 }
 
-// An Auditor runs a Session off the forwarding path. Submit never blocks:
-// when the queue is full the frame is dropped and counted, and the count
+// An Auditor runs a Session off the forwarding path. Its queue is bounded
+// in frames (AuditorConfig.Queue) and in bytes (AuditorConfig.Budget).
+// Submit never blocks unless the auditor is Complete: when the queue has no
+// room the frame is dropped and counted, and the count
 // reaches the session as a NoteDropped before the next item it takes (so
 // the recording has it where the rules had it) and as a TAP-1 finding when
 // the auditor closes. Findings go to the session's sink on the audit
@@ -31,9 +37,14 @@ type Auditor struct {
 	done    chan struct{}  // closed when the audit goroutine has drained in
 	dropped atomic.Uint64  // frames Submit could not queue
 	noted   uint64         // audit goroutine only: drops already told to the session
+	queued  atomic.Int64   // bytes of the frames in in (len(Raw)); never above cfg.Budget
+	peak    atomic.Int64   // the most queued has been
+	waiters atomic.Int32   // senders waiting on room for room
 	mu      sync.Mutex     // serialises Submit against Close
+	room    *sync.Cond     // on mu: broadcast by the audit goroutine when it takes an item and someone waits
 	closed  bool           // guarded by mu: Close has run
 	once    sync.Once
+	abandon atomic.Bool // set by CloseWithin when its bound passed: the loop skips what is left
 }
 
 // AuditorConfig tunes an Auditor.
@@ -41,6 +52,15 @@ type AuditorConfig struct {
 	// Queue is the depth of the queue in frames and notes (0:
 	// DefaultQueue).
 	Queue int
+	// Budget caps the bytes of the frames waiting in the queue (the
+	// length of their Raw; 0: DefaultBudget). A frame that would take the
+	// queue above it is dropped and counted like one that finds the queue
+	// full, and a frame larger than the budget is never queued.
+	Budget int64
+	// Complete makes Submit and SubmitAll wait for room instead of
+	// dropping (back-pressure on whoever forwards): every frame that fits
+	// the budget is audited. The caller decides what waiting costs.
+	Complete bool
 	// Begin runs first thing on the audit goroutine (to lower its
 	// priority, say). May be nil.
 	Begin func()
@@ -63,28 +83,21 @@ func (s *Session) Audit(cfg AuditorConfig) *Auditor {
 	if cfg.Queue <= 0 {
 		cfg.Queue = DefaultQueue
 	}
+	if cfg.Budget <= 0 {
+		cfg.Budget = DefaultBudget
+	}
 	a := &Auditor{session: s, cfg: cfg, in: make(chan auditItem, cfg.Queue), done: make(chan struct{})}
+	a.room = sync.NewCond(&a.mu)
 	go a.loop()
 	return a
 }
 
-// Submit queues f for auditing without blocking. It reports false when f
-// was dropped because the queue was full or the auditor is closed. The
-// auditor owns f after a successful Submit.
+// Submit queues f for auditing. It never blocks unless the auditor is
+// Complete. It reports false when f was dropped because the queue had no
+// room for it (in frames or bytes) or the auditor is closed. The auditor
+// owns f after a successful Submit.
 func (a *Auditor) Submit(f *Frame) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		a.dropped.Add(1)
-		return false
-	}
-	select {
-	case a.in <- auditItem{f: f}:
-		return true
-	default:
-		a.dropped.Add(1)
-		return false
-	}
+	return a.SubmitAll(Item{Frame: f})
 }
 
 // Drop counts n frames lost before they could be submitted (the transport
@@ -94,28 +107,38 @@ func (a *Auditor) Drop(n uint64) { a.dropped.Add(n) }
 // Dropped returns the number of frames not audited so far.
 func (a *Auditor) Dropped() uint64 { return a.dropped.Load() }
 
+// Queued returns the bytes of the frames waiting in the queue now, and the
+// most they have been.
+func (a *Auditor) Queued() (now, peak int64) { return a.queued.Load(), a.peak.Load() }
+
 // do runs fn on the audit goroutine after every frame submitted so far has
 // been checked, and waits for it. It does nothing once the auditor is
 // closed.
 func (a *Auditor) do(fn func(s *Session)) {
 	j := &auditJob{fn: fn, done: make(chan struct{})}
-	for {
-		a.mu.Lock()
-		if a.closed {
-			a.mu.Unlock()
-			return
-		}
-		select {
-		case a.in <- auditItem{job: j}:
-			a.mu.Unlock()
-			<-j.done
-			return
-		default:
-			// The queue is full of frames; never block Submit on it.
-			a.mu.Unlock()
-			time.Sleep(time.Millisecond)
-		}
+	a.mu.Lock()
+	// When the queue is full of frames, wait for the audit goroutine to
+	// take one (never block Submit on it).
+	a.waitUntil(func() bool { return len(a.in) < cap(a.in) })
+	if a.closed {
+		a.mu.Unlock()
+		return
 	}
+	a.in <- auditItem{job: j}
+	a.mu.Unlock()
+	<-j.done
+}
+
+// waitUntil waits, with a.mu held, until ok() or the auditor is closed.
+// ok is looked at again after waiters is raised: the audit goroutine
+// lowers the queue before it reads waiters, so either ok sees the room it
+// made or the goroutine sees the waiter and wakes it.
+func (a *Auditor) waitUntil(ok func() bool) {
+	a.waiters.Add(1)
+	for !a.closed && !ok() {
+		a.room.Wait()
+	}
+	a.waiters.Add(-1)
 }
 
 // Note hands a transport fact to the rules in order with the frames
@@ -138,14 +161,29 @@ type Item struct {
 // response into an unsolicited one. It reports false, counting every item
 // as dropped, when the queue has no room for all of them.
 func (a *Auditor) SubmitAll(items ...Item) bool {
+	var size int64
+	for _, it := range items {
+		if it.Frame != nil {
+			size += int64(len(it.Frame.Raw))
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	// Every sender (Submit, Do, SubmitAll) sends under mu, and the audit
 	// goroutine only takes: the room seen here cannot shrink before the
 	// sends below.
-	if a.closed || cap(a.in)-len(a.in) < len(items) {
+	fits := func() bool {
+		return cap(a.in)-len(a.in) >= len(items) && a.queued.Load()+size <= a.cfg.Budget
+	}
+	if a.cfg.Complete && size <= a.cfg.Budget && len(items) <= cap(a.in) {
+		a.waitUntil(fits) // back-pressure: whoever forwards waits
+	}
+	if a.closed || !fits() {
 		a.dropped.Add(uint64(len(items)))
 		return false
+	}
+	if q := a.queued.Add(size); q > a.peak.Load() {
+		a.peak.Store(q) // only senders raise it, under mu
 	}
 	for _, it := range items {
 		if it.Frame != nil {
@@ -175,6 +213,24 @@ func (a *Auditor) loop() {
 		a.cfg.Begin()
 	}
 	for it := range a.in {
+		if it.f != nil {
+			a.queued.Add(-int64(len(it.f.Raw)))
+		}
+		if a.waiters.Load() > 0 {
+			// Someone waits for room (Complete, or a note): the item
+			// just taken made some. Taking mu first means a waiter is
+			// either inside Wait or has not yet looked at the room.
+			a.mu.Lock()
+			a.room.Broadcast()
+			a.mu.Unlock()
+		}
+		if a.abandon.Load() {
+			// CloseWithin gave up and counted what was left.
+			if it.job != nil {
+				close(it.job.done)
+			}
+			continue
+		}
 		a.noteDrops()
 		if it.job != nil {
 			it.job.fn(a.session)
@@ -202,14 +258,42 @@ func (a *Auditor) noteDrops() {
 // Close stops taking frames, drains the queue, closes the session (the
 // rules' end-of-stream duties, TAP-1 for frames not audited), and returns
 // when every finding has been written to the sink. It is idempotent.
-func (a *Auditor) Close() {
+func (a *Auditor) Close() { a.CloseWithin(0) }
+
+// CloseWithin is Close bounded in time (issue 8 item 5: shutdown has a
+// time limit): when the queue is not drained within d (0: no bound) the
+// rest is abandoned, counted as not audited, and one TAP-1 finding says so;
+// end-of-stream rules do not run then. The audit goroutine may still be
+// inside a recorder or sink write that never returns; it is left behind.
+// It reports whether the audit completed. It is idempotent.
+func (a *Auditor) CloseWithin(d time.Duration) bool {
+	complete := true
 	a.once.Do(func() {
 		a.mu.Lock()
 		a.closed = true
 		close(a.in)
+		a.room.Broadcast() // waiting senders drop their items
 		a.mu.Unlock()
-		<-a.done
+		if d > 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-a.done:
+			case <-t.C:
+				complete = false
+			}
+		} else {
+			<-a.done
+		}
+		if !complete {
+			a.abandon.Store(true)
+			left := uint64(len(a.in))
+			a.dropped.Add(left)
+			a.session.sink.Write(TapIncomplete.At(nil, Warn, "", "the shutdown bound (%s) passed with %d frames and notes still queued: they were not audited and end-of-stream checks did not run (forwarding was not affected); %d frames not audited in all", d, left, a.dropped.Load()))
+			return
+		}
 		a.noteDrops() // frames dropped while the queue drained
 		a.session.Close()
 	})
+	return complete
 }

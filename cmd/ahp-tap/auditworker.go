@@ -152,7 +152,7 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 		return err
 	}
 	prio, _ := stdio.ParsePriority(sf.priority)
-	sf.conn, sf.audit = *conn, false // no forwarding here: only the session is used
+	sf.conn, sf.audit = *conn, auditOff // no forwarding here: only the session is used
 	run, err := m.prepareStdio(&sf, l, []string{"true"}, prio)
 	if err != nil {
 		for _, err := next(); err == nil; _, err = next() {
@@ -297,7 +297,10 @@ func stdioFlagArgs(args []string, nCommand int) []string {
 // (--audit=false), or when the audit process cannot be started (said
 // once on stderr), it audits in process as before.
 func (m *Main) prepareSplit(sf *stdioFlags, l *loaded, flagArgs, argv []string, prio stdio.Priority) (*stdioRun, error) {
-	if !sf.audit {
+	if sf.audit != auditBestEffort {
+		// --audit=false forwards only; --audit complete makes forwarding
+		// wait for the audit, which the pipe to an audit process cannot
+		// do: it audits in this process.
 		return m.prepareStdio(sf, l, argv, prio)
 	}
 	conn := fmt.Sprintf("stdio:%d", os.Getpid())
@@ -313,7 +316,8 @@ func (m *Main) prepareSplit(sf *stdioFlags, l *loaded, flagArgs, argv []string, 
 		Command: argv[0], Args: argv[1:],
 		Stdin: m.Stdin, Stdout: m.Stdout, Stderr: m.Stderr,
 		Mirror: link.mirror, MaxAuditLine: sf.maxLine, Conn: conn,
-		Hash: sf.summary, Diag: m.Stderr, AuditPriority: prio,
+		Hash: sf.summary, Diag: m.diag(), AuditPriority: prio,
+		Drain: sf.drain, Watchdog: watchdogArgv(), // issue 8 items 3, 10
 	})
 	return r, nil
 }

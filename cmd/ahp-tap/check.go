@@ -68,9 +68,22 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 	rp := &replayer{flags: l, set: set, run: run}
 	ic := &inputChecker{m: m, cmd: "check", flags: l, rp: rp, allowEmpty: of.allowEmpty, excerpt: true}
 	for _, name := range fs.Args() {
+		// Issue 8 item 5: a SIGINT/SIGTERM stops the check with the
+		// files checked so far; the file in progress is abandoned.
 		run.StartInput(name)
-		sources = append(sources, ic.check(name))
+		src, ok := checkInterruptibly(ctx, func() report.Source { return ic.check(name) })
 		run.EndInput(report.InputEnd{})
+		if !ok || ctx.Err() != nil {
+			break
+		}
+		sources = append(sources, src)
+	}
+	if sig, ok := interruption(ctx); ok {
+		err := m.finishReports("check", &of, &rf, rs, run, sources, nil)
+		if ee, isExit := err.(*exitError); err != nil && (!isExit || ee.code == 2) {
+			return err
+		}
+		return interruptedError(sig, "check")
 	}
 	return m.finishReports("check", &of, &rf, rs, run, sources, nil)
 }

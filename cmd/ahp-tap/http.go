@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -46,6 +47,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics")
 	maxAudit := fs.Int("max-audit-body", httpproxy.DefaultMaxAuditBody, "cap the audit copy of each body at `BYTES`; larger bodies are forwarded whole and reported unchecked (TAP-1)")
 	upTimeout := fs.Duration("upstream-timeout", httpproxy.DefaultUpstreamTimeout, "answer 504 when the upstream sends no response headers within `D`")
+	mode := auditBestEffort
+	fs.Var(&mode, "audit", "`MODE`: best-effort (drop audit copies rather than slow traffic) or complete (requests wait for the audit: every body checked, at the cost of latency and throughput)")
+	budgetFlag := fs.String("audit-budget", "64MiB", "cap the bytes of bodies waiting for the audit at `SIZE` (1MiB to 64GiB; bodies beyond it are dropped and reported, TAP-1, or waited for with --audit complete)")
 	drain := fs.Duration("drain", httpproxy.DefaultDrain, "on SIGINT/SIGTERM, wait up to `D` for requests in flight")
 	var redact httpproxy.Redaction
 	fs.Func("redact-header", "also redact the values of header `NAME` in captures and logs, and find them in bodies like a bearer token (repeatable)", func(v string) error {
@@ -61,11 +65,22 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	var otlpf otlpFlags
 	otlpf.register(fs)
 	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
+	allowRemote := fs.Bool("allow-remote", false, "let --forward and --metrics listen on an address other than loopback (anyone who can reach it may use the proxy or read the metrics)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("http: unexpected argument %q", fs.Arg(0))
+	}
+	if mode == auditOff {
+		return usageError("http: --audit is best-effort or complete")
+	}
+	budget, err := parseBudget(*budgetFlag)
+	if err != nil {
+		return err
+	}
+	if int64(*maxAudit) > budget/2 {
+		*maxAudit = int(budget / 2) // a request and its response must fit the budget together
 	}
 	cfg := httpproxy.Config{Forward: *forward, MaxAuditBody: *maxAudit, UpstreamTimeout: *upTimeout, Drain: *drain, Redact: redact}
 	switch {
@@ -75,10 +90,12 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		return usageError("http: --upstream URL is required (or --forward)")
 	case *mitmCA != "" && !*forward:
 		return usageError("http: --mitm-ca needs --forward")
-	case *maxAudit <= 0:
-		return usageError("http: --max-audit-body must be positive")
-	case *upTimeout <= 0 || *drain <= 0:
-		return usageError("http: --upstream-timeout and --drain must be positive")
+	case *maxAudit <= 0 || *maxAudit > maxAuditLine:
+		return usageError("http: --max-audit-body %d is out of range (1 to %d bytes)", *maxAudit, maxAuditLine)
+	case *upTimeout <= 0 || *upTimeout > maxDrain:
+		return usageError("http: --upstream-timeout %s is out of range (more than 0, at most %s)", *upTimeout, maxDrain)
+	case *drain <= 0 || *drain > maxDrain:
+		return usageError("http: --drain %s is out of range (more than 0, at most %s)", *drain, maxDrain)
 	}
 	if *upstream != "" {
 		u, err := url.Parse(*upstream)
@@ -121,7 +138,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if *verbose {
 		level = zerolog.DebugLevel
 	}
-	diag := zerolog.New(zerolog.ConsoleWriter{Out: m.Stderr, NoColor: true, TimeFormat: time.RFC3339}).
+	// m.diag() never blocks (issue 8 item 8): with stderr not read and the
+	// upstream failing, a diagnostic per request must not hold requests.
+	diag := zerolog.New(zerolog.ConsoleWriter{Out: m.diag(), NoColor: true, TimeFormat: time.RFC3339}).
 		Level(level).With().Timestamp().Str("tap", "http").Logger()
 	cfg.Log = diag
 
@@ -130,16 +149,30 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		return usageError("http: %v", err)
 	}
 	defer ln.Close()
+	// Issue 8 item 10: a forward proxy or a metrics endpoint off loopback
+	// is open to everyone who can reach it.
+	if cfg.Forward && !isLoopback(ln.Addr()) {
+		if !*allowRemote {
+			return usageError("http: --forward on %s (not loopback) would be an open proxy for everyone who can reach it; listen on 127.0.0.1, or give --allow-remote", ln.Addr())
+		}
+		fmt.Fprintf(m.diag(), "ahp-tap http: WARNING: --allow-remote: the forward proxy on %s is open to everyone who can reach that address\n", ln.Addr())
+	}
 	var mln net.Listener
 	if *metricsAddr != "" {
 		if mln, err = net.Listen("tcp", *metricsAddr); err != nil {
 			return usageError("http: --metrics: %v", err)
 		}
 		defer mln.Close()
+		if !isLoopback(mln.Addr()) {
+			if !*allowRemote {
+				return usageError("http: --metrics on %s (not loopback) would show the tap's traffic counts to everyone who can reach it; listen on 127.0.0.1, or give --allow-remote", mln.Addr())
+			}
+			fmt.Fprintf(m.diag(), "ahp-tap http: WARNING: --allow-remote: the metrics on %s are open to everyone who can reach that address\n", mln.Addr())
+		}
 	}
 	var vlog *report.Log
 	if *logPath != "" {
-		if vlog, err = report.OpenLog(*logPath, m.Stderr); err != nil {
+		if vlog, err = report.OpenLog(*logPath, m.diag()); err != nil {
 			return usageError("http: %v", err)
 		}
 	}
@@ -151,6 +184,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		if cw, err = capture.Create(*capPath, h); err != nil {
 			vlog.Close()
 			return usageError("http: cannot open capture: %v", err)
+		}
+		if n := cw.Notice(); n != "" {
+			fmt.Fprintf(m.diag(), "ahp-tap http: capture: %s\n", n)
 		}
 		rec = cw
 	}
@@ -182,7 +218,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	session := l.session(l.cfg, sink, rec, "", 0) // reports the registration's findings
 	// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
-	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue, Begin: httpproxy.LowerAuditPriority})
+	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue, Budget: budget, Complete: mode == auditComplete, Begin: httpproxy.LowerAuditPriority})
 	cfg.Auditor, cfg.Metrics = auditor, metrics
 	proxy, err := httpproxy.New(cfg)
 	if err != nil {
@@ -202,37 +238,51 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		mux.Handle("/healthz", metrics.HealthHandler())
 		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = msrv.Serve(mln) }()
-		fmt.Fprintf(m.Stderr, "ahp-tap http: metrics on http://%s/metrics\n", mln.Addr())
+		fmt.Fprintf(m.diag(), "ahp-tap http: metrics on http://%s/metrics\n", mln.Addr())
 	}
-	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil {
-		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-			// AHP-HTTP-001: plain http is for loopback only; the harness's
-			// bearer token would cross the network in clear.
-			fmt.Fprintf(m.Stderr, "ahp-tap http: warning: listening on %s, not loopback: harnesses reach the tap over plain http, credentials in clear\n", ln.Addr())
-		}
+	if !isLoopback(ln.Addr()) {
+		// AHP-HTTP-001: plain http is for loopback only; the harness's
+		// bearer token would cross the network in clear.
+		fmt.Fprintf(m.diag(), "ahp-tap http: warning: listening on %s, not loopback: harnesses reach the tap over plain http, credentials in clear\n", ln.Addr())
 	}
 	if cfg.Forward {
 		mode := "HTTPS CONNECT tunnelled unaudited"
 		if cfg.MITMCA != nil {
 			mode = "HTTPS intercepted with the CA in " + *mitmCA
 		}
-		fmt.Fprintf(m.Stderr, "ahp-tap http: forward proxy on %s (%s); set HTTP_PROXY/HTTPS_PROXY=http://%s\n", ln.Addr(), mode, ln.Addr())
+		fmt.Fprintf(m.diag(), "ahp-tap http: forward proxy on %s (%s); set HTTP_PROXY/HTTPS_PROXY=http://%s\n", ln.Addr(), mode, ln.Addr())
 	} else {
-		fmt.Fprintf(m.Stderr, "ahp-tap http: listening on http://%s, forwarding to %s\n", ln.Addr(), cfg.Upstream.Redacted())
+		fmt.Fprintf(m.diag(), "ahp-tap http: listening on http://%s, forwarding to %s\n", ln.Addr(), cfg.Upstream.Redacted())
 	}
 
+	// Issue 8 item 5: --drain bounds the whole shutdown, from the signal:
+	// requests in flight, then the audit queue, the log and the capture
+	// share it. What is left is counted (TAP-1) and said.
+	var stopAt atomic.Int64 // unix nanoseconds of the signal
+	stopTiming := context.AfterFunc(ctx, func() { stopAt.Store(time.Now().UnixNano()) })
+	defer stopTiming()
 	serveErr := proxy.Serve(ctx, ln)
 	if msrv != nil {
 		_ = msrv.Close()
 	}
 	proxy.Close()
-	auditor.Close() // drains the queue, end-of-stream rules, TAP-1 for drops
-	closeOTLP(otlpx, httpCloseTimeout, others)
-	logErr := vlog.Close()
+	deadline := time.Now().Add(*drain)
+	if ns := stopAt.Load(); ns != 0 {
+		deadline = time.Unix(0, ns).Add(*drain)
+	}
+	left := func() time.Duration { return max(time.Until(deadline), minSinkClose) }
+	if !auditor.CloseWithin(left()) { // drains the queue, end-of-stream rules, TAP-1 for drops
+		fmt.Fprintf(m.diag(), "ahp-tap http: the audit did not finish within --drain %s; %d frames were not audited (TAP-1)\n", *drain, auditor.Dropped())
+	}
+	closeOTLP(otlpx, min(httpCloseTimeout, left()), others)
+	logErr := vlog.CloseWithin(left())
 	con.Close()
 	var capErr error
 	if cw != nil {
-		capErr = errors.Join(cw.Err(), cw.Close())
+		if !within(left(), func() { capErr = errors.Join(cw.Err(), cw.Close()) }) {
+			capErr = nil
+			fmt.Fprintf(m.diag(), "ahp-tap http: the capture could not be closed within --drain %s (a write blocks); it may be incomplete\n", *drain)
+		}
 	}
 	s := collector.Summary()
 	s.NotAudited = auditor.Dropped()
@@ -242,7 +292,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	s.FindingsTo = findingsTo(*logPath, vlog.Failed(), *console)
 	if *summary {
-		_ = s.WriteText(m.Stderr)
+		_ = s.WriteText(m.diag())
 	}
 	switch {
 	case serveErr != nil:
@@ -253,6 +303,17 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		return &exitError{code: 2, msg: fmt.Sprintf("http: writing the capture: %v", capErr)}
 	}
 	return nil
+}
+
+// isLoopback reports whether a listener's address is on loopback only (an
+// unspecified address, 0.0.0.0 or ::, is every interface).
+func isLoopback(a net.Addr) bool {
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // runCA manages the CA for HTTPS interception: `ahp-tap ca init DIR`.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -235,6 +236,12 @@ func (ic *inputChecker) check(name string) report.Source {
 		return fail("%v", err)
 	}
 	defer in.close()
+	if ctx := ic.rp.ctx; ctx != nil {
+		// A signal interrupts a read that waits (a FIFO, a pipe that
+		// never ends): closing a pollable file ends its Read.
+		stop := context.AfterFunc(ctx, in.close)
+		defer stop()
+	}
 	if ic.rp.isHAR(in.r) {
 		in.kind = kindHAR
 	}
@@ -265,7 +272,7 @@ func (ic *inputChecker) check(name string) report.Source {
 		}
 		fds, err := ic.rp.replayCapture(capture.NewReader(in.r))
 		ic.rp.damaged = nil
-		if err != nil {
+		if err != nil && err != errInterrupted {
 			return fail("%v", err)
 		}
 		src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
@@ -274,7 +281,7 @@ func (ic *inputChecker) check(name string) report.Source {
 		if !ic.excerpt {
 			ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
 			fds, err := ic.rp.replayStream(in.r)
-			if err != nil {
+			if err != nil && err != errInterrupted {
 				return fail("%v", err)
 			}
 			src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten

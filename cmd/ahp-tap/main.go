@@ -11,6 +11,12 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ahp-tap/ahp-tap/internal/nbwriter"
+	"github.com/ahp-tap/ahp-tap/stdio"
 )
 
 // version is ahp-tap's version, set at build time with -ldflags.
@@ -50,7 +56,68 @@ func versionStamp() string {
 type Main struct {
 	Stdin  io.Reader
 	Stdout io.Writer
+	// Stderr is the process's standard error as it is: a stdio backend
+	// gets it as its own stderr, untouched.
 	Stderr io.Writer
+	// Diag receives ahp-tap's own messages (diagnostics, summaries, --log
+	// -). main puts a non-blocking writer in front of stderr so that a
+	// harness that never reads it cannot hold ahp-tap up (issue 8 items
+	// 3 and 8); nil means Stderr.
+	Diag io.Writer
+	// flush waits, bounded, for Diag's queued writes before an exit (nil:
+	// nothing to flush).
+	flush func()
+}
+
+// diag is where ahp-tap's own messages go.
+func (m *Main) diag() io.Writer {
+	if m.Diag != nil {
+		return m.Diag
+	}
+	return m.Stderr
+}
+
+// flushDiag writes what Diag still holds, within a bound.
+func (m *Main) flushDiag() {
+	if m.flush != nil {
+		m.flush()
+	}
+}
+
+// exitFlush bounds the wait for queued diagnostics at exit.
+const exitFlush = time.Second
+
+// An interrupted is the cause of the command context's end when a SIGINT
+// or SIGTERM arrived: offline commands stop with what they have and exit
+// 128+N (130, 143).
+type interrupted struct{ sig syscall.Signal }
+
+func (e *interrupted) Error() string { return "interrupted by " + unix.SignalName(e.sig) }
+
+// interruption returns the signal that ended ctx, if one did.
+func interruption(ctx context.Context) (syscall.Signal, bool) {
+	var in *interrupted
+	if errors.As(context.Cause(ctx), &in) {
+		return in.sig, true
+	}
+	return 0, false
+}
+
+// interruptedError is the exit of an offline command stopped by a signal.
+func interruptedError(sig syscall.Signal, what string) error {
+	return &exitError{code: 128 + int(sig), msg: fmt.Sprintf("%s: interrupted by %s; the report covers what was read before it", what, unix.SignalName(sig))}
+}
+
+// notifyUnignored relays the signals in sigs that were not ignored when
+// ahp-tap started. One ignored at start (nohup, a background job of a
+// non-interactive shell) stays ignored, for ahp-tap and for the backend it
+// starts, which inherits it (issue 8 item 7).
+func notifyUnignored(c chan<- os.Signal, sigs ...os.Signal) {
+	for _, s := range sigs {
+		if !signal.Ignored(s) {
+			signal.Notify(c, s)
+		}
+	}
 }
 
 // exitError carries an exit code out of a command. Code 2 is a usage or
@@ -68,10 +135,30 @@ func usageError(format string, args ...any) error {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
-	os.Exit(m.exitCode(m.Run(ctx, os.Args[1:])))
+	diag := nbwriter.New(os.Stderr, 0)
+	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Diag: diag,
+		flush: func() { diag.Close(exitFlush) }}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	if len(os.Args) < 2 || os.Args[1] != "stdio" {
+		// The first SIGINT/SIGTERM ends the command's context: http drains
+		// within --drain, check and replay stop with what they have. A
+		// second one exits at once (issue 8 item 5). `ahp-tap stdio`
+		// handles signals itself: they are the backend's business.
+		sigs := make(chan os.Signal, 2)
+		notifyUnignored(sigs, syscall.SIGINT, syscall.SIGTERM)
+		go func() {
+			s := (<-sigs).(syscall.Signal)
+			cancel(&interrupted{sig: s})
+			s = (<-sigs).(syscall.Signal)
+			fmt.Fprintf(m.diag(), "ahp-tap: %s again: exiting now, without finishing the shutdown\n", unix.SignalName(s))
+			m.flushDiag()
+			os.Exit(128 + int(s))
+		}()
+	}
+	code := m.exitCode(m.Run(ctx, os.Args[1:]))
+	m.flushDiag()
+	os.Exit(code)
 }
 
 // exitCode maps an error from Run to the process exit code, printing its
@@ -86,11 +173,11 @@ func (m *Main) exitCode(err error) int {
 	}
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintf(m.Stderr, "ahp-tap: %s\n", ee.msg)
+			fmt.Fprintf(m.diag(), "ahp-tap: %s\n", ee.msg)
 		}
 		return ee.code
 	}
-	fmt.Fprintf(m.Stderr, "ahp-tap: %v\n", err)
+	fmt.Fprintf(m.diag(), "ahp-tap: %v\n", err)
 	return 2
 }
 
@@ -107,6 +194,7 @@ Commands:
   example-harness an example AHP harness that plays a short session
   wrap            put ahp-tap in front of every backend of a registration (--dir DIR [-o FILE] REGISTRATION)
   unwrap          take ahp-tap out of a wrapped registration again
+  mock            serve (mock backend) or play (mock harness) one side of a capture, audited
   ca              manage the CA for HTTPS interception (ca init DIR)
   version         print the version
 
@@ -159,10 +247,15 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runHTTP(ctx, rest)
 	case "ca":
 		return m.runCA(ctx, rest)
+	case "__watchdog":
+		// Internal: the watchdog of a stdio tap (stdio.Watchdog).
+		return &exitError{code: stdio.Watchdog(m.Stdin)}
 	case "wrap":
 		return m.runWrap(ctx, rest)
 	case "unwrap":
 		return m.runUnwrap(ctx, rest)
+	case "mock":
+		return m.runMock(ctx, rest)
 	case "version", "--version", "-version":
 		fmt.Fprintf(m.Stdout, "ahp-tap %s\n", versionStamp())
 		return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
+	"github.com/ahp-tap/ahp-tap/stdio"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -57,7 +59,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		return err
 	}
 	of.otlpx = otlpx
-	if err := of.openLog("replay", m.Stderr); err != nil {
+	if err := of.openLog("replay", m.diag()); err != nil {
 		return err
 	}
 	defer of.lg.Close() // idempotent; flushes on the error paths too
@@ -72,7 +74,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError("replay: %v", err)
 	}
-	rp := &replayer{flags: l, set: set, dir: dir, input: *input, diag: m.Stderr, run: run}
+	rp := &replayer{flags: l, set: set, dir: dir, input: *input, diag: m.diag(), ctx: ctx, run: run}
 
 	var sources []report.Source
 	if ef.registration != "" {
@@ -82,13 +84,37 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	}
 	ic := &inputChecker{m: m, cmd: "replay", flags: l, rp: rp, allowEmpty: of.allowEmpty}
 	for _, name := range fs.Args() {
+		// Issue 8 item 5: a SIGINT/SIGTERM stops the replay with what the
+		// inputs read so far gave; a read that blocks is abandoned.
 		run.StartInput(name)
-		src := ic.check(name)
+		src, ok := checkInterruptibly(ctx, func() report.Source { return ic.check(name) })
 		run.EndInput(report.InputEnd{})
+		if !ok {
+			break
+		}
 		sources = append(sources, src)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if sig, ok := interruption(ctx); ok {
+		err := m.finishReports("replay", &of, &rf, rs, run, sources, nil)
+		if ee, isExit := err.(*exitError); err != nil && (!isExit || ee.code == 2) {
+			return err
+		}
+		return interruptedError(sig, "replay")
 	}
 	return m.finishReports("replay", &of, &rf, rs, run, sources, rp.notPossible())
 }
+
+// errInterrupted ends the replay of a file when a SIGINT/SIGTERM arrived;
+// the findings so far are kept.
+var errInterrupted = errors.New("interrupted")
+
+// maxReplayLine caps the audited prefix of one line of a replayed stream,
+// as the live taps cap theirs (issue 8 item 9): a longer line is audited
+// as a truncated prefix (TAP-1) and the rest streams past.
+const maxReplayLine = stdio.DefaultMaxAuditLine
 
 // A replayer re-runs the rules over one recorded file at a time.
 type replayer struct {
@@ -98,6 +124,7 @@ type replayer struct {
 	input string          // --input: "har", or "" to recognise by content
 	diag  io.Writer       // one-line notices (stderr)
 	run   *report.Run     // the --report writers (nil: none)
+	ctx   context.Context // ends on SIGINT/SIGTERM: stop with what was read
 
 	// records collects the exchange records of the file being replayed,
 	// frames counts its frames, forgotten the exchanges its conversations
@@ -111,6 +138,9 @@ type replayer struct {
 	// notChecked holds what each session replayed could not check.
 	notChecked [][]tap.NotChecked
 }
+
+// interrupted reports whether a SIGINT/SIGTERM asked the replay to stop.
+func (rp *replayer) interrupted() bool { return rp.ctx != nil && rp.ctx.Err() != nil }
 
 // notPossible lists the checks that no session replayed could make (with
 // the first session's reason).
@@ -140,7 +170,10 @@ func (rp *replayer) session(cfg tap.Config, out *[]tap.Finding) *tap.Session {
 		Sink:                 tap.SinkFunc(func(f tap.Finding) { *out = append(*out, f); rp.run.Findings([]tap.Finding{f}) }),
 		Recorder:             frameCounter{&rp.frames, rp.run},
 		RegistrationReported: cfg.Registration != nil && cfg.Registration == rp.flags.cfg.Registration,
-		SharedEvents:         true})
+		SharedEvents:         true,
+		// As the live taps cap theirs (issue 8 item 9): a longer line is
+		// audited as a prefix (TAP-1) and the rest streams past.
+		MaxLine: maxReplayLine})
 }
 
 // close closes the sessions of a file, in order, and keeps what they
@@ -152,6 +185,28 @@ func (rp *replayer) close(sessions []*tap.Session) {
 		rp.run.Exchanges(s.Records())
 		rp.forgotten += s.Forgotten()
 		rp.notChecked = append(rp.notChecked, s.NotChecked())
+	}
+}
+
+// checkInterruptibly runs check and returns what it gave, or, when ctx
+// ends first (SIGINT/SIGTERM), what it gives within a second of that: a
+// replay notices the signal between reads; a read that blocks is
+// abandoned (ok false).
+func checkInterruptibly(ctx context.Context, check func() report.Source) (report.Source, bool) {
+	done := make(chan report.Source, 1)
+	go func() { done <- check() }()
+	select {
+	case src := <-done:
+		return src, true
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case src := <-done:
+		return src, true
+	case <-t.C:
+		return report.Source{}, false
 	}
 }
 
@@ -167,12 +222,20 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 	s := rp.session(cfg, &out)
 	buf := make([]byte, 1<<16)
 	for {
+		if rp.interrupted() {
+			s.Close()
+			return out, errInterrupted
+		}
 		n, err := r.Read(buf)
 		s.Stream("", rp.dir, time.Time{}, buf[:n])
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
+			if rp.interrupted() {
+				s.Close()
+				return out, errInterrupted
+			}
 			return nil, err
 		}
 	}
@@ -197,6 +260,11 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 		return rp.session(cfg, &out), nil
 	})
 	if err != nil {
+		if rp.interrupted() {
+			// A signal closed the file under the reader: keep what
+			// the segments found so far.
+			return out, errInterrupted
+		}
 		return nil, err
 	}
 	rp.close(sessions)

@@ -18,7 +18,10 @@ func (rp *replayer) isHAR(br *bufio.Reader) bool {
 	if rp.input == "har" {
 		return true
 	}
-	head, _ := br.Peek(harSniffBytes)
+	// Sniff what one read brings, up to harSniffBytes: a stream that is
+	// still being written (a pipe, a FIFO) must not be waited for.
+	br.Peek(1)
+	head, _ := br.Peek(min(br.Buffered(), harSniffBytes))
 	return rp.input == "" && har.Sniff(head)
 }
 

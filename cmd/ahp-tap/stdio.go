@@ -25,18 +25,21 @@ import (
 // stdioFlags are the flags of `ahp-tap stdio`.
 type stdioFlags struct {
 	engineFlags
-	log       string
-	capture   string
-	state     string
-	lifecycle string
-	summary   bool
-	console   bool
-	maxLine   int
-	queue     int
-	audit     bool
-	priority  string
-	otlp      otlpFlags
-	conn      string // the link's name ("": stdio:<this pid>); set in the audit process
+	log         string
+	capture     string
+	state       string
+	lifecycle   string
+	summary     bool
+	console     bool
+	maxLine     int
+	queue       int
+	audit       auditMode
+	budget      string
+	budgetBytes int64
+	priority    string
+	drain       time.Duration
+	otlp        otlpFlags
+	conn        string // the link's name ("": stdio:<this pid>); set in the audit process
 }
 
 func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
@@ -48,9 +51,12 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	fs.BoolVar(&sf.summary, "summary", isTerminal(stderr), summaryHelp)
 	fs.BoolVar(&sf.console, "console", false, consoleHelp+"; stderr is the backend's too")
 	fs.IntVar(&sf.maxLine, "max-audit-line", stdio.DefaultMaxAuditLine, "audit at most `BYTES` of one line (longer lines are forwarded whole and reported as not audited)")
-	fs.BoolVar(&sf.audit, "audit", true, "check the traffic; --audit=false only forwards (to compare overhead)")
+	sf.audit = auditBestEffort
+	fs.Var(&sf.audit, "audit", "`MODE`: best-effort (drop audit copies rather than slow traffic), complete (forwarding waits for the audit: every frame checked, at the cost of latency and throughput), or false (only forward, to compare overhead)")
+	fs.StringVar(&sf.budget, "audit-budget", "64MiB", "cap the bytes of frames waiting for the audit at `SIZE` (1MiB to 64GiB; frames beyond it are dropped and reported, TAP-1, or waited for with --audit complete)")
 	fs.StringVar(&sf.priority, "audit-priority", string(stdio.PriorityLow), "CPU priority of auditing, `low|idle|normal`: low is nice 5; idle uses only spare CPU (lowest latency cost, more frames not audited under load); normal competes with forwarding")
 	fs.IntVar(&sf.queue, "audit-queue", tap.DefaultQueue, "audit queue depth in `FRAMES` (when full, audit copies are dropped, never traffic)")
+	fs.DurationVar(&sf.drain, "drain", stdio.DefaultDrain, "once the backend has exited, exit within `D` even if a process it started holds its stdout open, the harness stops reading, or a log or capture write blocks (what is left is not forwarded or not audited, and reported)")
 	sf.otlp.register(fs)
 }
 
@@ -74,6 +80,14 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	if fs.NArg() == 0 {
 		return usageError("stdio: no backend command given (usage: ahp-tap stdio [flags] -- CMD [ARGS...])")
 	}
+	budget, err := parseBudget(sf.budget)
+	if err != nil {
+		return err
+	}
+	if int64(sf.maxLine) > budget {
+		sf.maxLine = int(budget) // a line must fit the budget to be audited
+	}
+	sf.budgetBytes = budget
 	prio, err := stdio.ParsePriority(sf.priority)
 	if err != nil {
 		return usageError("--audit-priority: %v", err)
@@ -82,6 +96,9 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	case "", "persistent", "per_event":
 	default:
 		return usageError("--lifecycle %q is not persistent or per_event", sf.lifecycle)
+	}
+	if err := sf.validate(); err != nil {
+		return err
 	}
 	l, err := sf.load()
 	if err != nil {
@@ -100,10 +117,17 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	defer run.close()
 
 	// Signals are the backend's business: forward them (stdio.Tap.Signal
-	// kills the group on the second). SIGPIPE is handled as an error on
-	// the write to the harness, which the backend then sees too.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	// kills the group on the second termination signal, and a signal once
+	// the backend has exited ends the shutdown at once). SIGQUIT is
+	// forwarded too, not turned into a Go stack dump; SIGUSR1, SIGUSR2 and
+	// SIGWINCH reach the backend rather than being swallowed (issue 8 item
+	// 10). A signal ignored when ahp-tap started stays ignored, and the
+	// backend inherits it ignored (item 7: nohup). SIGPIPE is handled as
+	// an error on the write to the harness, which the backend then sees
+	// too.
+	sigs := make(chan os.Signal, 8)
+	notifyUnignored(sigs, forwardedSignals...)
+	signal.Notify(sigs, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	go func() {
 		for s := range sigs {
@@ -128,12 +152,14 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 		run.close()
 		return err
 	}
-	run.close()
+	// The sinks get what is left of the shutdown bound.
+	run.closeWithin(max(time.Until(res.Deadline), minSinkClose))
 	if sf.summary && run.audit == nil { // the audit process writes it
-		run.writeSummary(m.Stderr, res)
+		run.writeSummary(m.diag(), res)
 	}
 	if res.Signal != 0 {
 		signal.Stop(sigs)
+		m.flushDiag()
 		stdio.DieOfSignal(res.Signal)
 	}
 	if st := res.Status(); st != 0 {
@@ -157,9 +183,39 @@ type stdioRun struct {
 	closed    bool
 }
 
+// forwardedSignals are the signals ahp-tap stdio passes to the backend's
+// process group.
+var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH}
+
+// minSinkClose is what closing the log and the capture gets when the
+// shutdown bound has already passed.
+const minSinkClose = 100 * time.Millisecond
+
+// Flag ranges (issue 8 item 9: a flag that would exhaust memory is a usage
+// error, not an out-of-memory kill).
+const (
+	maxAuditQueue = 1 << 20 // frames
+	maxAuditLine  = 1 << 30 // bytes
+	maxDrain      = time.Hour
+)
+
+// validate checks the ranges of the numeric flags.
+func (sf *stdioFlags) validate() error {
+	switch {
+	case sf.queue < 1 || sf.queue > maxAuditQueue:
+		return usageError("--audit-queue %d is out of range (1 to %d frames)", sf.queue, maxAuditQueue)
+	case sf.maxLine < 1 || sf.maxLine > maxAuditLine:
+		return usageError("--max-audit-line %d is out of range (1 to %d bytes)", sf.maxLine, maxAuditLine)
+	case sf.drain <= 0 || sf.drain > maxDrain:
+		return usageError("--drain %s is out of range (more than 0, at most %s)", sf.drain, maxDrain)
+	}
+	return nil
+}
+
 func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio.Priority) (*stdioRun, error) {
-	r := &stdioRun{collector: &report.Collector{Limit: 1}, diag: m.Stderr, sf: sf}
-	x, err := sf.otlp.open(sf.capture, m.Stderr)
+	r := &stdioRun{collector: &report.Collector{Limit: 1}, diag: m.diag(), sf: sf}
+	x, err := sf.otlp.open(sf.capture, m.diag())
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +225,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	cfg.Lifecycle = sf.lifecycle
 	cfg = cfg.Resolved() // the hook's lifecycle, for the capture header
 	if sf.state != "" {
-		st, err := stdio.OpenDirStore(sf.state, m.Stderr)
+		st, err := stdio.OpenDirStore(sf.state, m.diag())
 		if err != nil {
 			return nil, usageError("--state: %v", err)
 		}
@@ -182,7 +238,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	if sf.log != "" {
 		// A log that cannot be opened never keeps the backend from
 		// running: the harness depends on it, the log is an aid.
-		r.log = report.OpenLogBestEffort(sf.log, m.Stderr)
+		r.log = report.OpenLogBestEffort(sf.log, m.diag())
 		sinks = append(sinks, r.log)
 	}
 	if r.otlp != nil {
@@ -201,8 +257,11 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		}
 		w, err := capture.Create(sf.capture, h)
 		if err != nil {
-			fmt.Fprintf(m.Stderr, "ahp-tap: cannot open the capture: %v; nothing is captured, traffic is not affected\n", err)
+			fmt.Fprintf(m.diag(), "ahp-tap: cannot open the capture: %v; nothing is captured, traffic is not affected\n", err)
 		} else {
+			if n := w.Notice(); n != "" {
+				fmt.Fprintf(m.diag(), "ahp-tap: capture: %s\n", n)
+			}
 			r.capture, rec = w, w
 		}
 	}
@@ -210,7 +269,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	// with --audit=false (they are about the configuration, not traffic).
 	r.session = l.session(cfg, sinks, rec, conn, sf.maxLine)
 	sess := r.session
-	if !sf.audit {
+	if sf.audit == auditOff {
 		sess = nil // forwarding only: no frame is split, checked or captured
 	}
 	r.tap = stdio.New(stdio.Config{
@@ -218,26 +277,66 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		Stdin: m.Stdin, Stdout: m.Stdout, Stderr: m.Stderr,
 		Session: sess,
 		Queue:   sf.queue, MaxAuditLine: sf.maxLine, Conn: conn,
-		Hash: sf.summary, Diag: m.Stderr, AuditPriority: prio,
+		AuditBytes: sf.budgetBytes, Complete: sf.audit == auditComplete,
+		Hash: sf.summary, Diag: m.diag(), AuditPriority: prio, Drain: sf.drain,
+		Watchdog: watchdogArgv(),
 	})
 	return r, nil
 }
 
+// watchdogArgv is how a stdio tap starts its watchdog: this same binary
+// (/proc/self/exe on Linux, which survives the binary being replaced),
+// with the internal __watchdog command. Nil when the binary cannot be
+// found: the tap then runs without one.
+func watchdogArgv() []string {
+	exe := "/proc/self/exe"
+	if _, err := os.Stat(exe); err != nil {
+		if exe, err = os.Executable(); err != nil {
+			return nil
+		}
+	}
+	return []string{exe, "__watchdog"}
+}
+
 // close flushes and closes the log and the capture. It is idempotent.
-func (r *stdioRun) close() {
+func (r *stdioRun) close() { r.closeWithin(minSinkClose) }
+
+// closeWithin flushes and closes the log and the capture, giving up after
+// d: a sink that blocks (stderr not read, a hung mount) never holds up the
+// exit. It is idempotent.
+func (r *stdioRun) closeWithin(d time.Duration) {
 	if r.closed {
 		return
 	}
 	r.closed = true
-	closeOTLP(r.otlp, stdioCloseTimeout, tap.MultiSink{r.collector, r.log})
-	r.log.Close()
+	deadline := time.Now().Add(d)
+	closeOTLP(r.otlp, min(stdioCloseTimeout, d), tap.MultiSink{r.collector, r.log})
+	r.log.CloseWithin(max(time.Until(deadline), time.Millisecond))
 	r.console.Close()
 	if r.capture != nil {
 		// Capture writes never disturb traffic; a failure is told once.
-		if err := r.capture.Err(); err != nil {
+		// Close waits for a write in progress, so it runs bounded.
+		c := r.capture
+		if !within(max(time.Until(deadline), time.Millisecond), func() { c.Close() }) {
+			fmt.Fprintf(r.diag, "ahp-tap: the capture could not be closed within %s of exiting (a write blocks); it may be incomplete, traffic was not affected\n", d)
+		} else if err := c.Err(); err != nil {
 			fmt.Fprintf(r.diag, "ahp-tap: writing the capture failed (%v); it is incomplete, traffic was not affected\n", err)
 		}
-		r.capture.Close()
+	}
+}
+
+// within runs fn and waits up to d for it to return; it reports whether it
+// did. fn is left running otherwise.
+func within(d time.Duration, fn func()) bool {
+	done := make(chan struct{})
+	go func() { fn(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 

@@ -1,0 +1,113 @@
+package mock
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// A Difference is one place where a live answer differs from the recorded
+// one.
+type Difference struct {
+	// Pointer is the JSON Pointer of the place ("" for the whole message).
+	Pointer string
+	// Recorded and Got are the values there, as canonical JSON, or
+	// "absent".
+	Recorded, Got string
+}
+
+func (d Difference) String() string {
+	ptr := d.Pointer
+	if ptr == "" {
+		ptr = "(whole message)"
+	}
+	return fmt.Sprintf("%s: recorded %s, got %s", ptr, d.Recorded, d.Got)
+}
+
+// Diff compares a live answer with the recorded one, structurally: object
+// members by name (order is not a difference), array elements by
+// position, numbers as written. Places the ignore pointers name are not
+// compared; nor is the JSON-RPC id, which the harness side sends as
+// recorded. A nil frame is "no answer".
+func Diff(recorded, got *tap.Frame, ignore []Pointer) []Difference {
+	var rv, gv *tap.Value
+	if recorded != nil {
+		recorded.Decode()
+		rv = recorded.Tree
+	}
+	if got != nil {
+		got.Decode()
+		gv = got.Tree
+	}
+	switch {
+	case recorded == nil && got == nil:
+		return nil
+	case recorded == nil:
+		return []Difference{{Recorded: "no answer", Got: string(got.Raw)}}
+	case got == nil:
+		return []Difference{{Recorded: string(recorded.Raw), Got: "no answer"}}
+	case rv == nil || gv == nil:
+		if string(recorded.Raw) == string(got.Raw) {
+			return nil
+		}
+		return []Difference{{Recorded: string(recorded.Raw), Got: string(got.Raw)}}
+	}
+	var out []Difference
+	diffValue(&out, rv, gv, nil, ignore)
+	return out
+}
+
+func diffValue(out *[]Difference, r, g *tap.Value, path []string, ignore []Pointer) {
+	if len(path) > 0 && ignored(ignore, path) {
+		return
+	}
+	if len(path) == 1 && path[0] == "id" {
+		return
+	}
+	ptr := func() string {
+		var toks []any
+		for _, t := range path {
+			toks = append(toks, t)
+		}
+		return tap.Ptr("", toks...)
+	}
+	switch {
+	case r == nil && g == nil:
+		return
+	case r == nil || g == nil || r.Kind != g.Kind:
+		*out = append(*out, Difference{Pointer: ptr(), Recorded: show(r), Got: show(g)})
+	case r.Is(tap.Object):
+		keys := slices.Compact(slices.Sorted(slices.Values(append(r.Keys(), g.Keys()...))))
+		for _, k := range keys {
+			diffValue(out, r.Get(k), g.Get(k), append(path[:len(path):len(path)], k), ignore)
+		}
+	case r.Is(tap.Array):
+		for i := range max(len(r.Arr), len(g.Arr)) {
+			var re, ge *tap.Value
+			if i < len(r.Arr) {
+				re = r.Arr[i]
+			}
+			if i < len(g.Arr) {
+				ge = g.Arr[i]
+			}
+			diffValue(out, re, ge, append(path[:len(path):len(path)], fmt.Sprint(i)), ignore)
+		}
+	default:
+		if string(r.Canonical()) != string(g.Canonical()) {
+			*out = append(*out, Difference{Pointer: ptr(), Recorded: show(r), Got: show(g)})
+		}
+	}
+}
+
+// show renders a value for a difference; long values are cut.
+func show(v *tap.Value) string {
+	if v == nil {
+		return "absent"
+	}
+	s := string(v.Canonical())
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
