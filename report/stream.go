@@ -589,7 +589,9 @@ func (r *Run) Fed(c *tap.Conversation, f *tap.Frame, line int, fs []tap.Finding)
 	r.Frame(f, line)
 	r.Findings(fs)
 	if _, ok := f.Msg.(*tap.Response); ok {
-		if x := c.Exchange(); x != nil && x.Response == f {
+		// The conversation keeps a summary of an answered exchange's
+		// frames (Exchange.settle), so match the response by its place.
+		if x := c.Exchange(); x != nil && x.Response != nil && x.Response.Seq == f.Seq && x.Response.Conn == f.Conn {
 			if x.Request != nil {
 				r.input().cache.answered(x.Request.Conn, x.Request.Seq)
 			}
