@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // update rewrites golden files: go test ./cmd/ahp-tap -run Golden -update
@@ -49,7 +51,12 @@ type result struct {
 // runTap runs the built binary with args and stdin, in the package dir.
 func runTap(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(tapBinary, args...)
+	// A run that should end but does not fails this test after a bound,
+	// rather than the whole package at go test's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tapBinary, args...)
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -57,6 +64,8 @@ func runTap(t *testing.T, stdin string, args ...string) result {
 	r := result{stdout: out.String(), stderr: errb.String()}
 	var ee *exec.ExitError
 	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("ahp-tap %v did not end within the bound; stderr %q", args, errb.String())
 	case errors.As(err, &ee):
 		r.code = ee.ExitCode()
 	case err != nil:

@@ -79,6 +79,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *maxAudit <= 0 || *maxAudit > maxAuditLine { // before the budget shrinks it to fit
+		return usageError("http: --max-audit-body %d is out of range (1 to %d bytes)", *maxAudit, maxAuditLine)
+	}
 	if int64(*maxAudit) > budget/2 {
 		*maxAudit = int(budget / 2) // a request and its response must fit the budget together
 	}
@@ -90,8 +93,6 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		return usageError("http: --upstream URL is required (or --forward)")
 	case *mitmCA != "" && !*forward:
 		return usageError("http: --mitm-ca needs --forward")
-	case *maxAudit <= 0 || *maxAudit > maxAuditLine:
-		return usageError("http: --max-audit-body %d is out of range (1 to %d bytes)", *maxAudit, maxAuditLine)
 	case *upTimeout <= 0 || *upTimeout > maxDrain:
 		return usageError("http: --upstream-timeout %s is out of range (more than 0, at most %s)", *upTimeout, maxDrain)
 	case *drain <= 0 || *drain > maxDrain:

@@ -77,6 +77,9 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	if err := checkStdioValues(&sf); err != nil {
 		return err
 	}
+	if err := sf.validate(); err != nil {
+		return err // before the budget shrinks --max-audit-line to fit
+	}
 	if fs.NArg() == 0 {
 		return usageError("stdio: no backend command given (usage: ahp-tap stdio [flags] -- CMD [ARGS...])")
 	}
@@ -96,9 +99,6 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	case "", "persistent", "per_event":
 	default:
 		return usageError("--lifecycle %q is not persistent or per_event", sf.lifecycle)
-	}
-	if err := sf.validate(); err != nil {
-		return err
 	}
 	l, err := sf.load()
 	if err != nil {
