@@ -263,6 +263,10 @@ type Reader struct {
 	started bool // the header has been read
 }
 
+// Line is the number of the capture line Next read last (1-based): the
+// line of the record it returned.
+func (r *Reader) Line() int { return r.line }
+
 // NewReader returns a Reader of r.
 func NewReader(r io.Reader) *Reader { return &Reader{br: bufio.NewReaderSize(r, 1<<16)} }
 

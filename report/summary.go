@@ -61,6 +61,10 @@ type Input struct {
 	Kind string `json:"kind"`
 	// Frames is how many frames were audited (a registration: 0).
 	Frames int `json:"frames"`
+	// Bytes is the input's size as stored; SHA256 its hex SHA-256 when
+	// it was read whole.
+	Bytes  uint64 `json:"bytes,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
 	// Damaged is how many records could not be read and were skipped.
 	Damaged int `json:"damaged,omitempty"`
 	// Error says why the input could not be checked (whole or in part):

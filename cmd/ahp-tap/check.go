@@ -72,7 +72,7 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		// files checked so far; the file in progress is abandoned.
 		run.StartInput(name)
 		src, ok := checkInterruptibly(ctx, func() report.Source { return ic.check(name) })
-		run.EndInput(report.InputEnd{})
+		run.EndInput(inputEnd(src))
 		if !ok || ctx.Err() != nil {
 			break
 		}
@@ -115,9 +115,9 @@ func checkFormat(f string) error {
 }
 
 // writeReport writes sources and their summary in the chosen format.
-func writeReport(w io.Writer, format string, sources []report.Source, sum *report.Summary) error {
+func writeReport(w io.Writer, format string, h *report.JSONHeader, sources []report.Source, sum *report.Summary) error {
 	if format == "json" {
-		return report.WriteJSON(w, sources, sum)
+		return report.WriteJSONWithHeader(w, h, sources, sum)
 	}
 	return report.WriteText(w, sources, sum)
 }

@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -40,11 +43,44 @@ const peekSize = 1 << 16
 // An input is one opened input file: its kind and its (decompressed)
 // content.
 type input struct {
-	name string
-	kind string
-	gzip bool
-	r    *bufio.Reader
-	c    io.Closer // the file, or nil for standard input
+	name   string
+	kind   string
+	gzip   bool
+	r      *bufio.Reader
+	c      io.Closer // the file, or nil for standard input
+	digest *digestReader
+}
+
+// A digestReader counts and hashes the bytes of an input as stored (before
+// gzip is undone), for the reports' header: a report names the exact bytes
+// it judged.
+type digestReader struct {
+	r   io.Reader
+	h   hash.Hash
+	n   uint64
+	eof bool
+}
+
+func (d *digestReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	d.h.Write(p[:n])
+	d.n += uint64(n)
+	if err == io.EOF {
+		d.eof = true
+	}
+	return n, err
+}
+
+// sum is the input's size and hex SHA-256; the digest is "" unless the
+// whole input was read.
+func (d *digestReader) sum() (uint64, string) {
+	if d == nil {
+		return 0, ""
+	}
+	if !d.eof {
+		return d.n, ""
+	}
+	return d.n, hex.EncodeToString(d.h.Sum(nil))
 }
 
 func (in *input) close() {
@@ -73,7 +109,8 @@ func (m *Main) openInput(name string) (*input, error) {
 		}
 		r, in.c = f, f
 	}
-	br := bufio.NewReaderSize(r, peekSize)
+	in.digest = &digestReader{r: r, h: sha256.New()}
+	br := bufio.NewReaderSize(in.digest, peekSize)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
@@ -217,6 +254,8 @@ type inputChecker struct {
 	// excerpt says a stream is judged as an excerpt (check) rather than a
 	// whole stdio link (replay).
 	excerpt bool
+	// digest is the last input's (check fills the source from it).
+	digest *digestReader
 }
 
 // check checks the named input and returns it as a report source. What
@@ -224,6 +263,13 @@ type inputChecker struct {
 // records) is said on standard error, one line each, and in the source's
 // Input.
 func (ic *inputChecker) check(name string) report.Source {
+	ic.digest = nil
+	src := ic.checkInput(name)
+	src.Input.Bytes, src.Input.SHA256 = ic.digest.sum()
+	return src
+}
+
+func (ic *inputChecker) checkInput(name string) report.Source {
 	src := report.Source{Name: name, Input: &report.Input{}}
 	fail := func(format string, args ...any) report.Source {
 		src.Input.Error = fmt.Sprintf(format, args...)
@@ -236,6 +282,7 @@ func (ic *inputChecker) check(name string) report.Source {
 		return fail("%v", err)
 	}
 	defer in.close()
+	ic.digest = in.digest
 	if ctx := ic.rp.ctx; ctx != nil {
 		// A signal interrupts a read that waits (a FIFO, a pipe that
 		// never ends): closing a pollable file ends its Read.
@@ -338,12 +385,14 @@ func (m *Main) finishOffline(cmd string, of *offlineFlags, sources []report.Sour
 	sum := report.SummaryOf(sources)
 	sum.NotPossible = notPossible
 	outs := []classicReport{{format: of.format, w: m.Stdout}}
+	var header *report.JSONHeader
 	if of.reports != nil { // --report: text/json where the flags say (reports.go)
 		outs = of.reports.classic
 		sum.Baselined, sum.Claim = of.reports.baselined, of.reports.claimMatrix
+		header = of.reports.jsonHeader
 	}
 	for _, o := range outs {
-		if err := writeReport(o.w, o.format, sources, sum); err != nil {
+		if err := writeReport(o.w, o.format, header, sources, sum); err != nil {
 			return usageError("%s: writing the report: %v", cmd, err)
 		}
 		if o.format == "text" && sum.Baselined > 0 {

@@ -88,7 +88,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		// inputs read so far gave; a read that blocks is abandoned.
 		run.StartInput(name)
 		src, ok := checkInterruptibly(ctx, func() report.Source { return ic.check(name) })
-		run.EndInput(report.InputEnd{})
+		run.EndInput(inputEnd(src))
 		if !ok {
 			break
 		}
@@ -135,6 +135,8 @@ type replayer struct {
 	// damaged, when set, is told of each capture record that cannot be
 	// read; the replay goes on with the next. When nil, it stops.
 	damaged func(*capture.LineError)
+	// line, when set, is the input line of the frame being recorded.
+	line func() int
 	// notChecked holds what each session replayed could not check.
 	notChecked [][]tap.NotChecked
 }
@@ -168,7 +170,7 @@ func (rp *replayer) notPossible() []report.NotPossible {
 func (rp *replayer) session(cfg tap.Config, out *[]tap.Finding) *tap.Session {
 	return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.flags.opt),
 		Sink:                 tap.SinkFunc(func(f tap.Finding) { *out = append(*out, f); rp.run.Findings([]tap.Finding{f}) }),
-		Recorder:             frameCounter{&rp.frames, rp.run},
+		Recorder:             frameCounter{&rp.frames, rp.run, rp.line},
 		RegistrationReported: cfg.Registration != nil && cfg.Registration == rp.flags.cfg.Registration,
 		SharedEvents:         true,
 		// As the live taps cap theirs (issue 8 item 9): a longer line is
@@ -219,6 +221,9 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 	cfg.Transport = tap.Stdio
 	cfg.Partial = rp.dir != 0
 	var out []tap.Finding
+	first := rp.frames
+	rp.line = func() int { return rp.frames - first } // frame N of a stream is its line N
+	defer func() { rp.line = nil }()
 	s := rp.session(cfg, &out)
 	buf := make([]byte, 1<<16)
 	for {
@@ -251,6 +256,8 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 	var out []tap.Finding
 	events := &tap.MemoryStore{}
 	cr.Damaged = rp.damaged
+	rp.line = cr.Line // a frame's line in the capture, for the reports
+	defer func() { rp.line = nil }()
 	sessions, err := capture.Replay(cr, func(h *capture.Header) (*tap.Session, error) {
 		cfg, err := rp.config(h)
 		if err != nil {
@@ -273,17 +280,23 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 
 // frameCounter is a tap.Recorder that counts the frames a session audits.
 // It also hands each frame to the --report run (decoded early, which the
-// engine's own Decode then reuses; the line is not known here: 0).
+// engine's own Decode then reuses) with its line in the input, when line
+// knows it (nil or 0: not known, as for HAR entries).
 type frameCounter struct {
-	n   *int
-	run *report.Run
+	n    *int
+	run  *report.Run
+	line func() int
 }
 
 func (c frameCounter) Record(f *tap.Frame) {
 	*c.n++
 	if c.run != nil {
 		f.Decode()
-		c.run.Frame(f, 0)
+		line := 0
+		if c.line != nil {
+			line = c.line()
+		}
+		c.run.Frame(f, line)
 	}
 }
 func (c frameCounter) RecordNote(tap.Note) {}

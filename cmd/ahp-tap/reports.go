@@ -83,6 +83,10 @@ type reportSet struct {
 	// text and json reports.
 	baselined   int
 	claimMatrix *report.ClaimMatrix
+	// header is the run's header; jsonHeader is it with the inputs'
+	// sizes and digests, once the run has ended.
+	header     report.Header
+	jsonHeader *report.JSONHeader
 }
 
 // A classicReport is a text or json report written at the end.
@@ -205,8 +209,9 @@ func (rs *reportSet) close() error {
 
 // newRun starts the streaming report run.
 func (rs *reportSet) newRun(snapshot string, failOn tap.Level) (*report.Run, error) {
+	rs.header = report.Header{Tool: "ahp-tap", Version: version, Snapshot: snapshot, Catalogue: rules.Catalogue}
 	return report.NewRun(report.RunConfig{
-		Header:   report.Header{Tool: "ahp-tap", Version: version, Snapshot: snapshot, Catalogue: rules.Catalogue},
+		Header:   rs.header,
 		Writers:  rs.writers,
 		Root:     rs.root,
 		Baseline: rs.baseline,
@@ -251,6 +256,7 @@ func (rs *reportSet) finishStreams(m *Main, rf *reportFlags, run *report.Run, no
 		return end, usageError("writing a report: %v", err)
 	}
 	rs.baselined, rs.claimMatrix = end.Baselined, end.Claim
+	rs.jsonHeader = report.HeaderOf(rs.header, end)
 	if end.Claim != nil && len(rs.classic) == 0 {
 		end.Claim.WriteText(m.Stderr)
 	}
@@ -298,4 +304,13 @@ func (m *Main) finishReports(cmd string, of *offlineFlags, rf *reportFlags, rs *
 		return &exitError{code: 1}
 	}
 	return nil
+}
+
+// inputEnd is what the streaming reports learn of an input once checked:
+// its size and digest (its name and frames they counted themselves).
+func inputEnd(src report.Source) report.InputEnd {
+	if src.Input == nil {
+		return report.InputEnd{}
+	}
+	return report.InputEnd{Bytes: src.Input.Bytes, SHA256: src.Input.SHA256}
 }

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
 	"io"
@@ -272,5 +276,70 @@ func TestCheckReports(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "<testsuite name=\""+bad+"\"") {
 		t.Errorf("JUnit on stdout lacks the input's suite:\n%s", r.stdout)
+	}
+}
+
+// The JSON report opens with a header naming the tool, the snapshot and
+// every input with its size and SHA-256 as stored (a gzip input: the
+// compressed bytes), so a report kept as a CI artefact names exactly what
+// it judged; an input that was not read whole has no digest.
+func TestJSONReportHeader(t *testing.T) {
+	capPath := "../../report/testdata/ci.capture.jsonl"
+	data, err := os.ReadFile(capPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(data)
+	zw.Close()
+	gzPath := writeFile(t, "ci.capture.jsonl.gz", gz.String())
+	r := runTap(t, "", "replay", "--format", "json", capPath, gzPath)
+	if r.code != 1 {
+		t.Fatalf("replay: exit %d (%s)", r.code, r.stderr)
+	}
+	var doc struct {
+		Header struct {
+			Tool, Version, Snapshot string
+			Inputs                  []struct {
+				Name   string
+				Frames uint64
+				Bytes  uint64
+				SHA256 string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	h := doc.Header
+	if h.Tool != "ahp-tap" || h.Version == "" || h.Snapshot != "draft" || len(h.Inputs) != 2 {
+		t.Fatalf("header %+v", h)
+	}
+	for i, want := range [][]byte{data, gz.Bytes()} {
+		sum := sha256.Sum256(want)
+		in := h.Inputs[i]
+		if in.SHA256 != hex.EncodeToString(sum[:]) || in.Bytes != uint64(len(want)) || in.Frames != 8 {
+			t.Errorf("input %d: %+v; want %d bytes, sha256 %x, 8 frames", i, in, len(want), sum)
+		}
+	}
+}
+
+// Replayed captures and streams locate each result at its line: a
+// capture's frame record, a stream's line (blank lines count, they are
+// frames too).
+func TestReplayResultLines(t *testing.T) {
+	r := runTap(t, "", "replay", "--report", "github", "../../report/testdata/ci.capture.jsonl")
+	for _, want := range []string{"line=6,title=BASE-2", "line=7,title=STDIO-1", "line=9,title=BASE-1", "line=10,title=CORR-2"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("capture annotations lack %q:\n%s", want, r.stdout)
+		}
+	}
+	stream := writeFile(t, "s.jsonl", "\n"+`{"jsonrpc":"2.0","id":"e1","method":"hooks/intercept","params":{"protocolVersion":"2025-06"}}`+"\n\n[1]\n")
+	r = runTap(t, "", "replay", "--report", "github", stream)
+	for _, want := range []string{"line=2,title=BASE-2", "line=4,title=BASE-1", "line=3,title=STDIO-1"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stream annotations lack %q:\n%s", want, r.stdout)
+		}
 	}
 }
