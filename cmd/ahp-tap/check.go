@@ -66,7 +66,7 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		run.EndInput(report.InputEnd{})
 	}
 	rp := &replayer{flags: l, set: set, run: run}
-	ic := &inputChecker{m: m, cmd: "check", flags: l, rp: rp, allowEmpty: of.allowEmpty, excerpt: true}
+	ic := &inputChecker{m: m, cmd: "check", flags: l, rp: rp, allowEmpty: of.allowEmpty, excerpt: true, bar: !rf.quiet && isTerminal(m.Stderr)}
 	for _, name := range fs.Args() {
 		// Issue 8 item 5: a SIGINT/SIGTERM stops the check with the
 		// files checked so far; the file in progress is abandoned.

@@ -49,6 +49,8 @@ type input struct {
 	r      *bufio.Reader
 	c      io.Closer // the file, or nil for standard input
 	digest *digestReader
+	// progress is the bar on stderr (inactive unless asked for).
+	progress *progress
 }
 
 // A digestReader counts and hashes the bytes of an input as stored (before
@@ -84,6 +86,7 @@ func (d *digestReader) sum() (uint64, string) {
 }
 
 func (in *input) close() {
+	in.progress.done()
 	if in.c != nil {
 		in.c.Close()
 	}
@@ -99,18 +102,26 @@ func (in *input) kindText() string {
 
 // openInput opens name ("-": standard input), reading gzip transparently,
 // and recognises what it holds.
-func (m *Main) openInput(name string) (*input, error) {
+// With bar, a progress bar on stderr follows the bytes read (done by
+// input.close).
+func (m *Main) openInput(name string, bar bool) (*input, error) {
 	in := &input{name: name}
 	var r io.Reader = m.Stdin
+	total := int64(-1)
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
 			return nil, err
 		}
 		r, in.c = f, f
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			total = st.Size()
+		}
 	}
 	in.digest = &digestReader{r: r, h: sha256.New()}
-	br := bufio.NewReaderSize(in.digest, peekSize)
+	in.progress = newProgress(m.Stderr, total, bar)
+	r = in.progress.reader(in.digest)
+	br := bufio.NewReaderSize(r, peekSize)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
@@ -256,6 +267,8 @@ type inputChecker struct {
 	excerpt bool
 	// digest is the last input's (check fills the source from it).
 	digest *digestReader
+	// bar says to show a progress bar on stderr while an input is read.
+	bar bool
 }
 
 // check checks the named input and returns it as a report source. What
@@ -276,13 +289,15 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		fmt.Fprintf(ic.m.Stderr, "ahp-tap: %s %s: %s\n", ic.cmd, name, src.Input.Error)
 		return src
 	}
-	in, err := ic.m.openInput(name)
+	in, err := ic.m.openInput(name, ic.bar)
 	if err != nil {
 		src.Input.Kind = "unreadable"
 		return fail("%v", err)
 	}
 	defer in.close()
 	ic.digest = in.digest
+	ic.rp.progress = in.progress
+	defer func() { ic.rp.progress = nil }()
 	if ctx := ic.rp.ctx; ctx != nil {
 		// A signal interrupts a read that waits (a FIFO, a pipe that
 		// never ends): closing a pollable file ends its Read.

@@ -64,7 +64,7 @@ func (pr *progressReader) Read(b []byte) (int, error) {
 
 // frame counts a frame; the frame rate is shown at most every half second.
 func (p *progress) frame() {
-	if p.bar == nil {
+	if p == nil || p.bar == nil {
 		return
 	}
 	p.frames++
@@ -80,7 +80,7 @@ func (p *progress) frame() {
 
 // done removes the bar.
 func (p *progress) done() {
-	if p.bar != nil {
+	if p != nil && p.bar != nil {
 		p.bar.Finish()
 		p.bar = nil
 	}

@@ -82,7 +82,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 			sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
 		}
 	}
-	ic := &inputChecker{m: m, cmd: "replay", flags: l, rp: rp, allowEmpty: of.allowEmpty}
+	ic := &inputChecker{m: m, cmd: "replay", flags: l, rp: rp, allowEmpty: of.allowEmpty, bar: !rf.quiet && isTerminal(m.Stderr)}
 	for _, name := range fs.Args() {
 		// Issue 8 item 5: a SIGINT/SIGTERM stops the replay with what the
 		// inputs read so far gave; a read that blocks is abandoned.
@@ -137,6 +137,8 @@ type replayer struct {
 	damaged func(*capture.LineError)
 	// line, when set, is the input line of the frame being recorded.
 	line func() int
+	// progress is the progress bar of the input being replayed, or nil.
+	progress *progress
 	// notChecked holds what each session replayed could not check.
 	notChecked [][]tap.NotChecked
 }
@@ -170,7 +172,7 @@ func (rp *replayer) notPossible() []report.NotPossible {
 func (rp *replayer) session(cfg tap.Config, out *[]tap.Finding) *tap.Session {
 	return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.flags.opt),
 		Sink:                 tap.SinkFunc(func(f tap.Finding) { *out = append(*out, f); rp.run.Findings([]tap.Finding{f}) }),
-		Recorder:             frameCounter{&rp.frames, rp.run, rp.line},
+		Recorder:             frameCounter{&rp.frames, rp.run, rp.line, rp.progress},
 		RegistrationReported: cfg.Registration != nil && cfg.Registration == rp.flags.cfg.Registration,
 		SharedEvents:         true,
 		// As the live taps cap theirs (issue 8 item 9): a longer line is
@@ -283,13 +285,15 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 // engine's own Decode then reuses) with its line in the input, when line
 // knows it (nil or 0: not known, as for HAR entries).
 type frameCounter struct {
-	n    *int
-	run  *report.Run
-	line func() int
+	n        *int
+	run      *report.Run
+	line     func() int
+	progress *progress // nil: no bar
 }
 
 func (c frameCounter) Record(f *tap.Frame) {
 	*c.n++
+	c.progress.frame()
 	if c.run != nil {
 		f.Decode()
 		line := 0
