@@ -1,7 +1,9 @@
 package report
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"sort"
 	"sync"
 
@@ -27,6 +29,9 @@ type Collector struct {
 type CheckCount struct {
 	Check string `json:"check"`
 	LevelCounts
+	// First is the check's first finding, shortened, for the text
+	// summary's example column.
+	First string `json:"-"`
 }
 
 // LevelCounts counts findings by level.
@@ -71,7 +76,7 @@ func (c *Collector) Write(f tap.Finding) {
 	}
 	cc := c.counts[f.Check]
 	if cc == nil {
-		cc = &CheckCount{Check: f.Check}
+		cc = &CheckCount{Check: f.Check, First: summaryExample(f)}
 		c.counts[f.Check] = cc
 	}
 	cc.add(f.Level)
@@ -82,6 +87,31 @@ func (c *Collector) Write(f tap.Finding) {
 	if c.Limit <= 0 || len(c.findings) < c.Limit {
 		c.findings = append(c.findings, f)
 	}
+}
+
+// exampleMax is how many characters of a finding's message the summary
+// quotes as its check's example.
+const exampleMax = 100
+
+// summaryExample is f shortened to one summary line: where it is and the
+// start of its message.
+func summaryExample(f tap.Finding) string {
+	msg := []rune(f.Message)
+	text := string(msg)
+	if len(msg) > exampleMax {
+		text = string(msg[:exampleMax]) + "…"
+	}
+	where := ""
+	if f.Seq != 0 {
+		where = fmt.Sprintf("#%d sent by %s", f.Seq, f.Dir)
+	}
+	if f.Pointer != "" {
+		where += " at " + f.Pointer
+	}
+	if where == "" {
+		return text
+	}
+	return strings.TrimSpace(where) + ": " + text
 }
 
 // Findings returns a copy of the kept findings, in the order written.

@@ -27,6 +27,6 @@ func ExampleCollector() {
 	// Output:
 	// summary: 1 error, 0 warnings, 0 info
 	//   harness -> backend: 1 frame, 55 bytes, sha256 052da00edda0ed3c1109772b08468a7eb396816ecdcfd41a00dfa9a4612f455f
-	//   EVT-1    1 error, 0 warnings, 0 info
+	//   EVT-1    1 error, 0 warnings, 0 info; first: params.event is missing
 	//   not checked: CORR-3 (no --timeout and no registration)
 }

@@ -47,7 +47,7 @@ func TestSummaryText(t *testing.T) {
 	s.WriteText(&b)
 	want := "summary: 1 error, 0 warnings, 0 info\n" +
 		"  harness -> backend: 1 frame, 3 bytes, sha256 ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n" +
-		"  BASE-2   1 error, 0 warnings, 0 info\n" +
+		"  BASE-2   1 error, 0 warnings, 0 info; first: #1 sent by harness at /params/protocolVersion: params.protocolVersion is \"v0\"; expected \"draft\".\n" +
 		"  frames not audited: 3 (forwarded unchanged)\n" +
 		"  not checked: CORR-3 (no --timeout and no registration)\n"
 	if b.String() != want {
@@ -79,5 +79,33 @@ func TestWriteTextAndJSON(t *testing.T) {
 	if len(doc.Findings) != 1 || doc.Findings[0]["source"] != "a.json" || doc.Findings[0]["check"] != "BASE-2" ||
 		doc.Findings[0]["level"] != "error" || doc.Summary.Levels.Error != 1 || doc.Summary.Sources != 2 {
 		t.Errorf("WriteJSON() = %s", b.String())
+	}
+}
+
+// The text summary gives each check's count and its first finding, with
+// the input it came from when there are several.
+func TestSummaryFirstExample(t *testing.T) {
+	long := strings.Repeat("m", 150)
+	sources := []Source{
+		{Name: "a.capture", Findings: []tap.Finding{
+			{Check: "BASE-2", Level: tap.Error, Seq: 4, Dir: tap.FromBackend, Pointer: "/result/protocolVersion", Message: "first one"},
+			{Check: "BASE-2", Level: tap.Error, Seq: 9, Dir: tap.FromBackend, Message: "second one"},
+		}},
+		{Name: "b.capture", Findings: []tap.Finding{
+			{Check: "CORR-2", Level: tap.Warn, Seq: 2, Dir: tap.FromHarness, Message: long},
+		}},
+	}
+	var b strings.Builder
+	if err := WriteText(&b, sources, SummaryOf(sources)); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"BASE-2   2 errors, 0 warnings, 0 info; first: a.capture #4 sent by backend at /result/protocolVersion: first one\n",
+		"CORR-2   0 errors, 1 warning, 0 info; first: b.capture #2 sent by harness: " + strings.Repeat("m", 100) + "…\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
 	}
 }

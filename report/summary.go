@@ -170,7 +170,11 @@ func (s *Summary) WriteText(w io.Writer) error {
 		b.WriteString("\n")
 	}
 	for _, cc := range s.Findings {
-		fmt.Fprintf(&b, "  %-8s %s\n", cc.Check, levelText(cc.LevelCounts))
+		if cc.First != "" {
+			fmt.Fprintf(&b, "  %-8s %s; first: %s\n", cc.Check, levelText(cc.LevelCounts), cc.First)
+		} else {
+			fmt.Fprintf(&b, "  %-8s %s\n", cc.Check, levelText(cc.LevelCounts))
+		}
 	}
 	if s.NotAudited > 0 {
 		fmt.Fprintf(&b, "  frames not audited: %d (forwarded unchanged)\n", s.NotAudited)

@@ -63,6 +63,22 @@ func SummaryOf(sources []Source) *Summary {
 	}
 	s := c.Summary()
 	s.Sources = len(sources)
+	if len(sources) > 1 {
+		// Several inputs: the example says which one it is from.
+		from := map[string]string{}
+		for _, src := range sources {
+			for _, f := range src.Findings {
+				if _, ok := from[f.Check]; !ok && src.Name != "" {
+					from[f.Check] = src.Name
+				}
+			}
+		}
+		for i, cc := range s.Findings {
+			if name := from[cc.Check]; name != "" && cc.First != "" {
+				s.Findings[i].First = name + " " + cc.First
+			}
+		}
+	}
 	for _, src := range sources {
 		if src.Input != nil {
 			in := *src.Input
