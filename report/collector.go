@@ -3,8 +3,8 @@ package report
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/ahp-tap/ahp-tap/tap"
