@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -215,14 +216,21 @@ func run() error {
 		t0 := time.Now()
 		tk := time.NewTicker(*every)
 		defer tk.Stop()
-		fmt.Printf("%8s %12s %12s %14s %14s\n", "t", "stdio-frames", "http-reqs", "stdio-RSS-MiB", "http-RSS-MiB")
+		fmt.Printf("%8s %12s %12s %14s %14s %14s\n", "t", "stdio-frames", "http-reqs", "stdio-RSS-MiB", "audit-RSS-MiB", "http-RSS-MiB")
+		audit := 0
 		for {
 			select {
 			case <-done:
 				return
 			case <-tk.C:
-				fmt.Printf("%8s %12d %12d %14.1f %14.1f\n", time.Since(t0).Round(time.Second), c.stdioFrames.Load(), c.httpRequests.Load(),
-					rssMiB(st.Process.Pid), rssMiB(ht.Process.Pid))
+				if audit == 0 || rssMiB(audit) == 0 {
+					audit = auditPID()
+				}
+				s, a, h := rssMiB(st.Process.Pid), rssMiB(audit), rssMiB(ht.Process.Pid)
+				fmt.Printf("%8s %12d %12d %14.1f %14.1f %14.1f\n", time.Since(t0).Round(time.Second), c.stdioFrames.Load(), c.httpRequests.Load(), s, a, h)
+				sampled.Lock()
+				sampled.stdio, sampled.audit, sampled.http = max(sampled.stdio, s), max(sampled.audit, a), max(sampled.http, h)
+				sampled.Unlock()
 			}
 		}
 	}()
@@ -238,8 +246,12 @@ func run() error {
 	peak := func(cmd *exec.Cmd) float64 {
 		return float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
 	}
-	fmt.Printf("\nstdio: %d frames answered, %d bad responses sent; peak RSS %.1f MiB\n", c.stdioFrames.Load(), c.badStdio.Load(), peak(st))
-	fmt.Printf("http:  %d requests answered (%d errors), %d bad responses; peak RSS %.1f MiB\n", c.httpRequests.Load(), c.httpErrors.Load(), c.badHTTP.Load(), peak(ht))
+	sampled.Lock()
+	fmt.Printf("\nstdio: %d frames answered, %d bad responses sent; peak RSS %.1f MiB (sampled: forwarding %.1f MiB, audit process %.1f MiB)\n",
+		c.stdioFrames.Load(), c.badStdio.Load(), peak(st), sampled.stdio, sampled.audit)
+	fmt.Printf("http:  %d requests answered (%d errors), %d bad responses; peak RSS %.1f MiB (sampled %.1f MiB)\n",
+		c.httpRequests.Load(), c.httpErrors.Load(), c.badHTTP.Load(), peak(ht), sampled.http)
+	sampled.Unlock()
 	ok := true
 	for _, l := range []struct {
 		name, path string
@@ -307,7 +319,35 @@ func tally(path string) (map[string]int64, int64, error) {
 	return got, dropped, nil
 }
 
+// sampled holds the highest RSS each sample saw (the rusage peak of a
+// process started with vfork can be its parent's).
+var sampled struct {
+	sync.Mutex
+	stdio, audit, http float64
+}
+
+// auditPID finds the stdio tap's audit process: it runs in its own
+// session, so it is not a child the soak holds.
+func auditPID() int {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 1 && args[1] == "__audit-process" && strings.HasPrefix(filepath.Base(args[0]), "ahp-tap") {
+			return pid
+		}
+	}
+	return 0
+}
+
 func rssMiB(pid int) float64 {
+	if pid == 0 {
+		return 0
+	}
 	data, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	for _, l := range strings.Split(string(data), "\n") {
 		if strings.HasPrefix(l, "VmRSS:") {

@@ -198,6 +198,15 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		// (BENCHMARKS.md, http section). GOGC in the environment wins.
 		debug.SetGCPercent(400)
 	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// GOGC 400 alone lets the heap grow to five times the live data
+		// (1.5 GiB in the 10-minute soak, RELIABILITY.md). A soft limit
+		// keeps collections rare while the heap is small and bounds it:
+		// the audit budget twice (queued copies, then their decoded
+		// trees) and 128 MiB for the rest. GOMEMLIMIT in the environment
+		// wins.
+		debug.SetMemoryLimit(2*budget + 128<<20)
+	}
 	l.cfg.Transport = tap.HTTP
 	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow
 	var auditor *tap.Auditor
