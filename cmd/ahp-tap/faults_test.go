@@ -433,3 +433,69 @@ func TestFaultReplayHugeLine(t *testing.T) {
 	}
 	fault(t, "replay of a 1 GiB line: TAP-1, exit %d, peak RSS %.1f MiB", cmd.ProcessState.ExitCode(), rss(cmd))
 }
+
+// padReader streams one JSON-RPC message whose params hold n bytes of
+// padding, without holding it in memory.
+func padReader(prefix, suffix string, n int64) io.Reader {
+	return io.MultiReader(strings.NewReader(prefix), io.LimitReader(repeatByte('a'), n), strings.NewReader(suffix))
+}
+
+type repeatByte byte
+
+func (r repeatByte) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
+}
+
+// A 1 GiB request body and a 1 GiB response body through the HTTP tap:
+// both arrive byte-exact (SHA-256 on each side), the audit takes a prefix
+// of each and says so (TAP-1), and the tap's memory stays far below the
+// bodies' size.
+func TestFaultHTTP1GiBBodies(t *testing.T) {
+	const size = 1 << 30
+	reqPrefix := `{"jsonrpc":"2.0","id":1,"method":"hooks/intercept","params":{"protocolVersion":"draft","pad":"`
+	respPrefix := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"draft","effects":[],"pad":"`
+	const suffix = `"}}`
+	want := sha256.New()
+	io.Copy(want, padReader(reqPrefix, suffix, size))
+	wantResp := sha256.New()
+	io.Copy(wantResp, padReader(respPrefix, suffix, size))
+	var got atomic.Value
+	up := upstreamAHP(t, func(w http.ResponseWriter, r *http.Request) {
+		h := sha256.New()
+		io.Copy(h, r.Body)
+		got.Store(fmt.Sprintf("%x", h.Sum(nil)))
+		w.Header().Set("Content-Type", "application/json")
+		io.Copy(w, padReader(respPrefix, suffix, size))
+	})
+	logPath := filepath.Join(t.TempDir(), "log")
+	cmd, addr := startTap(t, io.Discard, "--upstream", up.URL, "--log", logPath)
+	req, _ := http.NewRequest("POST", "http://"+addr+"/", padReader(reqPrefix, suffix, size))
+	req.ContentLength = int64(len(reqPrefix) + size + len(suffix))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Timeout: 5 * time.Minute}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("response: %d, %d bytes, %v", resp.StatusCode, n, err)
+	}
+	if g, _ := got.Load().(string); g != fmt.Sprintf("%x", want.Sum(nil)) {
+		t.Errorf("the upstream received a different request body")
+	}
+	if !bytes.Equal(h.Sum(nil), wantResp.Sum(nil)) {
+		t.Errorf("the harness received a different response body (%d bytes)", n)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	waitWithin(t, cmd, time.Minute)
+	log, _ := os.ReadFile(logPath)
+	if c := bytes.Count(log, []byte(`"check":"TAP-1"`)); c == 0 || cmd.ProcessState.ExitCode() != 0 {
+		t.Errorf("exit %d, %d TAP-1 records in the log; want 0 and the prefix audit said:\n%s", cmd.ProcessState.ExitCode(), c, log)
+	}
+	fault(t, "1 GiB request and 1 GiB response body: both byte-exact (SHA-256), TAP-1 logged, exit 0, peak RSS %.1f MiB", rss(cmd))
+}
