@@ -14,11 +14,29 @@ import (
 // before any byte has arrived.
 const preallocBody = 64 << 10
 
+// auditPrefix is what an audit copy keeps of its body when the audit
+// budget has no room for more: enough for the JSON-RPC id, method and
+// event (tap.ScanPrefix) that pair a truncated request with its answer.
+// It is held outside the budget, at most twice per exchange in flight.
+const auditPrefix = 4 << 10
+
 // auditCopy is the capped copy of one body that goes to the auditor. The
 // forwarded body is never capped; only this copy is.
+//
+// In best-effort mode the copy reserves audit budget as it grows
+// (tap.Auditor.Reserve), so that bodies in flight and bodies waiting for
+// the audit share the one byte bound (issue 10): when the budget has no
+// room the copy gives back what it holds, keeps only its first
+// auditPrefix bytes, and its frame says it is truncated (TAP-1). In
+// complete mode (a == nil) it reserves nothing and grows up to limit: the
+// budget is charged when the exchange is submitted, and forwarding waits
+// there for room.
 type auditCopy struct {
+	a         *tap.Auditor // reserves budget; nil: no reservations (complete mode)
 	buf       []byte
 	limit     int
+	reserved  int64 // budget held for buf (its capacity); handed to the auditor with the frame
+	cut       bool  // the budget ran out: buf holds at most auditPrefix bytes, unreserved
 	size      int64 // bytes seen on the wire
 	truncated bool  // buf holds only a prefix of the body
 }
@@ -32,7 +50,70 @@ func (c *auditCopy) write(p []byte) {
 		}
 		p = p[:room]
 	}
+	if need := len(c.buf) + len(p); need > cap(c.buf) {
+		c.grow(need, need)
+		if room := cap(c.buf) - len(c.buf); room < len(p) {
+			c.truncated = true // cut: the prefix is full
+			p = p[:room]
+		}
+	}
 	c.buf = append(c.buf, p...)
+}
+
+// grow makes room in buf for need bytes, hint or more if it can. Without
+// the budget for need, the copy is cut to a prefix.
+func (c *auditCopy) grow(need, hint int) {
+	if c.cut {
+		return
+	}
+	newCap := min(max(need, hint, 2*cap(c.buf), 4<<10), c.limit)
+	if c.a != nil {
+		if !c.a.Reserve(int64(newCap) - c.reserved) {
+			newCap = need // try for only what it needs
+			if !c.a.Reserve(int64(newCap) - c.reserved) {
+				c.cutToPrefix()
+				return
+			}
+		}
+		c.reserved = int64(newCap)
+	}
+	nb := make([]byte, len(c.buf), newCap)
+	copy(nb, c.buf)
+	c.buf = nb
+}
+
+// cutToPrefix gives the copy's budget back and keeps its first
+// auditPrefix bytes, outside the budget.
+func (c *auditCopy) cutToPrefix() {
+	keep := min(len(c.buf), auditPrefix)
+	nb := make([]byte, keep, auditPrefix)
+	copy(nb, c.buf)
+	if keep < len(c.buf) {
+		c.truncated = true
+	}
+	c.buf = nb
+	c.a.Release(c.reserved)
+	c.reserved, c.cut = 0, true
+	c.a.Cut()
+}
+
+// presize reserves room for a body of Content-Length n before its bytes
+// arrive: a size hint only (it is the sender's claim), so at most
+// preallocBody.
+func (c *auditCopy) presize(n int64) {
+	if n > 0 && c.buf == nil {
+		h := int(min(n, int64(c.limit), preallocBody))
+		c.grow(h, h)
+	}
+}
+
+// release gives back the budget the copy holds (its bytes are not
+// submitted as a frame).
+func (c *auditCopy) release() {
+	if c.a != nil {
+		c.a.Release(c.reserved)
+	}
+	c.reserved = 0
 }
 
 // An exchange is one HTTP request and its response as the auditor sees
@@ -70,11 +151,12 @@ func (p *Proxy) newExchangeHead(method string, target *url.URL, h http.Header, h
 	p.creds.addURL(target)
 	x := &exchange{p: p, conn: conn, start: time.Now(), httpVerb: method}
 	x.req.limit, x.resp.limit = p.maxAudit, p.maxAudit
+	if !p.auditor.Complete() {
+		x.req.a, x.resp.a = p.auditor, p.auditor
+	}
 	x.reqEOF = !hasBody
-	if hasBody && contentLength > 0 {
-		// A size hint only: a Content-Length is the harness's claim, so
-		// at most preallocBody is reserved before the bytes arrive.
-		x.req.buf = make([]byte, 0, min(contentLength, int64(p.maxAudit), preallocBody))
+	if hasBody {
+		x.req.presize(contentLength)
 	}
 	x.reqMeta = &tap.HTTPMeta{
 		Method:             method,
@@ -162,7 +244,9 @@ func (x *exchange) copyBytes(response bool, p []byte) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if response {
-		x.resp.write(p)
+		if !x.finished { // after finish the copy (and its budget) is the auditor's
+			x.resp.write(p)
+		}
 	} else if !x.reqSent {
 		x.req.write(p)
 	}
@@ -185,8 +269,8 @@ func (x *exchange) responseHead(status int, h http.Header, contentLength int64) 
 	}
 	x.mu.Lock()
 	x.respMeta, x.respTime = m, now
-	if contentLength > 0 && x.resp.buf == nil {
-		x.resp.buf = make([]byte, 0, min(contentLength, int64(x.p.maxAudit), preallocBody))
+	if !x.finished {
+		x.resp.presize(contentLength)
 	}
 	x.mu.Unlock()
 	x.p.metrics.observeLatency(now.Sub(x.start))
@@ -229,15 +313,18 @@ func (x *exchange) finish() {
 		c.truncated = true
 	}
 	x.mu.Unlock()
-	items := []tap.Item{{Frame: x.frame(tap.FromHarness, x.start, &rc, x.reqMeta)}}
+	items := []tap.Item{{Frame: x.frame(tap.FromHarness, x.start, &rc, x.reqMeta), Reserved: rc.reserved}}
 	switch {
 	case failure != nil:
+		c.release()
 		items = append(items, tap.Item{Note: failure})
 	case m == nil:
+		c.release()
 	case m.Status == http.StatusOK && c.size > 0:
 		x.p.metrics.countRequest(x.httpVerb, m.Status)
-		items = append(items, tap.Item{Frame: x.frame(tap.FromBackend, t, &c, m)})
+		items = append(items, tap.Item{Frame: x.frame(tap.FromBackend, t, &c, m), Reserved: c.reserved})
 	default:
+		defer c.release() // its bytes are searched, not queued
 		x.p.metrics.countRequest(x.httpVerb, m.Status)
 		// A response without a JSON-RPC message: its body is not a frame,
 		// but it is still searched for credentials (AUTH-1).

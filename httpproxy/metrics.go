@@ -143,3 +143,16 @@ func (m *Metrics) observeLatency(d time.Duration) {
 		m.latency.Observe(d.Seconds())
 	}
 }
+
+// CountCuts registers ahp_tap_audit_cut_total: cuts reports the audit
+// copies cut to a prefix so far because the audit budget had no room for
+// them while their bodies were in flight (tap.Auditor.Cuts).
+func (m *Metrics) CountCuts(cuts func() uint64) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "ahp_tap_audit_cut_total",
+		Help: "Bodies forwarded whole but audited only as a prefix because the audit budget had no room for their copy (reported as TAP-1).",
+	}, func() float64 { return float64(cuts()) }))
+}

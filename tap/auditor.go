@@ -37,8 +37,9 @@ type Auditor struct {
 	done    chan struct{}  // closed when the audit goroutine has drained in
 	dropped atomic.Uint64  // frames Submit could not queue
 	noted   uint64         // audit goroutine only: drops already told to the session
-	queued  atomic.Int64   // bytes of the frames in in (len(Raw)); never above cfg.Budget
+	queued  atomic.Int64   // bytes charged to the budget: frames in in, and copies reserved in flight (Reserve); never above cfg.Budget
 	peak    atomic.Int64   // the most queued has been
+	cut     atomic.Uint64  // copies in flight cut to a prefix for want of budget (Cut)
 	waiters atomic.Int32   // senders waiting on room for room
 	mu      sync.Mutex     // serialises Submit against Close
 	room    *sync.Cond     // on mu: broadcast by the audit goroutine when it takes an item and someone waits
@@ -107,9 +108,61 @@ func (a *Auditor) Drop(n uint64) { a.dropped.Add(n) }
 // Dropped returns the number of frames not audited so far.
 func (a *Auditor) Dropped() uint64 { return a.dropped.Load() }
 
-// Queued returns the bytes of the frames waiting in the queue now, and the
-// most they have been.
+// Queued returns the bytes charged to the budget now (frames waiting in
+// the queue and copies reserved in flight), and the most they have been.
 func (a *Auditor) Queued() (now, peak int64) { return a.queued.Load(), a.peak.Load() }
+
+// Budget is the auditor's byte budget.
+func (a *Auditor) Budget() int64 { return a.cfg.Budget }
+
+// Complete reports whether the auditor waits for room instead of dropping.
+func (a *Auditor) Complete() bool { return a.cfg.Complete }
+
+// Reserve takes n bytes of the budget for an audit copy still being
+// filled (an HTTP body in flight), so that copies in flight and frames
+// queued share one bound. It never blocks: it reports false, taking
+// nothing, when fewer than n bytes are left. The bytes go back with
+// Release, or pass to the queue with the copy (Item.Reserved).
+func (a *Auditor) Reserve(n int64) bool { return a.charge(n) }
+
+// Release gives back n bytes taken by Reserve.
+func (a *Auditor) Release(n int64) {
+	if n <= 0 {
+		return
+	}
+	a.queued.Add(-n)
+	if a.waiters.Load() > 0 {
+		a.mu.Lock()
+		a.room.Broadcast()
+		a.mu.Unlock()
+	}
+}
+
+// Cut counts a copy in flight that the budget could not hold: the caller
+// keeps only a prefix of it, and the frame says it is truncated (TAP-1).
+func (a *Auditor) Cut() { a.cut.Add(1) }
+
+// Cuts returns the number of copies cut to a prefix so far (Cut).
+func (a *Auditor) Cuts() uint64 { return a.cut.Load() }
+
+// charge adds n bytes to the budget's use unless that would take it above
+// the budget.
+func (a *Auditor) charge(n int64) bool {
+	if n <= 0 {
+		return true
+	}
+	for {
+		q := a.queued.Load()
+		if q+n > a.cfg.Budget {
+			return false
+		}
+		if a.queued.CompareAndSwap(q, q+n) {
+			for p := a.peak.Load(); q+n > p && !a.peak.CompareAndSwap(p, q+n); p = a.peak.Load() {
+			}
+			return true
+		}
+	}
+}
 
 // do runs fn on the audit goroutine after every frame submitted so far has
 // been checked, and waits for it. It does nothing once the auditor is
@@ -153,6 +206,12 @@ func (a *Auditor) Note(n Note) {
 type Item struct {
 	Frame *Frame
 	Note  *Note
+	// Reserved is the budget the caller took with Reserve for Frame's
+	// bytes while it filled them. SubmitAll takes it over: it stays
+	// charged while the frame waits and is released when the frame is
+	// taken or dropped. A frame is charged the larger of Reserved and
+	// len(Raw); only the difference must fit when it is submitted.
+	Reserved int64
 }
 
 // SubmitAll queues items in order, all of them or none, without blocking,
@@ -161,45 +220,58 @@ type Item struct {
 // response into an unsolicited one. It reports false, counting every item
 // as dropped, when the queue has no room for all of them.
 func (a *Auditor) SubmitAll(items ...Item) bool {
-	var size int64
+	var extra, held int64 // bytes to charge now, bytes reserved already
 	for _, it := range items {
+		held += it.Reserved
 		if it.Frame != nil {
-			size += int64(len(it.Frame.Raw))
+			extra += max(int64(len(it.Frame.Raw)), it.Reserved) - it.Reserved
 		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	// Every sender (Submit, Do, SubmitAll) sends under mu, and the audit
 	// goroutine only takes: the room seen here cannot shrink before the
-	// sends below.
+	// sends below. Reserve may take budget at any time, so the bytes are
+	// charged, not just looked at.
+	charged := false
 	fits := func() bool {
-		return cap(a.in)-len(a.in) >= len(items) && a.queued.Load()+size <= a.cfg.Budget
+		charged = cap(a.in)-len(a.in) >= len(items) && a.charge(extra)
+		return charged
 	}
-	if a.cfg.Complete && size <= a.cfg.Budget && len(items) <= cap(a.in) {
+	if a.cfg.Complete && extra+held <= a.cfg.Budget && len(items) <= cap(a.in) {
 		a.waitUntil(fits) // back-pressure: whoever forwards waits
+	} else if !a.closed {
+		fits()
 	}
-	if a.closed || !fits() {
+	if !charged { // closed, or no room
+		a.release(held) // the reservations it took over
 		a.dropped.Add(uint64(len(items)))
 		return false
 	}
-	if q := a.queued.Add(size); q > a.peak.Load() {
-		a.peak.Store(q) // only senders raise it, under mu
-	}
 	for _, it := range items {
 		if it.Frame != nil {
-			a.in <- auditItem{f: it.Frame}
+			a.in <- auditItem{f: it.Frame, cost: max(int64(len(it.Frame.Raw)), it.Reserved)}
 			continue
 		}
 		n := *it.Note
-		a.in <- auditItem{job: &auditJob{fn: func(s *Session) { s.Note(n) }, done: make(chan struct{})}}
+		a.in <- auditItem{job: &auditJob{fn: func(s *Session) { s.Note(n) }, done: make(chan struct{})}, cost: it.Reserved}
 	}
 	return true
 }
 
+// release gives back n bytes with a.mu held (see Release).
+func (a *Auditor) release(n int64) {
+	if n > 0 {
+		a.queued.Add(-n)
+		a.room.Broadcast()
+	}
+}
+
 // An auditItem is a frame to check or a job to run, in queue order.
 type auditItem struct {
-	f   *Frame
-	job *auditJob
+	f    *Frame
+	job  *auditJob
+	cost int64 // bytes charged to the budget until the item is taken
 }
 
 type auditJob struct {
@@ -213,9 +285,7 @@ func (a *Auditor) loop() {
 		a.cfg.Begin()
 	}
 	for it := range a.in {
-		if it.f != nil {
-			a.queued.Add(-int64(len(it.f.Raw)))
-		}
+		a.queued.Add(-it.cost)
 		if a.waiters.Load() > 0 {
 			// Someone waits for room (Complete, or a note): the item
 			// just taken made some. Taking mu first means a waiter is

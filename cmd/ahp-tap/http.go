@@ -212,6 +212,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	var auditor *tap.Auditor
 	httpproxy.BuildVersion = version
 	metrics := httpproxy.NewMetrics(func() uint64 { return auditor.Dropped() })
+	metrics.CountCuts(func() uint64 { return auditor.Cuts() })
 	metrics.ZeroFindings(checkIDs())
 	sink := tap.MultiSink{collector, metrics.Sink()}
 	if vlog != nil {
