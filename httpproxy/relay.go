@@ -40,7 +40,7 @@ import (
 
 const (
 	relayReadBuf    = 8 << 10  // bufio.Reader per side: a 1 KiB AHP request arrives whole in one
-	relayOutBuf     = 32 << 10 // pending output per direction
+	relayOutBuf     = 4 << 10  // pending output per direction: heads, framing lines and small bodies; larger reads go out without a copy (issue 10: 1,000 large uploads in flight held 64 MiB at 32 KiB)
 	maxRequestHead  = 64 << 10 // a larger head is declined to net/http (its limit is 1 MiB)
 	maxResponseHead = 1 << 20  // a larger response head is a 502
 	relayHeadWait   = 30 * time.Second

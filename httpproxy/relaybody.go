@@ -48,9 +48,24 @@ func (b *bodyCopy) flush() error {
 	return nil
 }
 
-// emit queues p for writing, writing first when the buffer is full.
+// emit queues p for writing, writing first when the buffer is full. When
+// nothing is pending and p would fill the buffer, p is written as it is,
+// without a copy: the buffer only gathers heads, framing lines and small
+// bodies into one write, so it can stay small (issue 10: per-exchange
+// buffers are outside the audit budget).
 func (b *bodyCopy) emit(p []byte) error {
 	for len(p) > 0 {
+		if len(b.out) == 0 && len(p) >= cap(b.out) {
+			n, err := b.dst.Write(p)
+			if err == nil && n != len(p) {
+				err = io.ErrShortWrite
+			}
+			if err != nil {
+				b.werr = err
+				return errWrite
+			}
+			return nil
+		}
 		if len(b.out) == cap(b.out) {
 			if err := b.flush(); err != nil {
 				return err

@@ -285,14 +285,9 @@ func (a *Auditor) loop() {
 		a.cfg.Begin()
 	}
 	for it := range a.in {
-		a.queued.Add(-it.cost)
-		if a.waiters.Load() > 0 {
-			// Someone waits for room (Complete, or a note): the item
-			// just taken made some. Taking mu first means a waiter is
-			// either inside Wait or has not yet looked at the room.
-			a.mu.Lock()
-			a.room.Broadcast()
-			a.mu.Unlock()
+		a.wake() // the item taken made room for one more
+		if it.f == nil || a.abandon.Load() {
+			a.queued.Add(-it.cost)
 		}
 		if a.abandon.Load() {
 			// CloseWithin gave up and counted what was left.
@@ -311,8 +306,26 @@ func (a *Auditor) loop() {
 			a.cfg.Taken(it.f)
 		}
 		a.session.Frame(it.f)
+		// A frame's bytes stay charged while it is checked (its decoded
+		// tree is as large): the budget bounds them until the rules are
+		// done with it.
+		a.queued.Add(-it.cost)
+		if it.cost > 0 {
+			a.wake()
+		}
 	}
 	a.noteDrops()
+}
+
+// wake wakes the senders waiting for room, if any (Complete, or a note).
+// Taking mu first means a waiter is either inside Wait or has not yet
+// looked at the room.
+func (a *Auditor) wake() {
+	if a.waiters.Load() > 0 {
+		a.mu.Lock()
+		a.room.Broadcast()
+		a.mu.Unlock()
+	}
 }
 
 // noteDrops tells the session of the frames dropped since it was last

@@ -36,6 +36,8 @@ func main() {
 	format := flag.String("format", "text", "text or json")
 	summarize := flag.String("summarize", "", "instead of measuring, print the median of each configuration in this JSON Lines `FILE` of results, against socat")
 	auditLog := flag.String("audit-log", "", "ahp-tap's violation log `PATH`: after each phase, count the frames it says it did not audit (TAP-1), then empty it")
+	rate := flag.Float64("rate", 0, "instead of the latency and throughput runs, offer this many requests per second (open loop) for -duration and report the share audited")
+	duration := flag.Duration("duration", 10*time.Second, "how long to offer -rate")
 	flag.Parse()
 	if *summarize != "" {
 		if err := summary(*summarize, os.Stdout); err != nil {
@@ -54,6 +56,20 @@ func main() {
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: stdiobench [flags] -- BACKEND COMMAND...")
 		os.Exit(2)
+	}
+	if *rate > 0 {
+		r, err := paced(flag.Args(), *size, *rate, *duration, *auditLog)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stdiobench:", err)
+			os.Exit(1)
+		}
+		r.Name = *name
+		if *format == "json" {
+			json.NewEncoder(os.Stdout).Encode(r)
+		} else {
+			fmt.Println(r)
+		}
+		return
 	}
 	r, err := measure(flag.Args(), *size, *latencyN, *throughputN, *inflight, *auditLog)
 	if err != nil {
@@ -328,5 +344,88 @@ func measure(argv []string, size, latencyN, throughputN, inflight int, auditLog 
 	}
 	r.ThroughputNotAudited = notAudited(auditLog)
 	r.Throughput = float64(throughputN) / elapsed.Seconds()
+	return r, nil
+}
+
+// RateResult is the outcome of an open-loop run (-rate).
+type RateResult struct {
+	Name       string  `json:"name"`
+	Rate       float64 `json:"offered_rps"`
+	Seconds    float64 `json:"seconds"`
+	Sent       int     `json:"sent"`
+	Achieved   float64 `json:"achieved_rps"`
+	P50ms      float64 `json:"p50_ms"`
+	P99ms      float64 `json:"p99_ms"`
+	Frames     int     `json:"frames"`
+	NotAudited int64   `json:"not_audited"` // -1: unknown (no -audit-log)
+}
+
+func (r *RateResult) String() string {
+	s := fmt.Sprintf("%s offered %.0f intercepts/s for %.0f s: %d sent, achieved %.0f/s, latency p50 %.2f ms p99 %.2f ms",
+		r.Name, r.Rate, r.Seconds, r.Sent, r.Achieved, r.P50ms, r.P99ms)
+	if r.NotAudited >= 0 {
+		s += fmt.Sprintf("; %d frames, %d not audited, %.2f%% audited", r.Frames, r.NotAudited, 100-pct(r.NotAudited, r.Frames))
+	}
+	return s
+}
+
+// paced offers rate requests per second for d, each written when it falls
+// due (a burst when the writer is late), and reads the answers; latency
+// counts from when a request was due. The share audited comes from the
+// TAP-1 records of auditLog once the backend has exited.
+func paced(argv []string, size int, rate float64, d time.Duration, auditLog string) (*RateResult, error) {
+	notAudited(auditLog) // start from an empty log
+	n := int(rate * d.Seconds())
+	reqs := make([][]byte, n)
+	for i := range reqs {
+		reqs[i] = request(fmt.Sprintf("rate_%d", i), size)
+	}
+	l, err := start(argv)
+	if err != nil {
+		return nil, err
+	}
+	interval := time.Duration(float64(time.Second) / rate)
+	t0 := time.Now()
+	werr := make(chan error, 1)
+	go func() {
+		for i, req := range reqs {
+			if w := time.Until(t0.Add(time.Duration(i) * interval)); w > 0 {
+				time.Sleep(w)
+			}
+			if _, err := l.in.Write(req); err != nil {
+				werr <- err
+				return
+			}
+		}
+		werr <- nil
+	}()
+	lat := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		line, err := l.out.ReadSlice('\n')
+		if err != nil {
+			return nil, fmt.Errorf("reading response %d: %w", i, err)
+		}
+		now := time.Now()
+		if j := bytes.Index(line, []byte(`"rate_`)); j >= 0 {
+			var k int
+			if _, err := fmt.Sscanf(string(line[j+6:]), "%d", &k); err == nil && k < n {
+				lat = append(lat, now.Sub(t0.Add(time.Duration(k)*interval)))
+			}
+		}
+	}
+	elapsed := time.Since(t0)
+	if err := <-werr; err != nil {
+		return nil, err
+	}
+	if err := l.close(); err != nil {
+		return nil, fmt.Errorf("paced run: backend: %w", err)
+	}
+	r := &RateResult{Rate: rate, Seconds: d.Seconds(), Sent: n, Achieved: float64(n) / elapsed.Seconds(), Frames: 2 * n,
+		NotAudited: notAudited(auditLog)}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) > 0 {
+		r.P50ms = float64(lat[len(lat)/2]) / 1e6
+		r.P99ms = float64(lat[len(lat)*99/100]) / 1e6
+	}
 	return r, nil
 }

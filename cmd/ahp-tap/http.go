@@ -202,10 +202,12 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		// GOGC 400 alone lets the heap grow to five times the live data
 		// (1.5 GiB in the 10-minute soak, RELIABILITY.md). A soft limit
 		// keeps collections rare while the heap is small and bounds it:
-		// the audit budget twice (queued copies, then their decoded
-		// trees) and 128 MiB for the rest. GOMEMLIMIT in the environment
-		// wins.
-		debug.SetMemoryLimit(2*budget + 128<<20)
+		// the audit budget (copies in flight, queued and being checked)
+		// and 128 MiB for the rest: the tree of the body being checked,
+		// per-connection buffers, 4 KiB prefixes of copies the budget
+		// cut (BENCHMARKS.md, Audit memory). GOMEMLIMIT in the
+		// environment wins.
+		debug.SetMemoryLimit(budget + 128<<20)
 	}
 	l.cfg.Transport = tap.HTTP
 	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow
