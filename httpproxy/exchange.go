@@ -36,6 +36,7 @@ type auditCopy struct {
 	buf       []byte
 	limit     int
 	reserved  int64 // budget held for buf (its capacity); handed to the auditor with the frame
+	claim     int64 // the Content-Length, 0 when unknown
 	cut       bool  // the budget ran out: buf holds at most auditPrefix bytes, unreserved
 	size      int64 // bytes seen on the wire
 	truncated bool  // buf holds only a prefix of the body
@@ -51,7 +52,14 @@ func (c *auditCopy) write(p []byte) {
 		p = p[:room]
 	}
 	if need := len(c.buf) + len(p); need > cap(c.buf) {
-		c.grow(need, need)
+		hint := need
+		if c.claim > 0 && need > preallocBody {
+			// Past the first preallocBody bytes the claim is believed:
+			// one buffer of the whole body, not a doubling series that
+			// leaves its own size in garbage.
+			hint = int(min(c.claim, int64(c.limit)))
+		}
+		c.grow(need, hint)
 		if room := cap(c.buf) - len(c.buf); room < len(p) {
 			c.truncated = true // cut: the prefix is full
 			p = p[:room]
@@ -66,16 +74,23 @@ func (c *auditCopy) grow(need, hint int) {
 	if c.cut {
 		return
 	}
-	newCap := min(max(need, hint, 2*cap(c.buf), 4<<10), c.limit)
+	double := min(max(need, 2*cap(c.buf), 4<<10), c.limit)
+	newCap := max(double, min(hint, c.limit))
 	if c.a != nil {
-		if !c.a.Reserve(int64(newCap) - c.reserved) {
-			newCap = need // try for only what it needs
-			if !c.a.Reserve(int64(newCap) - c.reserved) {
-				c.cutToPrefix()
-				return
+		// The most it would like, else the usual doubling, else only what
+		// it needs.
+		got := 0
+		for _, want := range [...]int{newCap, double, need} {
+			if c.a.Reserve(int64(want) - c.reserved) {
+				got = want
+				break
 			}
 		}
-		c.reserved = int64(newCap)
+		if got == 0 {
+			c.cutToPrefix()
+			return
+		}
+		newCap, c.reserved = got, int64(got)
 	}
 	nb := make([]byte, len(c.buf), newCap)
 	copy(nb, c.buf)
@@ -102,6 +117,7 @@ func (c *auditCopy) cutToPrefix() {
 // preallocBody.
 func (c *auditCopy) presize(n int64) {
 	if n > 0 && c.buf == nil {
+		c.claim = n
 		h := int(min(n, int64(c.limit), preallocBody))
 		c.grow(h, h)
 	}
