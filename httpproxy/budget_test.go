@@ -136,3 +136,68 @@ func TestAuditCopiesInFlightShareTheBudget(t *testing.T) {
 	}
 	t.Logf("budget %d: %d whole, %d truncated (%d cuts), %d dropped", budget, whole.Load(), truncated.Load(), cuts, aud.Dropped())
 }
+
+// TestCompleteAuditCopiesAreNeverCut: under --audit complete the copies of
+// bodies in flight reserve nothing and are never cut; forwarding waits for
+// room at the queue instead, and every body is audited whole (the
+// documented trade: copies in flight are bounded by --max-audit-body each,
+// not by the budget).
+func TestCompleteAuditCopiesAreNeverCut(t *testing.T) {
+	const (
+		budget  = 1 << 20
+		clients = 12
+		size    = 300 << 10
+	)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":"e1","result":{}}`)
+	}))
+	defer up.Close()
+	gate := make(chan struct{})
+	close(gate) // the audit runs freely
+	var whole, truncated atomic.Int64
+	eng := tap.NewEngine(tap.Config{Transport: tap.HTTP}, []tap.Rule{heldRule{gate, &whole, &truncated}})
+	aud := tap.NewEngineSession(eng, &findings{}, nil).Audit(tap.AuditorConfig{Budget: budget, Complete: true})
+	p, err := New(Config{Upstream: mustURL(t, up.URL), MaxAuditBody: budget / 2, Auditor: aud, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ctx, ln) }()
+	c := client()
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := bytes.Repeat([]byte{'x'}, size)
+			copy(body, fmt.Sprintf(`{"jsonrpc":"2.0","id":"r%d","method":"hooks/intercept","params":{"pad":"`, i))
+			resp, err := c.Post("http://"+ln.Addr().String()+"/agent-hooks", "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}()
+	}
+	wg.Wait()
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve = %v", err)
+	}
+	aud.Close()
+	p.Close()
+	if aud.Cuts() != 0 || aud.Dropped() != 0 || truncated.Load() != 0 || whole.Load() != 2*clients {
+		t.Errorf("complete: %d cuts, %d dropped, %d truncated, %d whole; want every one of %d frames whole", aud.Cuts(), aud.Dropped(), truncated.Load(), whole.Load(), 2*clients)
+	}
+	if now, peak := aud.Queued(); now != 0 || peak > budget {
+		t.Errorf("Queued() = %d (peak %d), want 0 after Close and the peak within %d", now, peak, budget)
+	}
+}
