@@ -121,9 +121,13 @@ func (a *Auditor) Complete() bool { return a.cfg.Complete }
 // Reserve takes n bytes of the budget for an audit copy still being
 // filled (an HTTP body in flight), so that copies in flight and frames
 // queued share one bound. It never blocks: it reports false, taking
-// nothing, when fewer than n bytes are left. The bytes go back with
-// Release, or pass to the queue with the copy (Item.Reserved).
-func (a *Auditor) Reserve(n int64) bool { return a.charge(n) }
+// nothing, when fewer than n bytes are left. Reservations may take the
+// budget only up to 7/8 of it: the last eighth is kept for frames
+// submitted without one (small bodies, and the prefixes of copies cut for
+// want of budget), so that large bodies in flight do not starve them.
+// The bytes go back with Release, or pass to the queue with the copy
+// (Item.Reserved).
+func (a *Auditor) Reserve(n int64) bool { return a.charge(n, a.cfg.Budget-a.cfg.Budget/8) }
 
 // Release gives back n bytes taken by Reserve.
 func (a *Auditor) Release(n int64) {
@@ -146,14 +150,14 @@ func (a *Auditor) Cut() { a.cut.Add(1) }
 func (a *Auditor) Cuts() uint64 { return a.cut.Load() }
 
 // charge adds n bytes to the budget's use unless that would take it above
-// the budget.
-func (a *Auditor) charge(n int64) bool {
+// limit (at most the budget).
+func (a *Auditor) charge(n, limit int64) bool {
 	if n <= 0 {
 		return true
 	}
 	for {
 		q := a.queued.Load()
-		if q+n > a.cfg.Budget {
+		if q+n > limit {
 			return false
 		}
 		if a.queued.CompareAndSwap(q, q+n) {
@@ -235,7 +239,7 @@ func (a *Auditor) SubmitAll(items ...Item) bool {
 	// charged, not just looked at.
 	charged := false
 	fits := func() bool {
-		charged = cap(a.in)-len(a.in) >= len(items) && a.charge(extra)
+		charged = cap(a.in)-len(a.in) >= len(items) && a.charge(extra, a.cfg.Budget)
 		return charged
 	}
 	if a.cfg.Complete && extra+held <= a.cfg.Budget && len(items) <= cap(a.in) {

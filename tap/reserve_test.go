@@ -31,23 +31,29 @@ func TestReserveSharesTheBudgetWithTheQueue(t *testing.T) {
 			t.Fatalf("Queued() = %d (peak %d), want %d (peak at most the budget, 100)", q, peak, want+2)
 		}
 	}
+	// Reservations may take the budget up to 7/8 of it (88 of 100 here).
 	must("Reserve(60)", a.Reserve(60), true)
-	must("Reserve(50) with 38 left", a.Reserve(50), false)
+	must("Reserve(30) past 7/8 of the budget", a.Reserve(30), false)
 	now(60)
 	// The held 60 go to the queue with the frame: nothing more to charge.
 	must("SubmitAll(reserved 60)", a.SubmitAll(Item{Frame: &Frame{Raw: []byte(`{"a":1}`)}, Reserved: 60}), true)
 	now(60)
-	must("Reserve(38)", a.Reserve(38), true)
-	must("Reserve(1) with the budget spent", a.Reserve(1), false)
-	// A frame larger than its reservation needs the difference: none left.
-	must("SubmitAll(reserved 38, raw 50)", a.SubmitAll(Item{Frame: &Frame{Raw: make([]byte, 50)}, Reserved: 38}), false)
+	must("Reserve(26)", a.Reserve(26), true)
+	must("Reserve(1) at 7/8 of the budget", a.Reserve(1), false)
+	// A frame larger than its reservation needs the difference: 24 more
+	// would pass the budget.
+	must("SubmitAll(reserved 26, raw 50)", a.SubmitAll(Item{Frame: &Frame{Raw: make([]byte, 50)}, Reserved: 26}), false)
 	now(60) // the dropped frame's reservation was given back
 	if a.Dropped() != 1 {
 		t.Errorf("Dropped() = %d, want 1", a.Dropped())
 	}
-	must("Reserve(38) after the drop", a.Reserve(38), true)
-	a.Release(38)
+	must("Reserve(26) after the drop", a.Reserve(26), true)
+	a.Release(26)
 	now(60)
+	// A frame submitted without a reservation may use the last eighth.
+	must("SubmitAll(raw 30) into the last eighth", a.SubmitAll(Item{Frame: &Frame{Raw: make([]byte, 30)}}), true)
+	now(90)
+	must("Reserve(1) with the last eighth in use", a.Reserve(1), false)
 	a.Cut()
 	if a.Cuts() != 1 {
 		t.Errorf("Cuts() = %d, want 1", a.Cuts())
@@ -57,8 +63,8 @@ func TestReserveSharesTheBudgetWithTheQueue(t *testing.T) {
 	if q, _ := a.Queued(); q != 0 {
 		t.Errorf("Queued() = %d after Close, want 0", q)
 	}
-	if seen.Load() != 2 {
-		t.Errorf("the rules saw %d frames, want 2", seen.Load())
+	if seen.Load() != 3 {
+		t.Errorf("the rules saw %d frames, want 3", seen.Load())
 	}
 }
 
