@@ -12,7 +12,8 @@
 #          Content-Length, once chunked, a fresh tap for each. Every body is
 #          verified against the backend's hash. Peak RSS is the tap's VmHWM
 #          (/proc/PID/status) after the load.
-# CLIENTS and SIZE override the HTTP load (defaults 1000 and 16777216).
+# CLIENTS, SIZE and FRAMINGS override the HTTP load (defaults 1000,
+# 16777216 and "content-length chunked").
 set -eu
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
@@ -39,7 +40,7 @@ for c in $cases; do
 		clients=${CLIENTS:-1000} size=${SIZE:-16777216}
 		"$tmp/httpload" -backend 127.0.0.1:9821 &
 		pids="$pids $!"
-		for framing in content-length chunked; do
+		for framing in ${FRAMINGS:-content-length chunked}; do
 			"$tmp/ahp-tap" http --upstream http://127.0.0.1:9821 --listen 127.0.0.1:9822 --metrics 127.0.0.1:9823 2>"$tmp/tap.err" &
 			tap=$!
 			for _ in $(seq 50); do
