@@ -38,6 +38,7 @@ type auditCopy struct {
 	reserved  int64 // budget held for buf (its capacity); handed to the auditor with the frame
 	claim     int64 // the Content-Length, 0 when unknown
 	cut       bool  // the budget ran out: buf holds at most auditPrefix bytes, unreserved
+	counted   bool  // the cut lost bytes and was counted (tap.Auditor.Cut)
 	size      int64 // bytes seen on the wire
 	truncated bool  // buf holds only a prefix of the body
 }
@@ -61,7 +62,7 @@ func (c *auditCopy) write(p []byte) {
 		}
 		c.grow(need, hint)
 		if room := cap(c.buf) - len(c.buf); room < len(p) {
-			c.truncated = true // cut: the prefix is full
+			c.lose() // cut: the prefix is full
 			p = p[:room]
 		}
 	}
@@ -74,7 +75,7 @@ func (c *auditCopy) grow(need, hint int) {
 	if c.cut {
 		return
 	}
-	double := min(max(need, 2*cap(c.buf), 4<<10), c.limit)
+	double := min(max(need, 2*cap(c.buf), 512), c.limit)
 	newCap := max(double, min(hint, c.limit))
 	if c.a != nil {
 		// The most it would like, else the usual doubling, else only what
@@ -103,13 +104,23 @@ func (c *auditCopy) cutToPrefix() {
 	keep := min(len(c.buf), auditPrefix)
 	nb := make([]byte, keep, auditPrefix)
 	copy(nb, c.buf)
-	if keep < len(c.buf) {
-		c.truncated = true
-	}
+	lost := keep < len(c.buf)
 	c.buf = nb
 	c.a.Release(c.reserved)
 	c.reserved, c.cut = 0, true
-	c.a.Cut()
+	if lost {
+		c.lose()
+	}
+}
+
+// lose marks a cut copy truncated, and counts it once: a body that fits
+// its prefix whole is audited whole.
+func (c *auditCopy) lose() {
+	c.truncated = true
+	if !c.counted {
+		c.counted = true
+		c.a.Cut()
+	}
 }
 
 // presize reserves room for a body of Content-Length n before its bytes
