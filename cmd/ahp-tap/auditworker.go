@@ -304,9 +304,13 @@ func (m *Main) prepareSplit(sf *stdioFlags, l *loaded, flagArgs, argv []string, 
 		return m.prepareStdio(sf, l, argv, prio)
 	}
 	conn := fmt.Sprintf("stdio:%d", os.Getpid())
-	// --audit-queue FRAMES bounds the copies waiting in this process
-	// for room in the pipe, at about 2 KiB a frame (default: 8 MiB).
-	link, err := m.startAuditProcess(flagArgs, conn, max(sf.queue, 1)*2048)
+	// The copies waiting in this process for room in the pipe are
+	// bounded in bytes: half the audit budget (default 32 MiB), or
+	// --audit-queue FRAMES at about 2 KiB a frame when that is more.
+	// 8 MiB (the queue's default alone) dropped frames at 5,000
+	// intercepts/s whenever the audit process stalled for about half a
+	// second on a shared machine (BENCHMARKS.md, Audited fraction).
+	link, err := m.startAuditProcess(flagArgs, conn, int(max(int64(max(sf.queue, 1))*2048, sf.budgetBytes/2)))
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ahp-tap: cannot start the audit process (%v); auditing in this process, which a SIGKILL of its group loses\n", err)
 		return m.prepareStdio(sf, l, argv, prio)
