@@ -49,7 +49,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	upTimeout := fs.Duration("upstream-timeout", httpproxy.DefaultUpstreamTimeout, "answer 504 when the upstream sends no response headers within `D`")
 	mode := auditBestEffort
 	fs.Var(&mode, "audit", "`MODE`: best-effort (drop audit copies rather than slow traffic) or complete (requests wait for the audit: every body checked, at the cost of latency and throughput)")
-	budgetFlag := fs.String("audit-budget", "64MiB", "cap the bytes of bodies waiting for the audit at `SIZE` (1MiB to 64GiB; bodies beyond it are dropped and reported, TAP-1, or waited for with --audit complete)")
+	budgetFlag := fs.String("audit-budget", "64MiB", "cap the bytes of the audit copies of bodies, in flight and waiting for the audit, at `SIZE` (1MiB to 64GiB; beyond it a body is audited only as its first 4 KiB or dropped from the audit, and reported, TAP-1; with --audit complete requests wait for room instead)")
 	drain := fs.Duration("drain", httpproxy.DefaultDrain, "on SIGINT/SIGTERM, wait up to `D` for requests in flight")
 	var redact httpproxy.Redaction
 	fs.Func("redact-header", "also redact the values of header `NAME` in captures and logs, and find them in bodies like a bearer token (repeatable)", func(v string) error {
