@@ -305,12 +305,16 @@ func (m *Main) prepareSplit(sf *stdioFlags, l *loaded, flagArgs, argv []string, 
 	}
 	conn := fmt.Sprintf("stdio:%d", os.Getpid())
 	// The copies waiting in this process for room in the pipe are
-	// bounded in bytes: half the audit budget (default 32 MiB), or
-	// --audit-queue FRAMES at about 2 KiB a frame when that is more.
-	// 8 MiB (the queue's default alone) dropped frames at 5,000
+	// bounded in bytes: --audit-queue FRAMES at about 2 KiB a frame when
+	// it is given, else the larger of that (8 MiB) and half the audit
+	// budget (32 MiB by default). 8 MiB dropped frames at 5,000
 	// intercepts/s whenever the audit process stalled for about half a
 	// second on a shared machine (BENCHMARKS.md, Audited fraction).
-	link, err := m.startAuditProcess(flagArgs, conn, int(max(int64(max(sf.queue, 1))*2048, sf.budgetBytes/2)))
+	backlog := int64(max(sf.queue, 1)) * 2048
+	if !sf.queueSet {
+		backlog = max(backlog, sf.budgetBytes/2)
+	}
+	link, err := m.startAuditProcess(flagArgs, conn, int(backlog))
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ahp-tap: cannot start the audit process (%v); auditing in this process, which a SIGKILL of its group loses\n", err)
 		return m.prepareStdio(sf, l, argv, prio)

@@ -33,6 +33,7 @@ type stdioFlags struct {
 	console     bool
 	maxLine     int
 	queue       int
+	queueSet    bool // --audit-queue was given: it alone bounds the forwarding process's backlog
 	audit       auditMode
 	budget      string
 	budgetBytes int64
@@ -74,6 +75,7 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
+	fs.Visit(func(f *flag.Flag) { sf.queueSet = sf.queueSet || f.Name == "audit-queue" })
 	if err := checkStdioValues(&sf); err != nil {
 		return err
 	}
