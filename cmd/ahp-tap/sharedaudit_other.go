@@ -1,0 +1,9 @@
+//go:build !linux
+
+package main
+
+import "errors"
+
+// peerUID is not implemented here: the shared audit process is Linux's
+// (elsewhere each event has an audit process of its own).
+func peerUID(int) (int, error) { return -1, errors.New("peer credentials are not available here") }
