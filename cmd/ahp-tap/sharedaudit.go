@@ -217,7 +217,12 @@ func dialShared(path string) (int, error) {
 	// Non-blocking: a full accept queue is EAGAIN, not a wait.
 	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: path}); err != nil {
 		unix.Close(fd)
-		return -1, errNoServer
+		if errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, unix.ENOENT) {
+			return -1, errNoServer // stale, or gone since the Lstat
+		}
+		// A server that is busy (EAGAIN: its accept queue is full) is
+		// no stale socket: never removed.
+		return -1, fmt.Errorf("connecting to %s: %w", path, err)
 	}
 	if uid, err := peerUID(fd); err != nil || uid != os.Getuid() {
 		unix.Close(fd)
@@ -598,9 +603,23 @@ func (s *auditServer) serve(sc *sharedConn) {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	next := drainLink(stdio.NewRecordReader(br), s.sf.queue)
+	drained := drainLink(stdio.NewRecordReader(br), s.sf.queue)
 	if sc.send(sharedReady, nil) != nil {
 		return
+	}
+	// A link that ends before its first record is a tap that gave up
+	// waiting for our answer and audits the event itself: no session.
+	first, ferr := drained()
+	if ferr != nil {
+		return
+	}
+	next := func() (stdio.Record, error) {
+		if first.Kind != 0 {
+			r := first
+			first = stdio.Record{}
+			return r, nil
+		}
+		return drained()
 	}
 	<-s.ready
 	drainAll := func() {
