@@ -48,6 +48,9 @@ const (
 	// auditBound bounds the audit process's life after the link ended:
 	// it exits by then whatever is left to do.
 	auditBound = 5 * time.Second
+	// auditSinkClose bounds the flushing of the log, the capture and
+	// the OTLP export once the link's frames are checked.
+	auditSinkClose = auditBound - time.Second
 )
 
 // auditLink is the forwarding process's end of its audit process.
@@ -176,7 +179,10 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 	})
 	defer bound.Stop()
 	run.session.Close()
-	run.close()
+	// Off the forwarding path, the sinks get most of the bound, not
+	// the forwarding process's minSinkClose: a loaded machine must not
+	// cost findings the log could still take.
+	run.closeWithin(auditSinkClose)
 	if sf.summary {
 		if clean {
 			res.NotAudited = run.session.NotAudited()

@@ -648,7 +648,7 @@ func (s *auditServer) serve(sc *sharedConn) {
 	done := make(chan struct{})
 	go func() {
 		run.session.Close()
-		run.close()
+		run.closeWithin(auditSinkClose)
 		close(done)
 	}()
 	select {

@@ -367,3 +367,48 @@ func TestStdioSharedAuditRefusesPlantedLinks(t *testing.T) {
 	}
 	waitNoServer(t, state)
 }
+
+// TestStdioSharedAuditConcurrentEvents runs 40 per_event events eight at a
+// time (a harness that dispatches in parallel) through the shared audit
+// process: every event's link is its own session, so the findings equal
+// those of the same events run one by one with an audit process each.
+func TestStdioSharedAuditConcurrentEvents(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	backend := writeScript(t, dir)
+	const events, parallel = 40, 8
+	flagsFor := func(name string) []string {
+		return []string{"--lifecycle", "per_event", "--state", filepath.Join(dir, name+"-state"),
+			"--log", filepath.Join(dir, name+".jsonl"), "--capture", filepath.Join(dir, name+"-cap.jsonl"), "--summary=false"}
+	}
+	shared, per := flagsFor("shared"), append(flagsFor("per"), "--shared-audit=false")
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, parallel)
+	for i := range events {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if s := runEvent(t, intercept(fmt.Sprintf("e%d", i), "ls"), shared, backend); s != "" {
+				t.Logf("event %d: %s", i, s)
+			}
+		}()
+	}
+	for i := range events {
+		if s := runEvent(t, intercept(fmt.Sprintf("e%d", i), "ls"), per, backend); s != "" {
+			t.Logf("event %d (per-process): %s", i, s)
+		}
+	}
+	wg.Wait()
+	a, b := normalFindings(t, filepath.Join(dir, "shared.jsonl")), normalFindings(t, filepath.Join(dir, "per.jsonl"))
+	if len(b) == 0 || !slices.Equal(a, b) {
+		t.Errorf("concurrent shared audit: %d findings, one by one per process: %d:\nshared only: %q\nper-process only: %q",
+			len(a), len(b), multisetMinus(a, b), multisetMinus(b, a))
+	}
+	capData, _ := os.ReadFile(filepath.Join(dir, "shared-cap.jsonl"))
+	if h, e := strings.Count(string(capData), `"type":"header"`), strings.Count(string(capData), `"kind":"end"`); h != events || e != events {
+		t.Errorf("shared capture: %d headers and %d end records, want %d of each", h, e, events)
+	}
+	waitNoServer(t, filepath.Join(dir, "shared-state"))
+}
