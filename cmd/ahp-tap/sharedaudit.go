@@ -476,9 +476,11 @@ func (m *Main) runAuditServer(_ context.Context, args []string) error {
 	var ours unix.Stat_t
 	_ = unix.Lstat(*sock, &ours)
 	fmt.Fprintf(m.Stderr, "ahp-tap: %s shared audit process %d started for %s\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), *sock)
-	if f := os.NewFile(uintptr(*readyFD), "audit-ready"); *readyFD >= 0 && f != nil {
-		f.Write([]byte{1})
-		f.Close()
+	if *readyFD >= 0 {
+		if f := os.NewFile(uintptr(*readyFD), "audit-ready"); f != nil {
+			f.Write([]byte{1})
+			f.Close()
+		}
 	}
 	s.since = time.Now()
 	go func() {
@@ -522,11 +524,9 @@ func (s *auditServer) idle() bool {
 // that no tap connects any more; serves the links that connected before;
 // and returns once every link is finished.
 func (s *auditServer) shutdown(ln *net.UnixListener, sock, lock string, ours *unix.Stat_t) {
-	if lf, _, err := safefile.OpenAppend(lock); err == nil {
-		if flockWithin(lf, auditExitWait) == nil {
-			defer unix.Flock(int(lf.Fd()), unix.LOCK_UN)
-		}
-		defer lf.Close()
+	lf, _, err := safefile.OpenAppend(lock)
+	if err == nil {
+		_ = flockWithin(lf, auditExitWait)
 	}
 	var st unix.Stat_t
 	if unix.Lstat(sock, &st) == nil && st.Ino == ours.Ino && st.Dev == ours.Dev {
@@ -542,6 +542,9 @@ func (s *auditServer) shutdown(ln *net.UnixListener, sock, lock string, ours *un
 		s.accept(c)
 	}
 	ln.Close()
+	if lf != nil {
+		lf.Close() // unlocks: a tap may start the next server while these links finish
+	}
 	for {
 		s.mu.Lock()
 		n := s.links
