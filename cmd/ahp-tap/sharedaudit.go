@@ -210,7 +210,7 @@ func dialShared(path string) (int, error) {
 	if err := checkSocketFile(path, &st); err != nil {
 		return -1, err
 	}
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	fd, err := unixSocket()
 	if err != nil {
 		return -1, err
 	}

@@ -11,3 +11,8 @@ func peerUID(fd int) (int, error) {
 	}
 	return int(cred.Uid), nil
 }
+
+// unixSocket is a new unix stream socket, close-on-exec and non-blocking.
+func unixSocket() (int, error) {
+	return unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+}
