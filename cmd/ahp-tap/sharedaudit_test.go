@@ -412,3 +412,24 @@ func TestStdioSharedAuditConcurrentEvents(t *testing.T) {
 	}
 	waitNoServer(t, filepath.Join(dir, "shared-state"))
 }
+
+// TestStdioSharedAuditKeyedByConfiguration: taps of one --state directory
+// with different audit settings (here --timeout) never share an audit
+// process; taps with the same ones do.
+func TestStdioSharedAuditKeyedByConfiguration(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	backend := writeScript(t, dir)
+	state := filepath.Join(dir, "state")
+	for i, timeout := range []string{"1s", "2s", "1s"} {
+		flags := []string{"--lifecycle", "per_event", "--state", state, "--log", filepath.Join(dir, "v.log"), "--summary=false", "--timeout", timeout}
+		if s := runEvent(t, intercept(fmt.Sprintf("e%d", i+1), "ls"), flags, backend); s != "" {
+			t.Errorf("event %d: %s", i, s)
+		}
+	}
+	locks, _ := filepath.Glob(filepath.Join(state, "audit-*.lock"))
+	if len(locks) != 2 {
+		t.Errorf("rendezvous for two configurations: %v, want two", locks)
+	}
+	waitNoServer(t, state)
+}
