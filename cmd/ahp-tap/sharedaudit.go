@@ -79,6 +79,9 @@ type sharedHello struct {
 // no server answering.
 type errSharedRefused struct{ msg string }
 
+// maxAuditErrFile bounds a shared audit server's error file (DIR/audit-KEY.err).
+const maxAuditErrFile = 1 << 20
+
 func (e *errSharedRefused) Error() string { return e.msg }
 
 // sharedAuditWanted reports whether this tap's audit goes to the shared
@@ -282,6 +285,11 @@ func (m *Main) startSharedAudit(p sharedPaths, key string, flagArgs []string) (i
 	defer ef.Close()
 	if notice != "" {
 		fmt.Fprintf(m.diag(), "ahp-tap: %s\n", notice)
+	}
+	// One line per server start, for as long as DIR is used: keep the file
+	// bounded by starting it afresh past maxAuditErrFile (we hold the lock).
+	if fi, err := ef.Stat(); err == nil && fi.Size() > maxAuditErrFile {
+		_ = ef.Truncate(0)
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -433,3 +433,32 @@ func TestStdioSharedAuditKeyedByConfiguration(t *testing.T) {
 	}
 	waitNoServer(t, state)
 }
+
+// The error file gains a line per server start for as long as DIR is used;
+// past maxAuditErrFile the next start begins it afresh.
+func TestStdioSharedAuditErrorFileBounded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	backend := writeScript(t, dir)
+	state := filepath.Join(dir, "state")
+	flags := []string{"--lifecycle", "per_event", "--state", state, "--log", filepath.Join(dir, "v.log"), "--summary=false"}
+	runEvent(t, intercept("e1", "ls"), flags, backend)
+	waitNoServer(t, state)
+	errFiles, _ := filepath.Glob(filepath.Join(state, "audit-*.err"))
+	if len(errFiles) != 1 {
+		t.Fatalf("error files %v, want one", errFiles)
+	}
+	big := strings.Repeat("ahp-tap: an old line\n", maxAuditErrFile/20+1)
+	if err := os.WriteFile(errFiles[0], []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runEvent(t, intercept("e2", "ls"), flags, backend)
+	waitNoServer(t, state)
+	fi, err := os.Stat(errFiles[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > maxAuditErrFile || fi.Size() == 0 {
+		t.Errorf("error file is %d bytes after a start past the bound, want a fresh file (0 < size <= %d)", fi.Size(), maxAuditErrFile)
+	}
+}
