@@ -252,11 +252,27 @@ func (c *Conversation) Correlation() Correlation { return c.curCorr }
 // Answered returns the answered exchange with the given id key, if any.
 func (c *Conversation) Answered(key string) *Exchange { return c.answered[key] }
 
+// Remembers reports whether the conversation still holds an exchange with
+// the id key: pending, or answered and not forgotten (Config.KeepAnswered).
+// A response whose id it no longer remembers is Unsolicited, never
+// Duplicate, so a rule may drop what it keeps per id once this is false.
+func (c *Conversation) Remembers(key string) bool {
+	_, pending := c.pending[key]
+	_, answered := c.answered[key]
+	return pending || answered
+}
+
+// IsPending reports whether x is still waiting for its answer: not
+// answered, and not superseded by a retry with the same id.
+func (c *Conversation) IsPending(x *Exchange) bool {
+	return x.Response == nil && c.pending[x.Key] == x
+}
+
 // Pending returns the unanswered exchanges in request order.
 func (c *Conversation) Pending() []*Exchange {
 	var out []*Exchange
 	for _, x := range c.order {
-		if x.Response == nil && c.pending[x.Key] == x {
+		if c.IsPending(x) {
 			out = append(out, x)
 		}
 	}
