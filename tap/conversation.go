@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -113,52 +112,6 @@ const DefaultKeepEvents = 100_000
 // DefaultKeepAnswered is how many answered exchanges a conversation keeps
 // by default, so a tap that runs for days stays in bounded memory.
 const DefaultKeepAnswered = 1024
-
-// MemoryStore is the in-process EventStore. It remembers at most Max events
-// (0: DefaultKeepEvents), forgetting the oldest first; a retry of an event
-// forgotten since is judged as a first delivery. It is safe for concurrent
-// use.
-type MemoryStore struct {
-	Max int
-
-	mu   sync.Mutex // guards the fields below
-	m    map[EventKey]EventRecord
-	ring []EventKey // insertion order; next is the oldest once full
-	next int
-}
-
-// Load implements EventStore.
-func (s *MemoryStore) Load(k EventKey) (EventRecord, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.m[k]
-	return r, ok
-}
-
-// Store implements EventStore.
-func (s *MemoryStore) Store(k EventKey, r EventRecord) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = make(map[EventKey]EventRecord)
-	}
-	if _, ok := s.m[k]; ok {
-		s.m[k] = r
-		return
-	}
-	max := s.Max
-	if max <= 0 {
-		max = DefaultKeepEvents
-	}
-	if len(s.ring) < max {
-		s.ring = append(s.ring, k)
-	} else {
-		delete(s.m, s.ring[s.next])
-		s.ring[s.next] = k
-		s.next = (s.next + 1) % max
-	}
-	s.m[k] = r
-}
 
 // A Conversation is the state of one harness↔backend link as the frames so
 // far show it. It is owned by one Engine and not safe for concurrent use.
