@@ -29,11 +29,14 @@ type MemoryStore struct {
 
 	mu    sync.Mutex        // guards the fields below
 	index map[string]uint64 // packed (source, id) → insertion number
-	recs  []memRecord       // insertion order; recs[i] is number base+i
-	head  int               // recs[:head] are forgotten
-	base  uint64            // insertion number of recs[0]
-	bytes int               // cost (recordCost) of recs[head:]
-	buf   []byte            // scratch: a key or a packed text
+	// recs is a ring of count records, the oldest at head, whose
+	// insertion number is first.
+	recs  []memRecord
+	head  int
+	count int
+	first uint64
+	bytes int    // cost (recordCost) of the records held
+	buf   []byte // scratch: a key or a packed text
 }
 
 // A memRecord is one event: text holds the packed key (source, id) in its
@@ -57,8 +60,8 @@ const (
 )
 
 // recordCost is what one remembered event costs beside its packed text:
-// the record, its index entry (key header, value, map overhead), and
-// slack for the record slice's compaction.
+// its slot in the ring and its index entry (key header, value, map
+// overhead).
 const recordCost = int(unsafe.Sizeof(memRecord{})) + 48
 
 func appendField(b []byte, s string) []byte {
@@ -138,7 +141,7 @@ func (s *MemoryStore) Load(k EventKey) (EventRecord, bool) {
 	if !ok {
 		return EventRecord{}, false
 	}
-	return s.recs[n-s.base].unpack(), true
+	return s.at(n).unpack(), true
 }
 
 // Store implements EventStore.
@@ -150,7 +153,7 @@ func (s *MemoryStore) Store(k EventKey, r EventRecord) {
 	}
 	m := s.pack(k, r)
 	if n, ok := s.index[string(s.buf[:m.keyLen])]; ok {
-		old := &s.recs[n-s.base]
+		old := s.at(n)
 		m.text = old.text
 		if m.text != string(s.buf) {
 			m.text = string(s.buf)
@@ -170,30 +173,43 @@ func (s *MemoryStore) Store(k EventKey, r EventRecord) {
 	if cost > maxBytes {
 		return // one event larger than the whole store: not remembered
 	}
-	for len(s.recs)-s.head >= maxN || s.bytes+cost > maxBytes {
+	for s.count >= maxN || s.bytes+cost > maxBytes {
 		s.forgetOldest()
 	}
+	if s.count == len(s.recs) {
+		s.grow(min(maxN, max(64, len(s.recs)+len(s.recs)/4)))
+	}
 	m.text = string(s.buf)
-	s.index[m.text[:m.keyLen]] = s.base + uint64(len(s.recs))
-	s.recs = append(s.recs, m)
+	s.index[m.text[:m.keyLen]] = s.first + uint64(s.count)
+	s.recs[(s.head+s.count)%len(s.recs)] = m
+	s.count++
 	s.bytes += cost
 }
 
-// forgetOldest drops the oldest event; it compacts recs once half of it is
-// forgotten, so each event is moved at most once on average.
+// at returns the record with insertion number n, which the store holds.
+func (s *MemoryStore) at(n uint64) *memRecord {
+	return &s.recs[(s.head+int(n-s.first))%len(s.recs)]
+}
+
+// grow moves the ring to a slice of n slots, the oldest first. The ring
+// grows by a quarter at a time, so at most a fifth of it stands empty.
+func (s *MemoryStore) grow(n int) {
+	recs := make([]memRecord, n)
+	for i := range s.count {
+		recs[i] = s.recs[(s.head+i)%len(s.recs)]
+	}
+	s.recs, s.head = recs, 0
+}
+
+// forgetOldest drops the oldest event.
 func (s *MemoryStore) forgetOldest() {
 	old := &s.recs[s.head]
 	delete(s.index, old.text[:old.keyLen])
 	s.bytes -= recordCost + len(old.text)
 	*old = memRecord{}
-	s.head++
-	if s.head >= 1024 && s.head >= len(s.recs)/2 {
-		n := copy(s.recs, s.recs[s.head:])
-		clear(s.recs[n:])
-		s.recs = s.recs[:n]
-		s.base += uint64(s.head)
-		s.head = 0
-	}
+	s.head = (s.head + 1) % len(s.recs)
+	s.first++
+	s.count--
 }
 
 // Len is how many events the store remembers.

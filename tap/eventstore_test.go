@@ -90,7 +90,7 @@ func TestMemoryStoreForgetsInOrder(t *testing.T) {
 			}
 		}
 	}
-	if len(s.recs) > 2*keep+1024 {
-		t.Errorf("record slice of %d for %d events", len(s.recs), keep)
+	if len(s.recs) != keep {
+		t.Errorf("ring of %d slots for %d events", len(s.recs), keep)
 	}
 }
