@@ -548,3 +548,24 @@ func TestAnsweredOnceAcrossForgetting(t *testing.T) {
 		})
 	}
 }
+
+// TestLateStateBounded: CORR-3 reports each late answer and keeps nothing
+// of the exchange it ends (it used to keep every late exchange for the
+// whole conversation).
+func TestLateStateBounded(t *testing.T) {
+	rule := lateRule{warnInfo("CORR-3/late", "CORR-3", "")}
+	e := tap.NewEngine(tap.Config{Timeout: 500 * time.Millisecond}, []tap.Rule{rule})
+	const n = 5000
+	late := 0
+	for i := range n {
+		id := "e" + strconv.Itoa(i)
+		e.Feed(atMs(harnessFrame(convIntercept(id, convEvent(id, "tool.before", ""), denyCaps)), 1000*i))
+		late += len(withCheck(e.Feed(atMs(backendFrame(convResult(id, `[]`)), 1000*i+600)), "CORR-3"))
+	}
+	if late != n {
+		t.Errorf("%d late answers reported, want %d", late, n)
+	}
+	if k := len(rule.state(e.Conversation()).reported); k != 0 {
+		t.Errorf("CORR-3 keeps %d answered exchanges", k)
+	}
+}
