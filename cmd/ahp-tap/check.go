@@ -27,7 +27,6 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 	if err := of.validate(); err != nil {
 		return err
 	}
-	limitOfflineMemory()
 	if fs.NArg() == 0 {
 		return usageError("check: no FILE given (usage: ahp-tap check [flags] FILE...)")
 	}

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -132,21 +131,4 @@ func redactRegistration(reg *tap.Value) []byte {
 	}
 	walk(cp)
 	return cp.Canonical()
-}
-
-// offlineMemoryLimit is the soft memory limit of check and replay. Their
-// live heap is bounded (the conversation's last answered exchanges, the
-// event store, the report writers' caches: ~60 MiB replaying a 1 GiB
-// capture to every report), but the Go collector lets the heap grow to
-// twice the live data before collecting, and RSS followed it. A limit
-// above the live heap makes the collector run a little earlier when the
-// heap nears it and costs nothing otherwise (BENCHMARKS.md, "CI reports").
-const offlineMemoryLimit = 160 << 20
-
-// limitOfflineMemory sets offlineMemoryLimit unless GOMEMLIMIT is set in
-// the environment (it wins, as for the other commands).
-func limitOfflineMemory() {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(offlineMemoryLimit)
-	}
 }

@@ -36,7 +36,6 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err := of.validate(); err != nil {
 		return err
 	}
-	limitOfflineMemory()
 	var dir tap.Direction
 	if *direction != "" {
 		d, err := tap.ParseDirection(*direction)
