@@ -53,3 +53,4 @@ for f in r.sarif r.html r2.xml r2.gh; do
 done
 grep -o '"results left out[^"]*\|[0-9]* results left out' "$work/r.sarif" | head -1 || true
 grep -o '[0-9]* findings beyond the first [0-9]*' "$work/r.html" | head -1 || true
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -121,11 +121,31 @@ func (r answeredOnceRule) Info() tap.RuleInfo { return r.info }
 // when their backend's stream ended, so Finish does not report them twice,
 // and how many requests and answers each id has had: a retry re-sends a
 // request with the same id (AHP-CORE-004), and each copy may be answered.
+//
+// The counts are read only for a Duplicate response, one whose id the
+// conversation still remembers as answered, so they live as long as the
+// conversation remembers the id (tap.Conversation.Remembers): once it
+// forgets the exchange (Config.KeepAnswered), a later response with that
+// id is Unsolicited whatever the counts say, and a later request with it
+// starts them again. sweep drops the rest, so the state holds at most the
+// ids of the pending and remembered exchanges (plus those seen since the
+// last sweep) however long the conversation runs: keeping every id held
+// ~60 bytes per request for ever (19 MB after 170,000 requests of a
+// replay, bench/reports.sh).
 type answeredOnceState struct {
 	reported map[*tap.Exchange]bool
 	sent     map[string]int // requests per IDKey
 	answers  map[string]int // responses per IDKey
+	// forgotten is c.Forgotten() at the last sweep, and limit the size of
+	// sent+answers that triggers one without it.
+	forgotten int
+	limit     int
 }
+
+// minSweepLimit is the smallest size of the per-id counts that triggers a
+// sweep when the conversation forgot nothing (unsolicited answers and
+// answers to unreadable requests count ids it never remembers).
+const minSweepLimit = 4096
 
 func (r answeredOnceRule) state(c *tap.Conversation) *answeredOnceState {
 	return c.RuleState(r.info.ID, func() any {
@@ -133,8 +153,38 @@ func (r answeredOnceRule) state(c *tap.Conversation) *answeredOnceState {
 			reported: make(map[*tap.Exchange]bool),
 			sent:     make(map[string]int),
 			answers:  make(map[string]int),
+			limit:    minSweepLimit,
 		}
 	}).(*answeredOnceState)
+}
+
+// sweep drops the counts of the ids the conversation no longer remembers
+// and the reported exchanges no longer pending, each time the
+// conversation has forgotten exchanges since the last sweep (so an id's
+// counts end with its last exchange, at the same frame in a live run and
+// its replay) or the counts have doubled. It runs before the frame being
+// checked is counted, so the cost is a few map operations per frame.
+func (st *answeredOnceState) sweep(c *tap.Conversation) {
+	if c.Forgotten() == st.forgotten && len(st.sent)+len(st.answers) < st.limit {
+		return
+	}
+	st.forgotten = c.Forgotten()
+	for k := range st.sent {
+		if !c.Remembers(k) {
+			delete(st.sent, k)
+		}
+	}
+	for k := range st.answers {
+		if !c.Remembers(k) {
+			delete(st.answers, k)
+		}
+	}
+	for x := range st.reported {
+		if !c.IsPending(x) {
+			delete(st.reported, x) // Note and Finish look only at pending exchanges
+		}
+	}
+	st.limit = max(minSweepLimit, 2*(len(st.sent)+len(st.answers)))
 }
 
 func (r answeredOnceRule) Requires() []*tap.Analysis { return []*tap.Analysis{answersAnalysis} }
@@ -144,6 +194,7 @@ func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding
 		return nil
 	}
 	st := r.state(c)
+	st.sweep(c)
 	if req, ok := f.Msg.(*tap.Request); ok {
 		st.sent[tap.IDKey(req.ID)]++
 		return nil
@@ -157,20 +208,23 @@ func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding
 		return nil // BASE-1 reports a response without id
 	}
 	key := tap.IDKey(m.ID)
-	st.answers[key]++
 	switch c.Correlation() {
 	case tap.Duplicate:
+		st.answers[key]++
 		if st.answers[key] <= st.sent[key] {
 			return nil // the answer to the other copy of a retried request
 		}
 		prev := c.Answered(key)
 		return []tap.Finding{r.info.At(f, 0, "/id", "response id %s answers a request that was already answered (#%d); every request is answered exactly once", tap.IDText(m.ID), prev.Response.Seq)}
 	case tap.Unsolicited:
+		// It answers no request, so it does not count against any: a
+		// request with this id sent later may still be answered once.
 		if a := answersOf(c); a.notification || a.malformed {
 			return nil // BASE-7 reports answers to notifications; a null-id error answers an unparseable message
 		}
 		return []tap.Finding{r.info.At(f, 0, "/id", "response id %s matches no request that was sent; a response must carry the id of a pending request", tap.IDText(m.ID))}
 	}
+	st.answers[key]++
 	return nil
 }
 
@@ -310,8 +364,18 @@ func pastDeadline(x *tap.Exchange, t time.Time) (time.Duration, bool) {
 	return took, took > x.Deadline
 }
 
-// lateState remembers the exchanges already reported expired.
+// lateState remembers the pending exchanges already reported expired.
 type lateState struct{ reported map[*tap.Exchange]bool }
+
+// prune drops the exchanges answered since they were reported (a late
+// answer after the link ended): they are pending no more.
+func (st *lateState) prune(c *tap.Conversation) {
+	for x := range st.reported {
+		if !c.IsPending(x) {
+			delete(st.reported, x)
+		}
+	}
+}
 
 func (r lateRule) state(c *tap.Conversation) *lateState {
 	return c.RuleState(r.info.ID, func() any { return &lateState{reported: map[*tap.Exchange]bool{}} }).(*lateState)
@@ -328,7 +392,9 @@ func (r lateRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	}
 	x := c.Exchange()
 	took, _ := pastDeadline(x, f.Time)
-	r.state(c).reported[x] = true
+	// Not marked reported: this answer ends x, and Note and Finish look
+	// only at pending exchanges (marking it kept every late exchange for
+	// the whole conversation).
 	fd := r.info.At(f, tap.Warn, "", "hooks/intercept %s was answered %v after the request, past its %v deadline: %s", tap.IDText(x.Request.RPCID()), took.Round(time.Millisecond), x.Deadline, deadlineWords)
 	fd.EventID, _ = x.Event.Get("id").Text()
 	return []tap.Finding{fd}
@@ -354,6 +420,7 @@ func (r lateRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 	default:
 		return nil
 	}
+	r.state(c).prune(c)
 	var out []tap.Finding
 	for _, x := range c.Pending() {
 		if sameLink(c, x, n) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -446,5 +447,125 @@ func TestHTTPStatusAnswersTheRequest(t *testing.T) {
 	xs := e.Conversation().Exchanges()
 	if xs[0].Outcome != tap.OutcomeFailure || xs[1].Outcome != tap.OutcomeFailure {
 		t.Errorf("outcomes %q %q, want %q", xs[0].Outcome, xs[1].Outcome, tap.OutcomeFailure)
+	}
+}
+
+// corr2Frames returns a request with JSON-RPC id id and its answer.
+func corr2Exchange(id string) (*tap.Frame, *tap.Frame) {
+	return harnessFrame(`{"jsonrpc":"2.0","id":"` + id + `","method":"hooks/intercept","params":{}}`),
+		backendFrame(`{"jsonrpc":"2.0","id":"` + id + `","result":{}}`)
+}
+
+// TestAnsweredOnceStateBounded: CORR-2 keeps its per-id counts only for
+// the ids the conversation still remembers, so a conversation of a
+// million requests holds a bounded number of them (it used to keep two
+// counts per id for ever: 19 MB after 170,000 requests of a replay).
+func TestAnsweredOnceStateBounded(t *testing.T) {
+	n := 1_000_000
+	if testing.Short() || raceEnabled {
+		n = 100_000 // still a hundred times the remembered window
+	}
+	rule := answeredOnceRule{info("CORR-2/answered-once", "CORR-2", "")}
+	e := tap.NewEngine(tap.Config{}, []tap.Rule{rule})
+	c := e.Conversation()
+	most := 0
+	for i := range n {
+		req, res := corr2Exchange("r" + strconv.Itoa(i))
+		if fs := e.Feed(req); len(fs) > 0 {
+			t.Fatalf("request %d: %s", i, dump(fs))
+		}
+		if fs := e.Feed(res); len(fs) > 0 {
+			t.Fatalf("answer %d: %s", i, dump(fs))
+		}
+		st := rule.state(c)
+		most = max(most, len(st.sent)+len(st.answers)+len(st.reported))
+	}
+	// At most the remembered ids' two counts (2×KeepAnswered exchanges
+	// before the conversation compacts) plus the ids seen since the last
+	// sweep.
+	if bound := 4*tap.DefaultKeepAnswered + minSweepLimit; most > bound {
+		t.Errorf("CORR-2 held %d per-id counts over %d exchanges, want at most %d", most, n, bound)
+	}
+	if fs := e.Finish(); len(fs) > 0 {
+		t.Errorf("findings at the end: %s", dump(fs))
+	}
+}
+
+// TestAnsweredOnceAcrossForgetting: the counts of an id the conversation
+// still remembers survive the sweeps that drop forgotten ones, so a
+// duplicate answer inside the window is still caught and the second copy
+// of a retried request may still be answered.
+func TestAnsweredOnceAcrossForgetting(t *testing.T) {
+	const keep = 8
+	filler := func(from, n int) []*tap.Frame {
+		var out []*tap.Frame
+		for i := from; i < from+n; i++ {
+			req, res := corr2Exchange("f" + strconv.Itoa(i))
+			out = append(out, req, res)
+		}
+		return out
+	}
+	req, res := corr2Exchange("A")
+	tests := []struct {
+		name   string
+		frames []*tap.Frame
+		want   string // "" for no CORR-2 finding
+	}{
+		// 12 exchanges, then A: the 4 after A make the conversation forget
+		// the oldest (order reaches 2×keep), while A stays remembered.
+		{"duplicate answer inside the window", slices.Concat(filler(0, 12), []*tap.Frame{req, res}, filler(12, 4), []*tap.Frame{res}),
+			"answers a request that was already answered"},
+		{"retry: second copy answered after a sweep", slices.Concat(filler(0, 12), []*tap.Frame{req, req, res}, filler(12, 4), []*tap.Frame{res}),
+			""},
+		{"retry: a third answer after a sweep", slices.Concat(filler(0, 12), []*tap.Frame{req, req, res}, filler(12, 4), []*tap.Frame{res, res}),
+			"answers a request that was already answered"},
+		{"duplicate answer after the window", slices.Concat([]*tap.Frame{req, res}, filler(0, 40), []*tap.Frame{res}),
+			"matches no request that was sent"},
+		{"id reused after the window", slices.Concat([]*tap.Frame{req, res}, filler(0, 40), []*tap.Frame{req, res}),
+			""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var fresh []*tap.Frame
+			for _, f := range tt.frames {
+				fresh = append(fresh, &tap.Frame{Dir: f.Dir, Transport: f.Transport, Raw: f.Raw})
+			}
+			e := tap.NewEngine(tap.Config{KeepAnswered: keep}, correlationRules())
+			var fs []tap.Finding
+			for _, f := range fresh {
+				fs = append(fs, e.Feed(f)...)
+			}
+			fs = withCheck(append(fs, e.Finish()...), "CORR-2")
+			if e.Conversation().Forgotten() == 0 {
+				t.Fatal("the conversation forgot nothing: the test does not cross a sweep")
+			}
+			switch {
+			case tt.want == "" && len(fs) > 0:
+				t.Errorf("want no CORR-2 finding, got%s", dump(fs))
+			case tt.want != "" && (len(fs) != 1 || !strings.Contains(fs[0].Message, tt.want)):
+				t.Errorf("want one CORR-2 finding saying %q, got%s", tt.want, dump(fs))
+			}
+		})
+	}
+}
+
+// TestLateStateBounded: CORR-3 reports each late answer and keeps nothing
+// of the exchange it ends (it used to keep every late exchange for the
+// whole conversation).
+func TestLateStateBounded(t *testing.T) {
+	rule := lateRule{warnInfo("CORR-3/late", "CORR-3", "")}
+	e := tap.NewEngine(tap.Config{Timeout: 500 * time.Millisecond}, []tap.Rule{rule})
+	const n = 5000
+	late := 0
+	for i := range n {
+		id := "e" + strconv.Itoa(i)
+		e.Feed(atMs(harnessFrame(convIntercept(id, convEvent(id, "tool.before", ""), denyCaps)), 1000*i))
+		late += len(withCheck(e.Feed(atMs(backendFrame(convResult(id, `[]`)), 1000*i+600)), "CORR-3"))
+	}
+	if late != n {
+		t.Errorf("%d late answers reported, want %d", late, n)
+	}
+	if k := len(rule.state(e.Conversation()).reported); k != 0 {
+		t.Errorf("CORR-3 keeps %d answered exchanges", k)
 	}
 }

@@ -95,6 +95,7 @@ type PipeMirror struct {
 	max     int    // bound of the backlog in bytes
 	store   []byte // the backlog's array (cap max), allocated on first use
 	sent    int    // bytes of store before backlog (written already)
+	sock    bool   // fd is a stream socket: closing shuts its write side down first
 
 	dropped atomic.Uint64 // records dropped
 }
@@ -121,6 +122,25 @@ func NewPipeMirror(maxBacklog int) (m *PipeMirror, r *os.File, err error) {
 		return nil, nil, err
 	}
 	return &PipeMirror{fd: wfd, kick: make(chan struct{}, 1), max: maxBacklog}, os.NewFile(uintptr(rfd), "audit-link"), nil
+}
+
+// NewSocketMirror writes the audit copies of a link into fd, a connected
+// stream socket (the shared audit process's, docs/stdio.md), exactly as
+// NewPipeMirror's mirror writes them into its pipe. It takes fd and puts
+// it in non-blocking mode; End and Close shut its write side down before
+// closing it, so that the reader sees the end of the link even while a
+// duplicate of fd is kept open to read the reader's answers.
+func NewSocketMirror(fd, maxBacklog int) (*PipeMirror, error) {
+	if maxBacklog <= 0 {
+		maxBacklog = MaxBacklog
+	}
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		return nil, err
+	}
+	// Room for a burst while the audit catches up, as the pipe's 1 MiB
+	// (the kernel caps it at its wmem_max).
+	_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_SNDBUF, 1<<20)
+	return &PipeMirror{fd: fd, kick: make(chan struct{}, 1), max: maxBacklog, sock: true}, nil
 }
 
 // Chunk implements Mirror: one non-blocking write, a place in the
@@ -169,6 +189,9 @@ func (m *PipeMirror) Close() {
 
 func (m *PipeMirror) closeLocked() {
 	if m.fd >= 0 {
+		if m.sock {
+			_ = syscall.Shutdown(m.fd, syscall.SHUT_WR)
+		}
 		syscall.Close(m.fd)
 		m.fd = -1
 	}

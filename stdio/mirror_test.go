@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,5 +90,58 @@ func TestPipeMirrorDropsWhenFullAndSaysSo(t *testing.T) {
 	}
 	if last := recs[len(recs)-1]; last.Kind != RecordEnd {
 		t.Errorf("last record kind %d, want the end record", last.Kind)
+	}
+}
+
+// A socket mirror (the shared audit process's link) writes the same
+// records as the pipe's, and End shuts the socket's write side down: the
+// reader sees the end of the link although the writer keeps a duplicate
+// of the socket open to read the reader's answer, and that answer still
+// arrives.
+func TestSocketMirrorEndsTheLinkAndHearsTheAnswer(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := os.NewFile(uintptr(fds[1]), "peer")
+	defer peer.Close()
+	dup, err := syscall.Dup(fds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := os.NewFile(uintptr(dup), "answers") // the writer's read side
+	defer answers.Close()
+	m, err := NewSocketMirror(fds[0], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1700000000, 0)
+	m.Chunk(tap.FromHarness, t0, []byte("{\"a\":1}\n"))
+	m.Note(tap.Note{Kind: tap.NoteEOF, Dir: tap.FromHarness, Time: t0})
+	done := make(chan []Record)
+	go func() {
+		var out []Record
+		rr := NewRecordReader(peer)
+		for {
+			rec, err := rr.Next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Errorf("reading: %v", err)
+				}
+				peer.Write([]byte("A")) // the answer, after the end
+				done <- out
+				return
+			}
+			out = append(out, rec)
+		}
+	}()
+	m.End(Result{ExitCode: 0}, time.Second)
+	recs := <-done // without the shutdown, EOF never comes: the test hangs here
+	if len(recs) != 3 || recs[0].Kind != RecordChunk || string(recs[0].Payload) != "{\"a\":1}\n" || recs[1].Kind != RecordNote || recs[2].Kind != RecordEnd {
+		t.Fatalf("records %+v, want the chunk, the note and the end record", recs)
+	}
+	b := make([]byte, 1)
+	if _, err := io.ReadFull(answers, b); err != nil || b[0] != 'A' {
+		t.Errorf("the answer after the end: %q, %v", b, err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -114,52 +113,6 @@ const DefaultKeepEvents = 100_000
 // by default, so a tap that runs for days stays in bounded memory.
 const DefaultKeepAnswered = 1024
 
-// MemoryStore is the in-process EventStore. It remembers at most Max events
-// (0: DefaultKeepEvents), forgetting the oldest first; a retry of an event
-// forgotten since is judged as a first delivery. It is safe for concurrent
-// use.
-type MemoryStore struct {
-	Max int
-
-	mu   sync.Mutex // guards the fields below
-	m    map[EventKey]EventRecord
-	ring []EventKey // insertion order; next is the oldest once full
-	next int
-}
-
-// Load implements EventStore.
-func (s *MemoryStore) Load(k EventKey) (EventRecord, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.m[k]
-	return r, ok
-}
-
-// Store implements EventStore.
-func (s *MemoryStore) Store(k EventKey, r EventRecord) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = make(map[EventKey]EventRecord)
-	}
-	if _, ok := s.m[k]; ok {
-		s.m[k] = r
-		return
-	}
-	max := s.Max
-	if max <= 0 {
-		max = DefaultKeepEvents
-	}
-	if len(s.ring) < max {
-		s.ring = append(s.ring, k)
-	} else {
-		delete(s.m, s.ring[s.next])
-		s.ring[s.next] = k
-		s.next = (s.next + 1) % max
-	}
-	s.m[k] = r
-}
-
 // A Conversation is the state of one harness↔backend link as the frames so
 // far show it. It is owned by one Engine and not safe for concurrent use.
 type Conversation struct {
@@ -252,11 +205,27 @@ func (c *Conversation) Correlation() Correlation { return c.curCorr }
 // Answered returns the answered exchange with the given id key, if any.
 func (c *Conversation) Answered(key string) *Exchange { return c.answered[key] }
 
+// Remembers reports whether the conversation still holds an exchange with
+// the id key: pending, or answered and not forgotten (Config.KeepAnswered).
+// A response whose id it no longer remembers is Unsolicited, never
+// Duplicate, so a rule may drop what it keeps per id once this is false.
+func (c *Conversation) Remembers(key string) bool {
+	_, pending := c.pending[key]
+	_, answered := c.answered[key]
+	return pending || answered
+}
+
+// IsPending reports whether x is still waiting for its answer: not
+// answered, and not superseded by a retry with the same id.
+func (c *Conversation) IsPending(x *Exchange) bool {
+	return x.Response == nil && c.pending[x.Key] == x
+}
+
 // Pending returns the unanswered exchanges in request order.
 func (c *Conversation) Pending() []*Exchange {
 	var out []*Exchange
 	for _, x := range c.order {
-		if x.Response == nil && c.pending[x.Key] == x {
+		if c.IsPending(x) {
 			out = append(out, x)
 		}
 	}

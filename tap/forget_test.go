@@ -43,8 +43,8 @@ func TestMemoryStoreIsBounded(t *testing.T) {
 	for i := range 10 {
 		s.Store(EventKey{Source: "s", ID: fmt.Sprint(i)}, EventRecord{Seq: uint64(i)})
 	}
-	if len(s.m) != 3 {
-		t.Errorf("store holds %d events, want 3", len(s.m))
+	if s.Len() != 3 {
+		t.Errorf("store holds %d events, want 3", s.Len())
 	}
 	if _, ok := s.Load(EventKey{Source: "s", ID: "9"}); !ok {
 		t.Errorf("the newest event was forgotten")

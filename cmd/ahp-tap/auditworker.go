@@ -48,13 +48,17 @@ const (
 	// auditBound bounds the audit process's life after the link ended:
 	// it exits by then whatever is left to do.
 	auditBound = 5 * time.Second
+	// auditSinkClose bounds the flushing of the log, the capture and
+	// the OTLP export once the link's frames are checked.
+	auditSinkClose = auditBound - time.Second
 )
 
 // auditLink is the forwarding process's end of its audit process.
 type auditLink struct {
 	mirror *stdio.PipeMirror
-	cmd    *exec.Cmd
-	done   chan struct{} // closed when the audit process has exited
+	cmd    *exec.Cmd     // nil for the shared audit process
+	done   chan struct{} // closed when the audit process has exited, or the shared one has written the link
+	conn   *os.File      // the shared audit process's messages; nil for an audit process of its own
 }
 
 // startAuditProcess starts the audit process with the stdio flags the
@@ -110,6 +114,9 @@ func (l *auditLink) end(res stdio.Result) {
 	select {
 	case <-l.done:
 	case <-time.After(auditExitWait):
+	}
+	if l.conn != nil {
+		l.conn.Close()
 	}
 }
 
@@ -172,7 +179,10 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 	})
 	defer bound.Stop()
 	run.session.Close()
-	run.close()
+	// Off the forwarding path, the sinks get most of the bound, not
+	// the forwarding process's minSinkClose: a loaded machine must not
+	// cost findings the log could still take.
+	run.closeWithin(auditSinkClose)
 	if sf.summary {
 		if clean {
 			res.NotAudited = run.session.NotAudited()
@@ -314,7 +324,16 @@ func (m *Main) prepareSplit(sf *stdioFlags, l *loaded, flagArgs, argv []string, 
 	if !sf.queueSet {
 		backlog = max(backlog, sf.budgetBytes/2)
 	}
-	link, err := m.startAuditProcess(flagArgs, conn, int(backlog))
+	var link *auditLink
+	var err error
+	if sharedAuditWanted(sf, l) { // sharedaudit.go
+		if link, err = m.connectSharedAudit(sf, flagArgs, conn, int(backlog)); err != nil {
+			fmt.Fprintf(m.Stderr, "ahp-tap: the shared audit process of --state is not used (%v); this event gets an audit process of its own\n", err)
+		}
+	}
+	if link == nil {
+		link, err = m.startAuditProcess(flagArgs, conn, int(backlog))
+	}
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ahp-tap: cannot start the audit process (%v); auditing in this process, which a SIGKILL of its group loses\n", err)
 		return m.prepareStdio(sf, l, argv, prio)

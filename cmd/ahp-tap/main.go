@@ -237,6 +237,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.runStdio(ctx, rest)
 	case auditWorkerCommand: // auditworker.go: not for people
 		return m.runAuditProcess(ctx, rest)
+	case auditServerCommand: // sharedaudit.go: not for people
+		return m.runAuditServer(ctx, rest)
 	case "demo":
 		return m.runDemo(ctx, rest)
 	case "example-backend":

@@ -41,6 +41,7 @@ type stdioFlags struct {
 	drain       time.Duration
 	otlp        otlpFlags
 	conn        string // the link's name ("": stdio:<this pid>); set in the audit process
+	sharedAudit bool
 }
 
 func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
@@ -48,6 +49,7 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	fs.StringVar(&sf.log, "log", "", "append findings to the violation log at `PATH` (JSON Lines, mode 0600; - for stderr)")
 	fs.StringVar(&sf.capture, "capture", "", "append every frame to the capture at `PATH` (mode 0600; safe for concurrent per_event processes)")
 	fs.StringVar(&sf.state, "state", "", "share conversation state with other ahp-tap processes in `DIR` (per_event backends: retries across processes)")
+	fs.BoolVar(&sf.sharedAudit, "shared-audit", true, "with per_event and --state: audit in one process shared by the taps of DIR with the same flags, rather than start one per event (false: one per event; never with --summary, --console or --log -)")
 	fs.StringVar(&sf.lifecycle, "lifecycle", "", "backend lifecycle `persistent|per_event` when no --registration/--hook says it")
 	fs.BoolVar(&sf.summary, "summary", isTerminal(stderr), summaryHelp)
 	fs.BoolVar(&sf.console, "console", false, consoleHelp+"; stderr is the backend's too")
