@@ -145,7 +145,9 @@ func run() error {
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				addrc <- m[1]
 			}
-			if strings.Contains(sc.Text(), "summary") || strings.Contains(sc.Text(), "TAP-1") {
+			// The tap's summary, and its diagnostics (an upstream failure
+			// says why a request got an error).
+			if !strings.Contains(sc.Text(), "listening on") {
 				fmt.Fprintln(os.Stderr, "http tap:", sc.Text())
 			}
 		}
@@ -196,14 +198,18 @@ func run() error {
 				body := request(fmt.Sprintf("h%d-%d", w, i), sizes[i%len(sizes)])
 				resp, err := cl.Post("http://"+addr+"/", "application/json", bytes.NewReader(body))
 				if err != nil {
-					c.httpErrors.Add(1)
+					if c.httpErrors.Add(1) <= 5 {
+						fmt.Fprintf(os.Stderr, "soak: %s http request %d-%d (%d bytes): %v\n", time.Now().UTC().Format(time.RFC3339Nano), w, i, len(body), err)
+					}
 					continue
 				}
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				c.httpRequests.Add(1)
 				if resp.StatusCode != 200 {
-					c.httpErrors.Add(1)
+					if c.httpErrors.Add(1) <= 5 {
+						fmt.Fprintf(os.Stderr, "soak: %s http request %d-%d (%d bytes): status %d: %.200q\n", time.Now().UTC().Format(time.RFC3339Nano), w, i, len(body), resp.StatusCode, b)
+					}
 				} else if !bytes.Contains(b, []byte("protocolVersion")) {
 					c.badHTTP.Add(1)
 				}
