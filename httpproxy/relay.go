@@ -594,7 +594,13 @@ func (c *relayConn) startCopier(up *upstreamConn, x *exchange) *requestCopier {
 		defer close(cp.done)
 		buf := c.r.outs.Get().(*[]byte)
 		defer c.r.outs.Put(buf)
-		bc := bodyCopy{dst: up.nc, src: c.br, out: (*buf)[:0], audit: func(b []byte) { x.copyBytes(false, b) }}
+		// readAll is set before the write that completes the body: once
+		// the upstream has the whole body it may answer, and the relay
+		// must then see the body as read (else it closes a harness
+		// connection the response told to stay open: a reused connection
+		// that fails with EOF, found by bench/soak).
+		bc := bodyCopy{dst: up.nc, src: c.br, out: (*buf)[:0], audit: func(b []byte) { x.copyBytes(false, b) },
+			read: func() { cp.readAll.Store(true) }}
 		var err error
 		switch rq.framing {
 		case fixedBody:

@@ -26,6 +26,21 @@ type bodyCopy struct {
 	out   []byte       // pending output; may start with a head
 	audit func([]byte) // decoded body bytes; must not retain them
 	werr  error        // the first write error: the receiving side failed
+	// read, when set, is called once the body has been read to its end,
+	// before the bytes that complete it are written: whoever waits for
+	// the receiver's answer must know the body was read whole before the
+	// receiver can have it whole (a request copier's last write and the
+	// relay's keep-alive decision race otherwise).
+	read    func()
+	chunkIn bool // inside chunked framing: data() is one chunk, not the body
+}
+
+// ended calls read, once.
+func (b *bodyCopy) ended() {
+	if b.read != nil {
+		b.read()
+		b.read = nil
+	}
 }
 
 // errWrite marks a failure of the receiving side in bodyCopy's results.
@@ -102,6 +117,9 @@ func (b *bodyCopy) data(n int64) error {
 		}
 		p, _ := b.src.Peek(int(min(int64(b.src.Buffered()), n)))
 		b.audit(p)
+		if int64(len(p)) == n && !b.chunkIn {
+			b.ended()
+		}
 		if err := b.emit(p); err != nil {
 			return err
 		}
@@ -131,7 +149,11 @@ func (b *bodyCopy) untilEOF() error {
 
 // line copies one line of chunked framing (a chunk-size line, the CRLF
 // after chunk data, a trailer line) and returns it as it came.
-func (b *bodyCopy) line(limit int) ([]byte, error) {
+func (b *bodyCopy) line(limit int) ([]byte, error) { return b.lineOf(limit, false) }
+
+// lineOf is line; last says an empty line ends the body (the trailer
+// section's end).
+func (b *bodyCopy) lineOf(limit int, last bool) ([]byte, error) {
 	if buf, _ := b.src.Peek(b.src.Buffered()); bytes.IndexByte(buf, '\n') < 0 {
 		if err := b.flush(); err != nil {
 			return nil, err
@@ -146,6 +168,9 @@ func (b *bodyCopy) line(limit int) ([]byte, error) {
 	case err != nil:
 		return nil, err
 	}
+	if last && isEmptyLine(l) {
+		b.ended()
+	}
 	if err := b.emit(l); err != nil {
 		return nil, err
 	}
@@ -156,6 +181,8 @@ func (b *bodyCopy) line(limit int) ([]byte, error) {
 // their extensions, chunk data, the last chunk and the trailer section,
 // all as they came; only the chunk data goes to the audit.
 func (b *bodyCopy) chunked() error {
+	b.chunkIn = true
+	defer func() { b.chunkIn = false }()
 	for {
 		l, err := b.line(maxChunkLine)
 		if err != nil {
@@ -180,7 +207,7 @@ func (b *bodyCopy) chunked() error {
 	}
 	total := 0
 	for {
-		l, err := b.line(maxTrailers)
+		l, err := b.lineOf(maxTrailers, true)
 		if err != nil {
 			return err
 		}
