@@ -40,7 +40,7 @@ func OpenAppend(path string) (f *os.File, notice string, err error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return nil, "", fmt.Errorf("%s is not a regular file (%s); give a regular file, or - for stderr", path, kind(st.Mode))
+		return nil, "", fmt.Errorf("%s is not a regular file (%s); give a regular file, or - for stderr", path, kind(uint32(st.Mode)))
 	}
 	if pseudoFS(fd) {
 		unix.Close(fd)
