@@ -74,6 +74,7 @@ func exitCode(err error) int {
 // the harness gets the recorded answers (a new run has new event times),
 // and the mock's audit has the live run's findings, faults included.
 func TestMockBackendServesRecordedSession(t *testing.T) {
+	t.Parallel() // own temp dirs and ports: independent of the other tests
 	capturePath, live := recordSession(t, "demo")
 	mocked := filepath.Join(t.TempDir(), "mock.jsonl")
 	out, err := selfCmd("example-harness", "--", os.Args[0], "mock", "backend", "--stdio", "--log", mocked, capturePath).CombinedOutput()
@@ -104,6 +105,7 @@ func TestMockBackendServesRecordedSession(t *testing.T) {
 // recording against the live example backend it was recorded with: no
 // difference, and the same audit as the live run.
 func TestMockHarnessPlaysRecordedSession(t *testing.T) {
+	t.Parallel() // own temp dirs and ports: independent of the other tests
 	capturePath, live := recordSession(t, "demo")
 	played := filepath.Join(t.TempDir(), "played.jsonl")
 	out, err := selfCmd("mock", "harness", "--fail-on", "never", "--log", played, capturePath, "--",
@@ -127,6 +129,7 @@ func TestMockHarnessPlaysRecordedSession(t *testing.T) {
 // whose answers changed: each changed answer is a difference, exit 1;
 // --ignore leaves the changed members out.
 func TestMockHarnessReportsChangedAnswer(t *testing.T) {
+	t.Parallel() // own temp dirs and ports: independent of the other tests
 	capturePath, _ := recordSession(t, "demo")
 	out, err := selfCmd("mock", "harness", "--fail-on", "never", capturePath, "--",
 		os.Args[0], "example-backend", "--mode", "conforming").CombinedOutput()
@@ -157,6 +160,7 @@ func TestMockHarnessReportsChangedAnswer(t *testing.T) {
 // id; a notification gets nothing; a request the recording does not have
 // gets -32002 and a line on stderr, and the mock exits 1.
 func TestMockBackendMatching(t *testing.T) {
+	t.Parallel() // own temp dirs and ports: independent of the other tests
 	capturePath, _ := recordSession(t, "conforming")
 	ev := func(id, src, cmd string) string {
 		return `{"id":"` + id + `","source":"` + src + `","type":"tool.before","time":"2031-01-01T00:00:00Z",` +
@@ -206,6 +210,7 @@ func TestMockBackendMatching(t *testing.T) {
 // TestMockRefusesRedactedCapture: a capture holding a redacted credential
 // is refused (exit 2, naming --allow-redacted) unless --allow-redacted.
 func TestMockRefusesRedactedCapture(t *testing.T) {
+	t.Parallel() // own temp dirs and ports: independent of the other tests
 	dir := t.TempDir()
 	path := filepath.Join(dir, "redacted.capture.jsonl")
 	capture := `{"type":"header","format":"ahp-tap-capture","version":1,"tool":"test","snapshot":"draft","transport":"http","started":"2026-01-01T00:00:00Z"}
@@ -237,6 +242,7 @@ func TestMockRefusesRedactedCapture(t *testing.T) {
 // plays it with `mock harness --url`: every answer is the recorded one,
 // and the backend ends on SIGTERM with its summary.
 func TestMockOverHTTP(t *testing.T) {
+	t.Parallel() // own temp dirs and ports: independent of the other tests
 	capturePath, _ := recordSession(t, "conforming")
 	logPath := filepath.Join(t.TempDir(), "backend.jsonl")
 	backend := selfCmd("mock", "backend", "--listen", "127.0.0.1:0", "--fail-on", "never", "--log", logPath, capturePath)
@@ -307,6 +313,7 @@ func TestMockOverHTTP(t *testing.T) {
 // difference, its stdout banner is STDIO-1, and the mock ends it with
 // SIGTERM instead of waiting for ever.
 func TestMockHarnessBackendThatNeverEnds(t *testing.T) {
+	t.Parallel() // own temp dirs and ports: independent of the other tests
 	capturePath, _ := recordSession(t, "conforming")
 	logPath := filepath.Join(t.TempDir(), "played.jsonl")
 	out, err := selfCmd("mock", "harness", "--wait", "100ms", "--fail-on", "never", "--log", logPath, capturePath, "--",
@@ -327,6 +334,7 @@ func TestMockHarnessBackendThatNeverEnds(t *testing.T) {
 // (one message each, as STDIO-2 requires), the answers as recorded and
 // the audit as live.
 func TestMockHarnessPerEvent(t *testing.T) {
+	t.Parallel() // own temp dirs and ports: independent of the other tests
 	dir := t.TempDir()
 	capturePath, live := filepath.Join(dir, "cap.jsonl"), filepath.Join(dir, "live.jsonl")
 	msg := func(id, cmdText string) string {
@@ -352,6 +360,7 @@ func TestMockHarnessPerEvent(t *testing.T) {
 
 // TestMockUsageErrors: a bad command line is exit 2 with one line.
 func TestMockUsageErrors(t *testing.T) {
+	t.Parallel() // own temp dirs and ports: independent of the other tests
 	capturePath := filepath.Join(t.TempDir(), "none.jsonl")
 	for _, args := range [][]string{
 		{"mock"},
