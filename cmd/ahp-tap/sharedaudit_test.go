@@ -62,23 +62,9 @@ func runEvent(t *testing.T, req string, flags []string, backend string) string {
 
 // sharedServers returns the pids of shared audit processes of state dir.
 func sharedServers(state string) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		var p int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &p); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		cl := strings.Split(string(b), "\x00")
-		if len(cl) > 1 && cl[1] == auditServerCommand && slices.Contains(cl, state) && running(p) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return processesRunning(func(cl []string) bool {
+		return len(cl) > 1 && cl[1] == auditServerCommand && slices.Contains(cl, state)
+	})
 }
 
 // waitNoServer waits until no shared audit process of state runs: it

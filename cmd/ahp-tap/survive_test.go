@@ -29,6 +29,14 @@ func init() {
 // auditProcesses returns the pids of audit processes serving the
 // forwarding process pid.
 func auditProcesses(pid int) []int {
+	return processesRunning(func(cl []string) bool {
+		return len(cl) > 3 && cl[1] == auditWorkerCommand && cl[3] == fmt.Sprintf("stdio:%d", pid)
+	})
+}
+
+// processesRunning returns the pids of running processes whose command
+// line (argv, from /proc) match accepts.
+func processesRunning(match func(cmdline []string) bool) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -40,8 +48,7 @@ func auditProcesses(pid int) []int {
 		if err != nil {
 			continue
 		}
-		cl := strings.Split(string(b), "\x00")
-		if len(cl) > 3 && cl[1] == auditWorkerCommand && cl[3] == fmt.Sprintf("stdio:%d", pid) && running(p) {
+		if match(strings.Split(string(b), "\x00")) && running(p) {
 			out = append(out, p)
 		}
 	}
