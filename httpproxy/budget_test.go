@@ -2,11 +2,9 @@ package httpproxy
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -71,13 +69,7 @@ func TestAuditCopiesInFlightShareTheBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- p.Serve(ctx, ln) }()
+	base, shutdown := serveProxy(t, p, "127.0.0.1:0")
 
 	c := client()
 	var wg sync.WaitGroup
@@ -91,7 +83,7 @@ func TestAuditCopiesInFlightShareTheBudget(t *testing.T) {
 			if i%2 == 1 {
 				r = struct{ io.Reader }{r} // no length: chunked
 			}
-			req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/agent-hooks", r)
+			req, _ := http.NewRequest("POST", base+"/agent-hooks", r)
 			req.Header = jsonHeader()
 			resp, err := c.Do(req)
 			if err != nil {
@@ -113,8 +105,7 @@ func TestAuditCopiesInFlightShareTheBudget(t *testing.T) {
 	if cuts == 0 {
 		t.Errorf("no copy was cut: %d bodies of %d bytes held with a %d-byte budget and the audit stopped", clients, size, budget)
 	}
-	cancel()
-	if err := <-served; err != nil {
+	if err := shutdown(); err != nil {
 		t.Errorf("Serve = %v", err)
 	}
 	close(gate)
@@ -163,13 +154,7 @@ func TestCompleteAuditCopiesAreNeverCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- p.Serve(ctx, ln) }()
+	base, shutdown := serveProxy(t, p, "127.0.0.1:0")
 	c := client()
 	var wg sync.WaitGroup
 	for i := range clients {
@@ -178,7 +163,7 @@ func TestCompleteAuditCopiesAreNeverCut(t *testing.T) {
 			defer wg.Done()
 			body := bytes.Repeat([]byte{'x'}, size)
 			copy(body, fmt.Sprintf(`{"jsonrpc":"2.0","id":"r%d","method":"hooks/intercept","params":{"pad":"`, i))
-			resp, err := c.Post("http://"+ln.Addr().String()+"/agent-hooks", "application/json", bytes.NewReader(body))
+			resp, err := c.Post(base+"/agent-hooks", "application/json", bytes.NewReader(body))
 			if err != nil {
 				t.Error(err)
 				return
@@ -188,8 +173,7 @@ func TestCompleteAuditCopiesAreNeverCut(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	cancel()
-	if err := <-served; err != nil {
+	if err := shutdown(); err != nil {
 		t.Errorf("Serve = %v", err)
 	}
 	aud.Close()

@@ -92,6 +92,23 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
+// serveProxy serves p on a listener at addr and returns its base URL and
+// a shutdown that stops serving and returns Serve's error.
+func serveProxy(t testing.TB, p *Proxy, addr string) (url string, shutdown func() error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ctx, ln) }()
+	return "http://" + ln.Addr().String(), func() error {
+		cancel()
+		return <-done
+	}
+}
+
 // startTap runs a proxy configured by cfg (Auditor, Log and Metrics are
 // filled in). stop is idempotent and also runs at cleanup.
 func startTap(t testing.TB, cfg Config) *testTap {
@@ -117,19 +134,12 @@ func startTapAt(t testing.TB, cfg Config, addr string) *testTap {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tt.url = "http://" + ln.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Serve(ctx, ln) }()
+	var shutdown func() error
+	tt.url, shutdown = serveProxy(t, p, addr)
 	var once sync.Once
 	tt.stop = func() {
 		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
+			if err := shutdown(); err != nil {
 				t.Errorf("Serve = %v, want nil", err)
 			}
 			aud.Close()
