@@ -67,8 +67,34 @@ func RegistrationFindings(reg *tap.Value) []tap.Finding {
 // RegistrationFindingsFor is RegistrationFindings for the given snapshot.
 func RegistrationFindingsFor(reg *tap.Value, snapshot string) []tap.Finding {
 	v := regValidator{snapshot: snapshot}
+	v.duplicates(reg, "")
 	v.document(reg)
 	return v.out
+}
+
+// duplicates reports every object member whose name its object already
+// used (issue 22). Duplicate keys are invalid JSON for AHP everywhere
+// (BASE-1 on the wire), and a registration with them has no one meaning:
+// a subscription with failurePolicy twice is fail-open to one parser and
+// fail-closed to another. The decoded document keeps every member in wire
+// order, so the walk sees them all.
+func (v *regValidator) duplicates(doc *tap.Value, ptr string) {
+	switch {
+	case doc.Is(tap.Object):
+		seen := make(map[string]bool, len(doc.Obj))
+		for _, m := range doc.Obj {
+			mp := tap.Ptr(ptr, m.Key)
+			if seen[m.Key] {
+				v.add(mp, "member %s appears more than once in this object; duplicate keys are invalid, and parsers disagree on which one the harness would use", quoted(m.Key))
+			}
+			seen[m.Key] = true
+			v.duplicates(m.Val, mp)
+		}
+	case doc.Is(tap.Array):
+		for i, e := range doc.Arr {
+			v.duplicates(e, tap.Ptr(ptr, i))
+		}
+	}
 }
 
 // Registration vocabularies (registration.schema, content-selection.schema).
@@ -265,7 +291,7 @@ func (v *regValidator) subscription(s *tap.Value, ptr string) {
 		case t == nil:
 			v.add(ptr+"/timeoutMs", "an intercept subscription needs timeoutMs (a positive integer of milliseconds)")
 		default:
-			if n, ok := t.Int(); !ok || n < 1 {
+			if !intAtLeast(t, 1) {
 				v.add(ptr+"/timeoutMs", "timeoutMs must be a positive integer, found %s", show(t))
 			}
 		}
@@ -375,10 +401,10 @@ func (v *regValidator) upload(u *tap.Value, ptr string) {
 	if e, ok := u.Get("endpoint").Text(); !ok || !uploadEndpoint.MatchString(e) || !absoluteHTTP(e, "http://", "https://") {
 		v.add(ptr+"/endpoint", "upload endpoint must be an https:// URL (http:// only on loopback), found %s", show(u.Get("endpoint")))
 	}
-	if n, ok := u.Get("timeoutMs").Int(); !ok || n < 1 {
+	if !intAtLeast(u.Get("timeoutMs"), 1) {
 		v.add(ptr+"/timeoutMs", "upload timeoutMs must be a positive integer, found %s", show(u.Get("timeoutMs")))
 	}
-	if n, ok := u.Get("maxBytes").Int(); !ok || n < 0 {
+	if !intAtLeast(u.Get("maxBytes"), 0) {
 		v.add(ptr+"/maxBytes", "upload maxBytes must be an integer of at least 0, found %s", show(u.Get("maxBytes")))
 	}
 	if a := u.Get("auth"); a != nil {
@@ -435,4 +461,11 @@ func absoluteHTTP(s string, prefixes ...string) bool {
 	}
 	u, err := url.Parse(s)
 	return err == nil && u.IsAbs() && u.Host != ""
+}
+
+// intAtLeast reports whether v is an integer ≥ min: of any size, compared
+// exactly (issue 22: timeoutMs 2^64 is a positive integer).
+func intAtLeast(v *tap.Value, min int64) bool {
+	c, _ := v.CompareInt(min)
+	return v.IsInteger() && c >= 0
 }
