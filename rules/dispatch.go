@@ -111,10 +111,21 @@ var (
 type regValidator struct {
 	snapshot string
 	out      []tap.Finding
+	hinted   bool // the older-draft hint was given (once per document)
 }
 
 func (v *regValidator) add(ptr, format string, args ...any) {
 	v.out = append(v.out, registrationInfo.At(nil, 0, ptr, format, args...))
+}
+
+// addOlder is add for a fault whose shape matches the older draft d: the
+// document's first such finding names it.
+func (v *regValidator) addOlder(d olderDraft, ptr, format string, args ...any) {
+	v.add(ptr, format, args...)
+	if !v.hinted {
+		v.hinted = true
+		v.out[len(v.out)-1] = withOlderDraft(v.out[len(v.out)-1], d, "the registration may follow an older schema revision")
+	}
 }
 
 func (v *regValidator) document(reg *tap.Value) {
@@ -273,6 +284,8 @@ func (v *regValidator) authentication(a *tap.Value, ptr string) {
 		if s := a.Get("scopes"); s != nil {
 			v.uniqueStrings(s, ptr+"/scopes", "oauth scopes")
 		}
+	case "mtls", "workload":
+		v.addOlder(draftWithWorkloadAuth, ptr+"/type", "authentication type must be bearer or oauth (the portable bindings), found %s", show(a.Get("type")))
 	default:
 		v.add(ptr+"/type", "authentication type must be bearer or oauth (the portable bindings), found %s", show(a.Get("type")))
 	}
@@ -387,6 +400,10 @@ func (v *regValidator) content(c *tap.Value, ptr string) {
 		v.add(ptr+"/default", "content needs a default selection (body, metadata or omit)")
 	}
 	for _, m := range c.Obj {
+		if m.Key == "categories" && m.Val.Is(tap.Object) {
+			v.addOlder(draftWithWorkloadAuth, tap.Ptr(ptr, m.Key), "content selection is flat: {default, <category>: body, metadata or omit}; a nested \"categories\" object is not a selection")
+			continue
+		}
 		if !stringIn(m.Val, selectionValues...) {
 			v.add(tap.Ptr(ptr, m.Key), "content selection for %s must be body, metadata or omit, found %s", quoted(m.Key), show(m.Val))
 		}

@@ -288,3 +288,43 @@ func TestVerdictRegistrationDuplicateKeys(t *testing.T) {
 		t.Errorf("Session findings = %s, want the one BASE-5", dump(got))
 	}
 }
+
+// The "\r" decision (docs/checks.md, STDIO-1): AHP-STDIO-001 delimits
+// frames by "\n" alone and forbids a literal newline inside one; it says
+// nothing of "\r". A "\r\n" ending is a warning (a strict reader sees a
+// stray "\r"), never an error; a "\r" where JSON allows white space is
+// legal JSON and no finding; a raw "\r" inside a string makes the line
+// no JSON at all, as any control character (STDIO-1 on stdio: the line is
+// not one JSON-RPC object).
+func TestVerdictCarriageReturnOnStdio(t *testing.T) {
+	line := vIntercept("")
+	stream := func(s string) []tap.Finding {
+		return CheckDocument("stream.jsonl", []byte(s), tap.Config{}, Options{})
+	}
+	loud := func(fs []tap.Finding) (errs, warns []tap.Finding) {
+		for _, f := range fs {
+			switch f.Level {
+			case tap.Error:
+				errs = append(errs, f)
+			case tap.Warn:
+				warns = append(warns, f)
+			}
+		}
+		return
+	}
+	if errs, warns := loud(stream(line + "\n")); len(errs)+len(warns) != 0 {
+		t.Errorf("LF: findings%s%s, want none", dump(errs), dump(warns))
+	}
+	errs, warns := loud(stream(line + "\r\n"))
+	if len(errs) != 0 || len(warns) != 1 || warns[0].Check != "STDIO-1" {
+		t.Errorf("CRLF: errors%s warnings%s, want one STDIO-1 warning", dump(errs), dump(warns))
+	}
+	ws := strings.Replace(line, `"params":{`, "\"params\":\r{", 1)
+	if errs, warns := loud(stream(ws + "\n")); len(errs)+len(warns) != 0 {
+		t.Errorf("CR as JSON white space: findings%s%s, want none", dump(errs), dump(warns))
+	}
+	inString := strings.Replace(line, `"path":"native"`, "\"path\":\"nat\rive\"", 1)
+	if errs, _ := loud(stream(inString + "\n")); len(errs) != 1 || errs[0].Check != "STDIO-1" || !strings.Contains(errs[0].Message, "non-protocol text") {
+		t.Errorf("CR inside a string: errors%s, want one STDIO-1 (not JSON)", dump(errs))
+	}
+}
