@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ahp-tap/ahp-tap/tap"
+	"github.com/ahp-tap/ahp-tap/vocab"
 )
 
 // TestRuleSetWithoutAReporterPanics removes, one at a time, each rule
@@ -23,7 +24,7 @@ func TestRuleSetWithoutAReporterPanics(t *testing.T) {
 		func() {
 			defer func() {
 				p := recover()
-				if p == nil || !strings.Contains(p.(string), r.Info().Check) {
+				if p == nil || !strings.Contains(p.(string), string(r.Info().Check)) {
 					t.Errorf("without %s: panic %v; want one naming %s", r.Info().ID, p, r.Info().Check)
 				}
 			}()
@@ -39,7 +40,7 @@ func TestRuleSetWithoutAReporterPanics(t *testing.T) {
 // the analysis does not declare: the engine reports it as an internal
 // error (TAP-2) naming the check, instead of dropping it.
 func TestAnalysisProblemUnderUndeclaredCheck(t *testing.T) {
-	a := problemAnalysis("mutant", []string{"EVT-1"}, nil, func(*tap.Conversation, *tap.Frame) []problem {
+	a := problemAnalysis("mutant", []vocab.CheckID{vocab.Evt1}, nil, func(*tap.Conversation, *tap.Frame) []problem {
 		return []problem{{check: "EVT-9", ptr: "/x", msg: "no such check"}}
 	})
 	fs := runRules(tap.Config{}, []tap.Rule{analysisRule{info: info("EVT-1/mutant", "EVT-1", "test"), analyses: []*tap.Analysis{a}}},

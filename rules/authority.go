@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"fmt"
 	"slices"
 
@@ -21,7 +23,7 @@ import (
 type authorityRule struct{ info tap.RuleInfo }
 
 func authorityRules() []tap.Rule {
-	return []tap.Rule{authorityRule{info("BASE-9/authority", "BASE-9",
+	return []tap.Rule{authorityRule{info("BASE-9/authority", vocab.Base9,
 		"every returned effect, flow operation and deliverAt was advertised and is allowed at the event")}}
 }
 
@@ -45,13 +47,13 @@ func (r authorityRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 func authorityProblems(x *tap.Exchange, result *tap.Value) []problem {
 	var ps []problem
 	add := func(ptr, format string, args ...any) {
-		ps = append(ps, problem{check: "BASE-9", ptr: ptr, msg: fmt.Sprintf(format, args...)})
+		ps = append(ps, problem{check: vocab.Base9, ptr: ptr, msg: fmt.Sprintf(format, args...)})
 	}
 	caps := x.Capabilities
 	advertised := textSet(caps.Get("effects"))
 	evType, _ := x.Event.Get("type").Text()
 	b, boundaryKnown := boundaries[evType]
-	allowed := b.effects
+	allowed := b.Effects
 	for i, e := range result.Get("effects").Elems() {
 		t, ok := e.Get("type").Text()
 		if !ok {

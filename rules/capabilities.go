@@ -2,6 +2,7 @@ package rules
 
 import (
 	"github.com/ahp-tap/ahp-tap/tap"
+	"github.com/ahp-tap/ahp-tap/vocab"
 )
 
 // CAP-1 (AHP-CAP-002): every hooks/intercept carries well-formed
@@ -15,8 +16,8 @@ import (
 
 func capabilityRules() []tap.Rule {
 	return []tap.Rule{
-		shapeRule(info("CAP-1/capabilities", "CAP-1", "every hooks/intercept carries well-formed capabilities allowed at its boundary")),
-		shapeRule(info("CAP-2/discovery", "CAP-2", "hooks/capabilities request and result shapes; the manifest follows §6.1")),
+		shapeRule(info("CAP-1/capabilities", vocab.Cap1, "every hooks/intercept carries well-formed capabilities allowed at its boundary")),
+		shapeRule(info("CAP-2/discovery", vocab.Cap2, "hooks/capabilities request and result shapes; the manifest follows §6.1")),
 	}
 }
 
@@ -27,13 +28,13 @@ func interceptCapabilityProblems(params *tap.Value, ptr string) []problem {
 	caps := params.Get("capabilities")
 	if caps == nil {
 		if params.Is(tap.Object) {
-			c.reportAt("CAP-1", "capabilities", "hooks/intercept params must carry \"capabilities\" with the effects this request can enforce (AHP-CAP-002)")
+			c.reportAt(vocab.Cap1, "capabilities", "hooks/intercept params must carry \"capabilities\" with the effects this request can enforce (AHP-CAP-002)")
 		}
 		return c.done()
 	}
 	typ, _ := params.Path("event", "type").Text()
 	c.key("capabilities")
-	checkCapabilities(c, caps, "CAP-1", typ, true)
+	checkCapabilities(c, caps, vocab.Cap1, typ, true)
 	c.pop()
 	return c.done()
 }
@@ -41,7 +42,7 @@ func interceptCapabilityProblems(params *tap.Value, ptr string) []problem {
 // checkCapabilities checks a capabilities object (§4.2) advertised for
 // event type typ, reporting under check. intercept marks the capabilities
 // of a live hooks/intercept request (tool.before must offer deny).
-func checkCapabilities(c *checker, v *tap.Value, check, typ string, intercept bool) {
+func checkCapabilities(c *checker, v *tap.Value, check vocab.CheckID, typ string, intercept bool) {
 	if !v.Is(tap.Object) {
 		c.report(check, "\"capabilities\" must be an object with \"effects\", found %s", v.Describe())
 		return
@@ -68,9 +69,9 @@ func checkCapabilities(c *checker, v *tap.Value, check, typ string, intercept bo
 			if e.Kind != tap.String || !inSet(e.Str, coreEffects...) || !atBoundary {
 				continue // extension names: BASE-4
 			}
-			if !inSet(e.Str, b.effects...) {
+			if !inSet(e.Str, b.Effects...) {
 				c.index(i)
-				c.report(check, "effect %q cannot be advertised at %s; it allows only %s (§4.3)", e.Str, typ, quoteList(b.effects))
+				c.report(check, "effect %q cannot be advertised at %s; it allows only %s (§4.3)", e.Str, typ, quoteList(b.Effects))
 				c.pop()
 			}
 		}
@@ -106,7 +107,7 @@ func checkCapabilities(c *checker, v *tap.Value, check, typ string, intercept bo
 	}
 }
 
-func checkModifyCaps(c *checker, m *tap.Value, check, typ string, b boundary, atBoundary bool) {
+func checkModifyCaps(c *checker, m *tap.Value, check vocab.CheckID, typ string, b vocab.Boundary, atBoundary bool) {
 	if !m.Is(tap.Object) {
 		c.report(check, "\"modify\" must be an object of targets, found %s", m.Describe())
 		return
@@ -117,9 +118,9 @@ func checkModifyCaps(c *checker, m *tap.Value, check, typ string, b boundary, at
 	for _, t := range m.Obj {
 		c.key(t.Key)
 		switch {
-		case atBoundary && t.Key != b.target && b.target != "":
-			c.report(check, "modify target %q cannot be advertised at %s; only %q (§4.3)", t.Key, typ, b.target)
-		case atBoundary && b.target == "":
+		case atBoundary && t.Key != b.Target && b.Target != "":
+			c.report(check, "modify target %q cannot be advertised at %s; only %q (§4.3)", t.Key, typ, b.Target)
+		case atBoundary && b.Target == "":
 			c.report(check, "%s allows no modify target (§4.3)", typ)
 		case !atBoundary && !inSet(t.Key, modifyTargets...):
 			// Unknown targets outside a known boundary are ignored (BASE-3).
@@ -146,7 +147,7 @@ func checkModifyCaps(c *checker, m *tap.Value, check, typ string, b boundary, at
 
 var flowOps = []string{"stop", "continue"}
 
-func checkFlowCaps(c *checker, f *tap.Value, check, typ string, b boundary, atBoundary bool) {
+func checkFlowCaps(c *checker, f *tap.Value, check vocab.CheckID, typ string, b vocab.Boundary, atBoundary bool) {
 	if !f.Is(tap.Object) {
 		c.report(check, "\"flow\" must be an object {operations, …}, found %s", f.Describe())
 		return
@@ -159,12 +160,12 @@ func checkFlowCaps(c *checker, f *tap.Value, check, typ string, b boundary, atBo
 		capShapesFor(check).flowOps(c, ops)
 		if atBoundary {
 			for i, o := range ops.Elems() {
-				if o.Kind == tap.String && inSet(o.Str, flowOps...) && !inSet(o.Str, b.flowOps...) {
+				if o.Kind == tap.String && inSet(o.Str, flowOps...) && !inSet(o.Str, b.FlowOps...) {
 					c.index(i)
-					if len(b.flowOps) == 0 {
+					if len(b.FlowOps) == 0 {
 						c.report(check, "flow %q cannot be advertised at %s, which allows no flow effect (§4.3)", o.Str, typ)
 					} else {
-						c.report(check, "flow %q cannot be advertised at %s; it allows only %s (§4.3)", o.Str, typ, quoteList(b.flowOps))
+						c.report(check, "flow %q cannot be advertised at %s; it allows only %s (§4.3)", o.Str, typ, quoteList(b.FlowOps))
 					}
 					c.pop()
 				}
@@ -196,9 +197,9 @@ type capShapes struct {
 	effectNames, flowOps, modes, eventType, count, inject, elicitation shape
 }
 
-var capShapesByCheck = func() map[string]*capShapes {
-	m := make(map[string]*capShapes)
-	for _, check := range []string{"CAP-1", "CAP-2", evt} {
+var capShapesByCheck = func() map[vocab.CheckID]*capShapes {
+	m := make(map[vocab.CheckID]*capShapes)
+	for _, check := range []vocab.CheckID{vocab.Cap1, vocab.Cap2, evt} {
 		m[check] = &capShapes{
 			effectNames: uniqueStrings(check, 0, str(check)),
 			flowOps:     uniqueStrings(check, 1, enum(check, flowOps...)),
@@ -214,9 +215,9 @@ var capShapesByCheck = func() map[string]*capShapes {
 	return m
 }()
 
-func capShapesFor(check string) *capShapes { return capShapesByCheck[check] }
+func capShapesFor(check vocab.CheckID) *capShapes { return capShapesByCheck[check] }
 
-func injectCaps(check string) shape {
+func injectCaps(check vocab.CheckID) shape {
 	return (&obj{check: check, what: "the inject capability", fields: []field{
 		req("context", (&obj{check: check, what: "the inject context capability", fields: []field{
 			req("append", func(c *checker, v *tap.Value) {
@@ -238,7 +239,7 @@ func capabilitiesRequestProblems(params *tap.Value, ptr string) []problem {
 	c := newChecker(ptr)
 	for _, m := range params.Obj {
 		if m.Key != "protocolVersion" {
-			c.reportAt("CAP-2", m.Key, "hooks/capabilities params hold only \"protocolVersion\"; %q is not allowed", m.Key)
+			c.reportAt(vocab.Cap2, m.Key, "hooks/capabilities params hold only \"protocolVersion\"; %q is not allowed", m.Key)
 		}
 	}
 	return c.done()
@@ -249,13 +250,13 @@ func capabilitiesRequestProblems(params *tap.Value, ptr string) []problem {
 func capabilitiesResultProblems(res *tap.Value, ptr string) []problem {
 	c := newChecker(ptr)
 	if has(res, "effects") {
-		c.reportAt("CAP-2", "effects", "a hooks/capabilities result must not carry \"effects\": discovery and interception never share a response")
+		c.reportAt(vocab.Cap2, "effects", "a hooks/capabilities result must not carry \"effects\": discovery and interception never share a response")
 	}
 	if m := res.Get("manifest"); m == nil {
-		c.reportAt("CAP-2", "manifest", "a hooks/capabilities result must carry \"manifest\"")
+		c.reportAt(vocab.Cap2, "manifest", "a hooks/capabilities result must carry \"manifest\"")
 	} else {
 		c.key("manifest")
-		checkManifest(c, m, "CAP-2")
+		checkManifest(c, m, vocab.Cap2)
 		c.pop()
 	}
 	return c.done()
@@ -263,22 +264,22 @@ func capabilitiesResultProblems(res *tap.Value, ptr string) []problem {
 
 // manifestProblems checks a capability manifest (§6.1) at ptr, reporting
 // under check.
-func manifestProblems(v *tap.Value, ptr, check string) []problem {
+func manifestProblems(v *tap.Value, ptr string, check vocab.CheckID) []problem {
 	c := newChecker(ptr)
 	checkManifest(c, v, check)
 	return c.done()
 }
 
 // manifestSpecs are the manifest shapes, one per check that reports them.
-var manifestSpecs = map[string]*obj{"CAP-2": newManifestSpec("CAP-2"), evt: newManifestSpec(evt)}
+var manifestSpecs = map[vocab.CheckID]*obj{vocab.Cap2: newManifestSpec(vocab.Cap2), evt: newManifestSpec(evt)}
 
-// checkManifest checks a capability manifest (§6.1) under check ("CAP-2"
-// for discovery, "EVT-1" inside session.start).
-func checkManifest(c *checker, v *tap.Value, check string) {
+// checkManifest checks a capability manifest (§6.1) under check (CAP-2
+// for discovery, EVT-1 inside session.start).
+func checkManifest(c *checker, v *tap.Value, check vocab.CheckID) {
 	manifestSpecs[check].check1(c, v)
 }
 
-func newManifestSpec(check string) *obj {
+func newManifestSpec(check vocab.CheckID) *obj {
 	strs := uniqueStrings(check, 0, nonEmpty(check))
 	return &obj{check: check, what: "the manifest", fields: []field{
 		req("events", list(check, 0, func(c *checker, v *tap.Value) { checkManifestEntry(c, v, check) })),
@@ -313,7 +314,7 @@ func newManifestSpec(check string) *obj {
 }
 
 // checkManifestEntry checks one manifest events[] entry.
-func checkManifestEntry(c *checker, v *tap.Value, check string) {
+func checkManifestEntry(c *checker, v *tap.Value, check vocab.CheckID) {
 	if !v.Is(tap.Object) {
 		c.report(check, "%s must be an object {event, modes, capabilities?}, found %s", c.name(), v.Describe())
 		return
@@ -366,7 +367,7 @@ func checkManifestEntry(c *checker, v *tap.Value, check string) {
 
 // authMethod is one manifest authentication method: "bearer" or "oauth"
 // (AHP-AUTH-001). "mtls" and "workload" are the older draft's.
-func authMethod(check string) shape {
+func authMethod(check vocab.CheckID) shape {
 	e := enum(check, "bearer", "oauth")
 	return func(c *checker, v *tap.Value) {
 		e(c, v)

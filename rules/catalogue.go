@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"strings"
 
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -118,17 +120,17 @@ func CheckByID(id string) (Check, bool) {
 // info builds the RuleInfo of a rule reporting under check, taking the
 // requirement and level from the catalogue. It panics on an unknown check:
 // a rule may only report under a catalogue ID.
-func info(ruleID, check, summary string) tap.RuleInfo {
-	c, ok := CheckByID(check)
+func info(ruleID string, check vocab.CheckID, summary string) tap.RuleInfo {
+	c, ok := CheckByID(string(check))
 	if !ok {
-		panic("rules: rule " + ruleID + " reports under unknown check " + check)
+		panic("rules: rule " + ruleID + " reports under unknown check " + string(check))
 	}
 	return tap.RuleInfo{ID: ruleID, Check: check, Requirement: c.Requirement, Level: c.Level, Summary: summary}
 }
 
 // warnInfo is info for a rule that reports a legal but suspicious fact
 // under check, at level warn whatever the check's usual level.
-func warnInfo(ruleID, check, summary string) tap.RuleInfo {
+func warnInfo(ruleID string, check vocab.CheckID, summary string) tap.RuleInfo {
 	ri := info(ruleID, check, summary)
 	ri.Level = tap.Warn
 	return ri

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"strings"
 
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -20,8 +22,8 @@ import (
 // evaluation finds inside modify values.
 func contentRules() []tap.Rule {
 	return []tap.Rule{
-		contentRule(info("EDIT-1/messages", "EDIT-1", "model, turn and context items are canonical message lists")),
-		contentRule(info("EDIT-2/parts", "EDIT-2", "content parts are closed text or attachment variants; metadata, omit and gap views carry no text or body")),
+		contentRule(info("EDIT-1/messages", vocab.Edit1, "model, turn and context items are canonical message lists")),
+		contentRule(info("EDIT-2/parts", vocab.Edit2, "content parts are closed text or attachment variants; metadata, omit and gap views carry no text or body")),
 	}
 }
 
@@ -67,15 +69,15 @@ var (
 	userMessages shape = func(c *checker, v *tap.Value) { checkMessageList(c, v, "user") }
 	asstMessages shape = func(c *checker, v *tap.Value) { checkMessageList(c, v, "assistant") }
 	oneMessage   shape = func(c *checker, v *tap.Value) { checkMessage(c, v, "") }
-	parts        shape = list("EDIT-2", 0, part)
-	textParts    shape = list("EDIT-2", 0, textPart)
+	parts        shape = list(vocab.Edit2, 0, part)
+	textParts    shape = list(vocab.Edit2, 0, textPart)
 	part         shape = func(c *checker, v *tap.Value) { checkPart(c, v, false) }
 	textPart     shape = func(c *checker, v *tap.Value) { checkPart(c, v, true) }
 )
 
 func checkMessageList(c *checker, v *tap.Value, role string) {
 	if !v.Is(tap.Array) {
-		c.report("EDIT-1", "%s must be a list of messages {id, role, parts}, found %s", c.name(), v.Describe())
+		c.report(vocab.Edit1, "%s must be a list of messages {id, role, parts}, found %s", c.name(), v.Describe())
 		return
 	}
 	for i, m := range v.Arr {
@@ -86,21 +88,21 @@ func checkMessageList(c *checker, v *tap.Value, role string) {
 }
 
 // message is a canonical message: {id, role, parts, synthesized?}, closed.
-var message = obj{check: "EDIT-1", what: "a message", closed: true, fields: []field{
-	req("id", nonEmpty("EDIT-1")),
-	req("role", enum("EDIT-1", messageRoles...)).from(draftBeforeInlineMessages),
+var message = obj{check: vocab.Edit1, what: "a message", closed: true, fields: []field{
+	req("id", nonEmpty(vocab.Edit1)),
+	req("role", enum(vocab.Edit1, messageRoles...)).from(draftBeforeInlineMessages),
 	req("parts", parts),
-	opt("synthesized", boolean("EDIT-1")),
+	opt("synthesized", boolean(vocab.Edit1)),
 }}
 
 func checkMessage(c *checker, v *tap.Value, role string) {
 	if !v.Is(tap.Object) {
-		c.report("EDIT-1", "%s must be a message object {id, role, parts}, found %s", c.name(), v.Describe())
+		c.report(vocab.Edit1, "%s must be a message object {id, role, parts}, found %s", c.name(), v.Describe())
 		return
 	}
 	if v.Has("kind") && !v.Has("parts") {
 		// A bare part where a message belongs: name the real mistake.
-		c.report("EDIT-1", "%s is a content part, but a message {id, role, parts} is required here", c.name())
+		c.report(vocab.Edit1, "%s is a content part, but a message {id, role, parts} is required here", c.name())
 		return
 	}
 	message.members(c, v)
@@ -108,22 +110,22 @@ func checkMessage(c *checker, v *tap.Value, role string) {
 		return
 	}
 	if r, ok := v.Get("role").Text(); ok && r != role && inSet(r, messageRoles...) {
-		c.reportAt("EDIT-1", "role", "every message here must have role %q, found %q", role, r)
+		c.reportAt(vocab.Edit1, "role", "every message here must have role %q, found %q", role, r)
 	}
 }
 
 // partIdentity are members every part variant may carry.
 var partIdentity = []field{
-	req("id", nonEmpty("EDIT-2")),
-	opt("category", nonEmpty("EDIT-2")),
-	opt("synthesized", boolean("EDIT-2")),
+	req("id", nonEmpty(vocab.Edit2)),
+	opt("category", nonEmpty(vocab.Edit2)),
+	opt("synthesized", boolean(vocab.Edit2)),
 }
 
 func partFields(kind string, extra ...field) []field {
 	fs := append([]field{}, partIdentity...)
-	fs = append(fs, req("kind", constant("EDIT-2", kind)), req("selection", enum("EDIT-2", "body", "metadata", "omit")))
+	fs = append(fs, req("kind", constant(vocab.Edit2, kind)), req("selection", enum(vocab.Edit2, "body", "metadata", "omit")))
 	if kind == "text" {
-		fs = append(fs, req("mediaType", constant("EDIT-2", "text/plain")))
+		fs = append(fs, req("mediaType", constant(vocab.Edit2, "text/plain")))
 	} else {
 		fs = append(fs, req("mediaType", attachmentMediaType))
 	}
@@ -131,52 +133,52 @@ func partFields(kind string, extra ...field) []field {
 }
 
 var (
-	gap = (&obj{check: "EDIT-2", what: "a gap", closed: true, fields: []field{
-		req("reason", nonEmpty("EDIT-2")),
-		opt("path", nonEmpty("EDIT-2")),
+	gap = (&obj{check: vocab.Edit2, what: "a gap", closed: true, fields: []field{
+		req("reason", nonEmpty(vocab.Edit2)),
+		opt("path", nonEmpty(vocab.Edit2)),
 	}}).shape()
-	size   = integer("EDIT-2", 0)
+	size   = integer(vocab.Edit2, 0)
 	sha256 = func(c *checker, v *tap.Value) {
 		if s, ok := v.Text(); !ok || !isLowerHex64(s) {
-			c.report("EDIT-2", "%s must be exactly 64 lowercase hex digits, found %s", c.name(), show(v))
+			c.report(vocab.Edit2, "%s must be exactly 64 lowercase hex digits, found %s", c.name(), show(v))
 		}
 	}
 	// reference is a content reference: {ref} only (§8, newest).
-	reference = (&obj{check: "EDIT-2", what: "a content reference", closed: true, fields: []field{
-		req("ref", nonEmpty("EDIT-2")),
+	reference = (&obj{check: vocab.Edit2, what: "a content reference", closed: true, fields: []field{
+		req("ref", nonEmpty(vocab.Edit2)),
 		ban("size", "a content reference is {ref} only; size belongs in the upload receipt").from(draftBeforeReceipts),
 		ban("sha256", "a content reference is {ref} only; sha256 belongs in the upload receipt").from(draftBeforeReceipts),
 	}}).shape()
 
-	textBody = obj{check: "EDIT-2", skip: isPartRoleKey, what: "a text body part", closed: true, fields: partFields("text",
-		req("text", str("EDIT-2")),
+	textBody = obj{check: vocab.Edit2, skip: isPartRoleKey, what: "a text body part", closed: true, fields: partFields("text",
+		req("text", str(vocab.Edit2)),
 		ban("body", "text is inline in \"text\", never a body reference").from(draftBeforeInlineMessages),
 		ban("size", "a text body part carries its text, not a size"),
 		ban("sha256", "a text body part carries its text, not a sha256"),
 	)}
-	textGap = obj{check: "EDIT-2", skip: isPartRoleKey, what: "a text gap part", closed: true, fields: partFields("text",
+	textGap = obj{check: vocab.Edit2, skip: isPartRoleKey, what: "a text gap part", closed: true, fields: partFields("text",
 		req("gap", gap), opt("size", size), opt("sha256", sha256),
 		ban("text", "a gap view carries no text"),
 		ban("body", "a gap view carries no body"),
 	)}
-	textView = obj{check: "EDIT-2", skip: isPartRoleKey, what: "a text metadata or omit part", closed: true, fields: partFields("text",
+	textView = obj{check: vocab.Edit2, skip: isPartRoleKey, what: "a text metadata or omit part", closed: true, fields: partFields("text",
 		opt("size", size), opt("sha256", sha256),
 		ban("text", "metadata and omit views carry no text"),
 		ban("body", "metadata and omit views carry no body"),
 		ban("gap", "only a body selection reports a gap"),
 	)}
-	attBody = obj{check: "EDIT-2", skip: isPartRoleKey, what: "an attachment body part", closed: true, fields: partFields("attachment",
+	attBody = obj{check: vocab.Edit2, skip: isPartRoleKey, what: "an attachment body part", closed: true, fields: partFields("attachment",
 		req("body", reference),
 		ban("text", "an attachment carries a body reference, never inline text"),
 		ban("size", "an attachment body part carries only its {ref}").from(draftBeforeReceipts),
 		ban("sha256", "an attachment body part carries only its {ref}").from(draftBeforeReceipts),
 	)}
-	attGap = obj{check: "EDIT-2", skip: isPartRoleKey, what: "an attachment gap part", closed: true, fields: partFields("attachment",
+	attGap = obj{check: vocab.Edit2, skip: isPartRoleKey, what: "an attachment gap part", closed: true, fields: partFields("attachment",
 		req("gap", gap), opt("size", size), opt("sha256", sha256),
 		ban("text", "a gap view carries no text"),
 		ban("body", "a gap view carries no body"),
 	)}
-	attView = obj{check: "EDIT-2", skip: isPartRoleKey, what: "an attachment metadata or omit part", closed: true, fields: partFields("attachment",
+	attView = obj{check: vocab.Edit2, skip: isPartRoleKey, what: "an attachment metadata or omit part", closed: true, fields: partFields("attachment",
 		opt("size", size), opt("sha256", sha256),
 		ban("text", "metadata and omit views carry no text"),
 		ban("body", "metadata and omit views carry no body"),
@@ -189,15 +191,15 @@ var (
 func attachmentMediaType(c *checker, v *tap.Value) {
 	s, ok := v.Text()
 	if !ok || s == "" {
-		c.report("EDIT-2", "%s must be a non-empty media type, found %s", c.name(), show(v))
+		c.report(vocab.Edit2, "%s must be a non-empty media type, found %s", c.name(), show(v))
 		return
 	}
 	if !isMediaType(s) {
-		c.report("EDIT-2", "%s must be a media type type/subtype[;param=value] (RFC 9110 §8.3.1: tokens, no white space or line break around it), found %s", c.name(), show(v))
+		c.report(vocab.Edit2, "%s must be a media type type/subtype[;param=value] (RFC 9110 §8.3.1: tokens, no white space or line break around it), found %s", c.name(), show(v))
 		return
 	}
 	if textualMediaType(s) {
-		c.report("EDIT-2", "an attachment must not have media type %q: text and JSON content is a text part with inline text", s)
+		c.report(vocab.Edit2, "an attachment must not have media type %q: text and JSON content is a text part with inline text", s)
 	}
 }
 
@@ -311,34 +313,34 @@ func isLowerHex64(s string) bool {
 // checkPart checks one part; textOnly restricts it to the text variants.
 func checkPart(c *checker, v *tap.Value, textOnly bool) {
 	if !v.Is(tap.Object) {
-		c.report("EDIT-2", "%s must be a content part object, found %s", c.name(), v.Describe())
+		c.report(vocab.Edit2, "%s must be a content part object, found %s", c.name(), v.Describe())
 		return
 	}
 	// §8: the role belongs to the message; parts carry neither a role
 	// nor a parent identity.
 	for _, m := range v.Obj {
 		if isPartRoleKey(m.Key) {
-			c.reportAt("EDIT-1", m.Key, "a content part must not carry %q: role and parent identity belong to the message", m.Key)
+			c.reportAt(vocab.Edit1, m.Key, "a content part must not carry %q: role and parent identity belong to the message", m.Key)
 		}
 	}
 	kind, _ := v.Get("kind").Text()
 	if has(v, "parts") && !has(v, "kind") {
-		c.report("EDIT-2", "%s is a message, but a content part {id, kind, mediaType, selection, …} is required here", c.name())
+		c.report(vocab.Edit2, "%s is a message, but a content part {id, kind, mediaType, selection, …} is required here", c.name())
 		return
 	}
 	switch kind {
 	case "text":
 	case "attachment":
 		if textOnly {
-			c.reportAt("EDIT-2", "kind", "only text parts are allowed here, found an attachment")
+			c.reportAt(vocab.Edit2, "kind", "only text parts are allowed here, found an attachment")
 			return
 		}
 	default:
 		if textOnly {
-			c.reportAt("EDIT-2", "kind", "\"kind\" must be \"text\", found %s", show(v.Get("kind")))
+			c.reportAt(vocab.Edit2, "kind", "\"kind\" must be \"text\", found %s", show(v.Get("kind")))
 		} else {
 			// §8: there is no JSON (or other) part kind; structure is serialized into text.
-			c.reportAt("EDIT-2", "kind", "\"kind\" must be \"text\" or \"attachment\" (there is no JSON part kind; serialize structure into text), found %s", show(v.Get("kind")))
+			c.reportAt(vocab.Edit2, "kind", "\"kind\" must be \"text\" or \"attachment\" (there is no JSON part kind; serialize structure into text), found %s", show(v.Get("kind")))
 		}
 		return
 	}
@@ -350,7 +352,7 @@ func checkPart(c *checker, v *tap.Value, textOnly bool) {
 			variant = pick(kind, &textGap, &attGap)
 		case kind == "text" && has(v, "body") && !has(v, "text"):
 			// §8: text is never replaced with a reference.
-			c.reportAt("EDIT-2", "body", "a text part carries its text inline in \"text\"; text is never replaced with a body reference")
+			c.reportAt(vocab.Edit2, "body", "a text part carries its text inline in \"text\"; text is never replaced with a body reference")
 			c.olderDraft(draftBeforeInlineMessages)
 			return
 		default:
@@ -359,7 +361,7 @@ func checkPart(c *checker, v *tap.Value, textOnly bool) {
 	case "metadata", "omit":
 		variant = pick(kind, &textView, &attView)
 	default:
-		c.reportAt("EDIT-2", "selection", "\"selection\" must be \"body\", \"metadata\" or \"omit\", found %s", show(v.Get("selection")))
+		c.reportAt(vocab.Edit2, "selection", "\"selection\" must be \"body\", \"metadata\" or \"omit\", found %s", show(v.Get("selection")))
 		return
 	}
 	variant.members(c, v)

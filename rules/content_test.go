@@ -20,7 +20,7 @@ func mustParse(t testing.TB, js string) *tap.Value {
 func countCheck(ps []problem, check string) int {
 	n := 0
 	for _, p := range ps {
-		if p.check == check {
+		if string(p.check) == check {
 			n++
 		}
 	}
@@ -30,7 +30,7 @@ func countCheck(ps []problem, check string) int {
 func showProblems(ps []problem) string {
 	var b strings.Builder
 	for _, p := range ps {
-		b.WriteString("\n  " + p.check + " " + p.ptr + ": " + p.msg)
+		b.WriteString("\n  " + string(p.check) + " " + p.ptr + ": " + p.msg)
 	}
 	return b.String()
 }

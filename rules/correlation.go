@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"strconv"
 	"strings"
 	"time"
@@ -13,13 +15,13 @@ import (
 // so no rule's order matters.
 func correlationRules() []tap.Rule {
 	return []tap.Rule{
-		idEqualsEventRule{info("CORR-1/id-event", "CORR-1",
+		idEqualsEventRule{info("CORR-1/id-event", vocab.Corr1,
 			"the JSON-RPC id of hooks/intercept equals params.event.id")},
-		answeredOnceRule{info("CORR-2/answered-once", "CORR-2",
+		answeredOnceRule{info("CORR-2/answered-once", vocab.Corr2,
 			"every request is answered exactly once; no response for an unknown or already answered id")},
-		lateRule{warnInfo("CORR-3/late", "CORR-3",
+		lateRule{warnInfo("CORR-3/late", vocab.Corr3,
 			"an intercept not answered within the subscription's timeoutMs (or --timeout): answered late, or given up by the harness at the deadline")},
-		portableIDRule{warnInfo("CORR-2/portable-id", "CORR-2",
+		portableIDRule{warnInfo("CORR-2/portable-id", vocab.Corr2,
 			"a request id that JavaScript and some SDK decoders do not preserve (an integer above 2^53-1, or written as a non-integer number)")},
 	}
 }

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"net/url"
 	"regexp"
 	"strings"
@@ -17,7 +19,7 @@ import (
 type dispatchRule struct{ info tap.RuleInfo }
 
 func dispatchRules() []tap.Rule {
-	return []tap.Rule{dispatchRule{info("BASE-5/dispatch", "BASE-5",
+	return []tap.Rule{dispatchRule{info("BASE-5/dispatch", vocab.Base5,
 		"every event reaching the backend matches a subscription's events and mode")}}
 }
 
@@ -54,7 +56,7 @@ func (r dispatchRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 }
 
 // registrationInfo is the rule RegistrationFindings reports under.
-var registrationInfo = info("BASE-5/registration", "BASE-5",
+var registrationInfo = info("BASE-5/registration", vocab.Base5,
 	"the registration document is valid before use (§5)")
 
 // RegistrationFindings validates a registration document as in §5
@@ -224,7 +226,7 @@ func (v *regValidator) transport(t *tap.Value, ptr string) string {
 				}
 			}
 		}
-		if l := t.Get("lifecycle"); !stringIn(l, "persistent", "per_event") {
+		if l := t.Get("lifecycle"); !stringIn(l, vocab.Lifecycles...) {
 			v.add(ptr+"/lifecycle", "a stdio transport needs lifecycle persistent or per_event, found %s", show(l))
 		}
 		if c := t.Get("cwd"); c != nil && !c.Is(tap.String) {

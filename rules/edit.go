@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"fmt"
 	"slices"
 	"strings"
@@ -16,12 +18,12 @@ import (
 // editRules builds one rule per check; each reports only its check.
 func editRules() []tap.Rule {
 	return []tap.Rule{
-		editRule(info("EDIT-3/attachments", "EDIT-3", "attachments stay immutable references; no whole-list replace over metadata, omit or gap text parts")),
-		editRule(info("EDIT-4/target", "EDIT-4", "modify values fit the target and the boundary")),
-		editRule(info("EDIT-5/semantics", "EDIT-5", "merge value and target are the same kind; replace, append and shallow merge semantics")),
-		editRule(info("EDIT-6/capability", "EDIT-6", "an edit needs the exact advertised modify capability and body selection")),
-		editRule(info("EDIT-7/atomic", "EDIT-7", "one invalid effect rejects every effect in the response")),
-		editRule(info("EDIT-8/elicitation", "EDIT-8", "body-selected elicitation request/result text is complete MCP JSON that agrees with the envelope")),
+		editRule(info("EDIT-3/attachments", vocab.Edit3, "attachments stay immutable references; no whole-list replace over metadata, omit or gap text parts")),
+		editRule(info("EDIT-4/target", vocab.Edit4, "modify values fit the target and the boundary")),
+		editRule(info("EDIT-5/semantics", vocab.Edit5, "merge value and target are the same kind; replace, append and shallow merge semantics")),
+		editRule(info("EDIT-6/capability", vocab.Edit6, "an edit needs the exact advertised modify capability and body selection")),
+		editRule(info("EDIT-7/atomic", vocab.Edit7, "one invalid effect rejects every effect in the response")),
+		editRule(info("EDIT-8/elicitation", vocab.Edit8, "body-selected elicitation request/result text is complete MCP JSON that agrees with the envelope")),
 	}
 }
 
@@ -34,7 +36,7 @@ func editRule(ri tap.RuleInfo) tap.Rule {
 // editAnalysis evaluates each frame's edits once and finds the problems of
 // every EDIT-3…EDIT-8 check, and the content faults (EDIT-1, EDIT-2) inside
 // modify values; it reads the shape walk so as not to repeat its problems.
-var editAnalysis = problemAnalysis("edit", []string{"EDIT-1", "EDIT-2", "EDIT-3", "EDIT-4", "EDIT-5", "EDIT-6", "EDIT-7", "EDIT-8"},
+var editAnalysis = problemAnalysis("edit", []vocab.CheckID{vocab.Edit1, vocab.Edit2, vocab.Edit3, vocab.Edit4, vocab.Edit5, vocab.Edit6, vocab.Edit7, vocab.Edit8},
 	[]*tap.Analysis{shapeAnalysis}, analyseEdits)
 
 func analyseEdits(c *tap.Conversation, f *tap.Frame) []problem {
@@ -44,7 +46,7 @@ func analyseEdits(c *tap.Conversation, f *tap.Frame) []problem {
 	switch m := f.Msg.(type) {
 	case *tap.Request, *tap.Notification:
 		// EDIT-8 judges events wherever they travel, intercepted or observed.
-		if meth := f.Method(); meth == "hooks/intercept" || meth == "hooks/observe" {
+		if meth := f.Method(); meth == methodIntercept || meth == methodObserve {
 			return elicitationProblems(forms(c), f.Event(), "/params/event")
 		}
 	case *tap.Response:
@@ -59,7 +61,7 @@ func analyseEdits(c *tap.Conversation, f *tap.Frame) []problem {
 		if x := c.Exchange(); x != nil {
 			x.Edit = res // the exchange record shows what a harness should apply
 		} else {
-			c.AddStandalone(&tap.Exchange{Key: tap.IDKey(m.ID), Method: "hooks/intercept", Response: f, Edit: res})
+			c.AddStandalone(&tap.Exchange{Key: tap.IDKey(m.ID), Method: methodIntercept, Response: f, Edit: res})
 		}
 		return responseProblems(res, m.Result.Get("effects"), frameProblems(c, f))
 	}
@@ -72,7 +74,7 @@ func analyseEdits(c *tap.Conversation, f *tap.Frame) []problem {
 // than hooks/intercept.
 func responseContext(c *tap.Conversation) (EditContext, bool) {
 	if x := c.Exchange(); x != nil {
-		if x.Method != "hooks/intercept" {
+		if x.Method != methodIntercept {
 			return EditContext{}, false
 		}
 		var sel *tap.Value
@@ -108,7 +110,7 @@ func responseProblems(res EditResult, effects *tap.Value, shaped []problem) []pr
 	already := make(map[string]bool, len(shaped))
 	for _, p := range shaped {
 		already[p.ptr] = true
-		already[p.check+" "+p.ptr] = true
+		already[string(p.check)+" "+p.ptr] = true
 	}
 	var out []problem
 	invalid := make(map[int]bool)
@@ -121,14 +123,14 @@ func responseProblems(res EditResult, effects *tap.Value, shaped []problem) []pr
 			invalid[i] = true
 		}
 		switch r.Check {
-		case "EDIT-3", "EDIT-5", "EDIT-6":
+		case vocab.Edit3, vocab.Edit5, vocab.Edit6:
 			out = append(out, problem{check: r.Check, ptr: r.Pointer, msg: r.Message})
-		case "EDIT-4":
+		case vocab.Edit4:
 			if !already[r.Pointer] {
 				out = append(out, problem{check: r.Check, ptr: r.Pointer, msg: r.Message})
 			}
-		case "EDIT-1", "EDIT-2":
-			if r.Stage == "edit" && !already[r.Check+" "+r.Pointer] {
+		case vocab.Edit1, vocab.Edit2:
+			if r.Stage == "edit" && !already[string(r.Check)+" "+r.Pointer] {
 				out = append(out, problem{check: r.Check, ptr: r.Pointer, msg: r.Message, older: r.older})
 			}
 		}
@@ -148,7 +150,7 @@ func responseProblems(res EditResult, effects *tap.Value, shaped []problem) []pr
 	if len(bad) > 0 && len(taken) > 0 && !listFaults {
 		// AHP-EDIT-001, §4.6: the whole response is validated before any
 		// change is published; one invalid effect rejects all of them.
-		out = append(out, problem{check: "EDIT-7", ptr: EffectsPointer, msg: fmt.Sprintf(
+		out = append(out, problem{check: vocab.Edit7, ptr: EffectsPointer, msg: fmt.Sprintf(
 			"the response must be rejected as a whole: effect %s is invalid, so the valid effect %s must not be applied either",
 			strings.Join(bad, ", "), strings.Join(taken, ", "))})
 	}
@@ -179,7 +181,7 @@ func elicitationProblems(fm *formMemory, ev *tap.Value, ptr string) []problem {
 	textPtr := tap.Ptr(elPtr, member, "text")
 	var out []problem
 	add := func(p, format string, args ...any) {
-		out = append(out, problem{check: "EDIT-8", ptr: p, msg: fmt.Sprintf(format, args...)})
+		out = append(out, problem{check: vocab.Edit8, ptr: p, msg: fmt.Sprintf(format, args...)})
 	}
 	doc, faults := parseMCP(text)
 	if doc == nil || !doc.Is(tap.Object) {

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -61,7 +63,7 @@ type EditReason struct {
 	// EDIT-1 or EDIT-2 for a content fault inside a modify value (the
 	// check the same fault gets in an event); EFF-1, EDIT-1, EDIT-2 or
 	// BASE-9 for problems of the effect list that other rules report.
-	Check string `json:"check"`
+	Check vocab.CheckID `json:"check"`
 	// Pointer is a JSON Pointer into the response.
 	Pointer string `json:"pointer"`
 	Message string `json:"message"`
@@ -227,16 +229,16 @@ func EventEditContext(ev, caps, selection *tap.Value) EditContext {
 // part, or why there is none to edit.
 func elicitationContent(part *tap.Value) (*tap.Value, *EditReason) {
 	if part == nil {
-		return nil, &EditReason{Check: "EDIT-4", Message: "the event carries no elicitation result, so there is no content to edit"}
+		return nil, &EditReason{Check: vocab.Edit4, Message: "the event carries no elicitation result, so there is no content to edit"}
 	}
 	text, ok := part.Get("text").Text()
 	if sel, _ := part.Get("selection").Text(); sel != "body" || part.Has("gap") || !ok {
 		// AHP-CAP-001: an edit needs body selection; inline values never bypass it.
-		return nil, &EditReason{Check: "EDIT-6", Message: "the event's elicitation result is not body-selected, so its content cannot be edited (inline values never bypass selection)"}
+		return nil, &EditReason{Check: vocab.Edit6, Message: "the event's elicitation result is not body-selected, so its content cannot be edited (inline values never bypass selection)"}
 	}
 	doc, faults := parseMCP(text)
 	if len(faults) > 0 {
-		return nil, &EditReason{Check: "EDIT-4", Message: "the event's elicitation result text is not a valid MCP ElicitResult, so there is no content to edit"}
+		return nil, &EditReason{Check: vocab.Edit4, Message: "the event's elicitation result text is not a valid MCP ElicitResult, so there is no content to edit"}
 	}
 	if c := doc.Get("content"); c != nil {
 		return c, nil
@@ -363,7 +365,7 @@ type evaluation struct {
 	flagged map[string]bool // pointers the effect-list stage flagged
 }
 
-func (ev *evaluation) reject(check, ptr, stage, format string, args ...any) {
+func (ev *evaluation) reject(check vocab.CheckID, ptr, stage, format string, args ...any) {
 	ev.reasons = append(ev.reasons, EditReason{Check: check, Pointer: ptr, Message: fmt.Sprintf(format, args...), Stage: stage})
 }
 
@@ -375,7 +377,7 @@ func (ev *evaluation) run(effects *tap.Value) EditResult {
 		ev.flagged[p.ptr] = true
 	}
 	if effects != nil && !effects.Is(tap.Array) && len(ev.reasons) == 0 {
-		ev.reject("EFF-1", EffectsPointer, "effects", `"effects" must be a list of effects, found %s`, effects.Describe())
+		ev.reject(vocab.Eff1, EffectsPointer, "effects", `"effects" must be a list of effects, found %s`, effects.Describe())
 	}
 	// 2. Each effect against the context; modify effects are staged.
 	ends := false
@@ -385,7 +387,7 @@ func (ev *evaluation) run(effects *tap.Value) EditResult {
 		if caps := ev.ctx.Capabilities; caps != nil && typ != "" && typ != "modify" && !listsString(caps.Get("effects"), typ) {
 			// AHP-CAP-001: an unadvertised effect is an operational failure,
 			// and it takes the whole response down (§4.6). BASE-9 reports it.
-			ev.reject("BASE-9", tap.Ptr(ptr, "type"), "edit", "effect %q was not advertised in capabilities.effects", typ)
+			ev.reject(vocab.Base9, tap.Ptr(ptr, "type"), "edit", "effect %q was not advertised in capabilities.effects", typ)
 		}
 		switch typ {
 		case "modify":
@@ -419,7 +421,7 @@ func (ev *evaluation) run(effects *tap.Value) EditResult {
 func (ev *evaluation) dedupe() {
 	seen := make(map[EditReason]bool)
 	ev.reasons = slices.DeleteFunc(ev.reasons, func(r EditReason) bool {
-		if r.Stage == "edit" && r.Check == "EDIT-4" && ev.flagged[r.Pointer] {
+		if r.Stage == "edit" && r.Check == vocab.Edit4 && ev.flagged[r.Pointer] {
 			return true
 		}
 		if seen[r] {
@@ -438,7 +440,7 @@ func (ev *evaluation) modify(ptr string, e *tap.Value) {
 	fixed, ok := targetKinds[target]
 	if !ok || (op != "replace" && op != "merge") || val == nil {
 		if !ev.flaggedUnder(ptr) {
-			ev.reject("EFF-1", ptr, "effects", "a modify effect needs a defined target, operation replace or merge, and a value")
+			ev.reject(vocab.Eff1, ptr, "effects", "a modify effect needs a defined target, operation replace or merge, and a value")
 		}
 		return
 	}
@@ -448,7 +450,7 @@ func (ev *evaluation) modify(ptr string, e *tap.Value) {
 	if ctx.EventType != "" {
 		s, ok := slots[ctx.EventType][target]
 		if !ok {
-			ev.reject("EDIT-4", tap.Ptr(ptr, "target"), "edit", "%s", noSlotMessage(ctx.EventType, target))
+			ev.reject(vocab.Edit4, tap.Ptr(ptr, "target"), "edit", "%s", noSlotMessage(ctx.EventType, target))
 			return
 		}
 		kind, role = s.kind, s.role
@@ -458,9 +460,9 @@ func (ev *evaluation) modify(ptr string, e *tap.Value) {
 		if !listsString(caps.Get("effects"), "modify") {
 			// The effect type itself is unadvertised: BASE-9 reports that;
 			// the reason still rejects the response, once.
-			ev.reject("BASE-9", tap.Ptr(ptr, "type"), "edit", "the request did not advertise modify in capabilities.effects")
+			ev.reject(vocab.Base9, tap.Ptr(ptr, "type"), "edit", "the request did not advertise modify in capabilities.effects")
 		} else if b := caps.Path("modify", target, op); !b.Is(tap.Bool) || !b.Bool {
-			ev.reject("EDIT-6", tap.Ptr(ptr, "operation"), "edit", "the request did not advertise capabilities.modify.%s.%s: true, so modify(%s, %s) is not allowed", target, op, target, op)
+			ev.reject(vocab.Edit6, tap.Ptr(ptr, "operation"), "edit", "the request did not advertise capabilities.modify.%s.%s: true, so modify(%s, %s) is not allowed", target, op, target, op)
 		}
 	}
 	if why, ok := ctx.Blocked[target]; ok {
@@ -469,7 +471,7 @@ func (ev *evaluation) modify(ptr string, e *tap.Value) {
 		return
 	}
 	if kind == kindAnswer && ctx.Mode != "" && (ctx.Mode != "form" || ctx.Action != "accept") {
-		ev.reject("EDIT-4", tap.Ptr(ptr, "target"), "edit", "elicitation content can be edited only on an accepted form result; this result has mode %q and action %q", ctx.Mode, ctx.Action)
+		ev.reject(vocab.Edit4, tap.Ptr(ptr, "target"), "edit", "elicitation content can be edited only on an accepted form result; this result has mode %q and action %q", ctx.Mode, ctx.Action)
 		return
 	}
 	cur, known := ev.staged[target], ctx.Known
@@ -483,19 +485,19 @@ func (ev *evaluation) modify(ptr string, e *tap.Value) {
 	// EDIT-5: merge applies only when value and target are the same kind.
 	if op == "merge" && (val.Is(tap.Array) || val.Is(tap.Object)) {
 		if wantList, ok := targetIsList(kind, cur, known); ok && wantList != val.Is(tap.Array) {
-			ev.reject("EDIT-5", tap.Ptr(ptr, "value"), "edit", "merge needs a value of the target's kind: %s is %s here, but the value is %s", target, kind.describe(), val.Describe())
+			ev.reject(vocab.Edit5, tap.Ptr(ptr, "value"), "edit", "merge needs a value of the target's kind: %s is %s here, but the value is %s", target, kind.describe(), val.Describe())
 			return
 		}
 	}
 	ev.checkShape(tap.Ptr(ptr, "value"), target, kind, role, val)
 	if (kind == kindObject) && known && !cur.Is(tap.Object) {
-		ev.reject("EDIT-4", tap.Ptr(ptr, "target"), "edit", "%s needs an actual object target, but the event's %s is %s", target, target, cur.Describe())
+		ev.reject(vocab.Edit4, tap.Ptr(ptr, "target"), "edit", "%s needs an actual object target, but the event's %s is %s", target, target, cur.Describe())
 	}
 	if known {
 		ev.checkAttachments(tap.Ptr(ptr, "value"), val)
 		if op == "replace" && (kind == kindMessages || kind == kindTextParts) {
 			if at := hiddenTextPart(cur); at != "" {
-				ev.reject("EDIT-3", tap.Ptr(ptr, "operation"), "edit", "a whole-list replace of %s is rejected because the current list holds a metadata, omit or gap text part (%s); merge to append instead", target, at)
+				ev.reject(vocab.Edit3, tap.Ptr(ptr, "operation"), "edit", "a whole-list replace of %s is rejected because the current list holds a metadata, omit or gap text part (%s); merge to append instead", target, at)
 			}
 		}
 	}
@@ -513,7 +515,7 @@ func (ev *evaluation) modify(ptr string, e *tap.Value) {
 			next = mergeObject(cur, val)
 		}
 		for _, f := range formAnswerFaults(ctx.Form, next) {
-			ev.reject("EDIT-4", tap.Ptr(ptr, "value"), "edit", "the edited elicitation content does not fit the requested form: %s", f)
+			ev.reject(vocab.Edit4, tap.Ptr(ptr, "value"), "edit", "the edited elicitation content does not fit the requested form: %s", f)
 		}
 		if len(ev.reasons) > mark {
 			return
@@ -588,7 +590,7 @@ func (ev *evaluation) checkShape(ptr, target string, kind valueKind, role string
 		}
 	}
 	for _, p := range misfits {
-		ev.reject("EDIT-4", p.ptr, "edit", "%s does not fit modify(%s): %s", valueWhere(ev.ctx.EventType), target, p.msg)
+		ev.reject(vocab.Edit4, p.ptr, "edit", "%s does not fit modify(%s): %s", valueWhere(ev.ctx.EventType), target, p.msg)
 	}
 	for _, p := range content {
 		ev.reasons = append(ev.reasons, EditReason{Check: p.check, Pointer: p.ptr, Message: p.msg, Stage: "edit", older: p.older})
@@ -675,11 +677,11 @@ func (ev *evaluation) checkAttachments(ptr string, val *tap.Value) {
 		ref, hasRef := p.Path("body", "ref").Text()
 		switch {
 		case hasRef && refs[ref], ids[id]:
-			ev.reject("EDIT-3", at, "edit", "attachment %q differs from the descriptor the event carried; attachments are immutable: keep it unchanged, remove or reorder it", id)
+			ev.reject(vocab.Edit3, at, "edit", "attachment %q differs from the descriptor the event carried; attachments are immutable: keep it unchanged, remove or reorder it", id)
 		case hasRef:
-			ev.reject("EDIT-3", tap.Ptr(at, "body", "ref"), "edit", "attachment reference %q was not carried by the event; an edit may not substitute attachment references", ref)
+			ev.reject(vocab.Edit3, tap.Ptr(at, "body", "ref"), "edit", "attachment reference %q was not carried by the event; an edit may not substitute attachment references", ref)
 		default:
-			ev.reject("EDIT-3", at, "edit", "attachment %q was not carried by the event; an edit may keep, remove or reorder attachments, not add them", id)
+			ev.reject(vocab.Edit3, at, "edit", "attachment %q was not carried by the event; an edit may keep, remove or reorder attachments, not add them", id)
 		}
 	})
 }
@@ -694,7 +696,7 @@ func (ev *evaluation) checkSelection(ptr string, kind valueKind, val *tap.Value)
 	}
 	if kind == kindAnswer {
 		if sel := selectionFor(ev.ctx.Selection, "text"); sel != "body" {
-			ev.reject("EDIT-6", ptr, "edit", "the subscription selects elicitation text as %q, not body, so its content cannot be edited", sel)
+			ev.reject(vocab.Edit6, ptr, "edit", "the subscription selects elicitation text as %q, not body, so its content cannot be edited", sel)
 		}
 		return
 	}
@@ -704,7 +706,7 @@ func (ev *evaluation) checkSelection(ptr string, kind valueKind, val *tap.Value)
 		}
 		cat := partCategory(p)
 		if sel := selectionFor(ev.ctx.Selection, cat); sel != "body" {
-			ev.reject("EDIT-6", at, "edit", "the subscription selects %s content as %q, not body, so an edit may not supply it inline", cat, sel)
+			ev.reject(vocab.Edit6, at, "edit", "the subscription selects %s content as %q, not body, so an edit may not supply it inline", cat, sel)
 		}
 	})
 }

@@ -32,14 +32,14 @@ func msgJSON(id, role string, parts ...string) string {
 func reasonChecks(r EditResult) []string {
 	var out []string
 	for _, x := range r.Reasons {
-		out = append(out, x.Check)
+		out = append(out, string(x.Check))
 	}
 	return out
 }
 
 func hasCheck(r EditResult, check string) bool {
 	for _, x := range r.Reasons {
-		if x.Check == check {
+		if string(x.Check) == check {
 			return true
 		}
 	}

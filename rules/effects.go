@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"fmt"
 	"strings"
 
@@ -19,18 +21,18 @@ import (
 // naming of deny.code (BASE-4), protocolVersion (BASE-2).
 
 func effectRules() []tap.Rule {
-	return []tap.Rule{shapeRule(info("EFF-1/effects", "EFF-1",
+	return []tap.Rule{shapeRule(info("EFF-1/effects", vocab.Eff1,
 		"every effect is a closed object of a defined type; one invalid effect invalidates the response"))}
 }
 
-const eff = "EFF-1"
+const eff = vocab.Eff1
 
 // interceptResultProblems checks the result of a hooks/intercept success
 // response at ptr: effects required (EFF-1), manifest forbidden (CAP-2).
 func interceptResultProblems(res *tap.Value, ptr string) []problem {
 	var ps []problem
 	if has(res, "manifest") {
-		ps = append(ps, problem{check: "CAP-2", ptr: ptr + "/manifest",
+		ps = append(ps, problem{check: vocab.Cap2, ptr: ptr + "/manifest",
 			msg: "a hooks/intercept result must not carry \"manifest\": discovery and interception never share a response"})
 	}
 	if ext := res.Get("extensions"); ext != nil && !ext.Is(tap.Object) {

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"fmt"
 
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -16,7 +18,7 @@ import (
 type envelopeRule struct{ info tap.RuleInfo }
 
 func envelopeRules() []tap.Rule {
-	return []tap.Rule{envelopeRule{info("BASE-1/envelope", "BASE-1",
+	return []tap.Rule{envelopeRule{info("BASE-1/envelope", vocab.Base1,
 		"UTF-8, one JSON-RPC 2.0 object of exactly one kind, no batch, no duplicate keys")}}
 }
 

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"slices"
 
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -22,7 +24,7 @@ import (
 type errorRule struct{ info tap.RuleInfo }
 
 func errorRules() []tap.Rule {
-	return []tap.Rule{errorRule{info("BASE-7/defined-errors", "BASE-7",
+	return []tap.Rule{errorRule{info("BASE-7/defined-errors", vocab.Base7,
 		"unsupported requests get the defined JSON-RPC error; notifications get no response")}}
 }
 
@@ -181,7 +183,7 @@ func notificationAnswered(c *tap.Conversation, f *tap.Frame) bool {
 	w := notifState(c)
 	cw := w.conns[f.Conn]
 	switch {
-	case cw != nil && c.Lifecycle == "per_event" && cw.lastWasNotification && !cw.sawRequest:
+	case cw != nil && c.Lifecycle == vocab.LifecyclePerEvent && cw.lastWasNotification && !cw.sawRequest:
 		return true // AHP-STDIO-001: this process got one notification and owes nothing
 	case cw != nil && (m.ID == nil || m.ID.IsNull()) && cw.lastWasNotification:
 		return true // an id-less answer right after a notification

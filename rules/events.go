@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -17,11 +19,11 @@ import (
 // naming of extension keys (BASE-4).
 
 func eventRules() []tap.Rule {
-	return []tap.Rule{shapeRule(info("EVT-1/event", "EVT-1",
+	return []tap.Rule{shapeRule(info("EVT-1/event", vocab.Evt1,
 		"event envelope and per-type payload; only interceptable events in hooks/intercept"))}
 }
 
-const evt = "EVT-1"
+const evt = vocab.Evt1
 
 // eventProblems checks params.event (at ptr) of a hooks/intercept request
 // (intercept) or a hooks/observe notification.

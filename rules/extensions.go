@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"regexp"
 
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -20,7 +22,7 @@ var reverseDNSName = regexp.MustCompile(`^(?:[A-Za-z][A-Za-z0-9_-]*\.)+[A-Za-z][
 type extensionRule struct{ info tap.RuleInfo }
 
 func extensionRules() []tap.Rule {
-	return []tap.Rule{extensionRule{info("BASE-4/reverse-dns", "BASE-4",
+	return []tap.Rule{extensionRule{info("BASE-4/reverse-dns", vocab.Base4,
 		"extension keys, deny codes and extension effect names are reverse-DNS")}}
 }
 

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"strings"
 
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -13,7 +15,7 @@ import (
 type harnessRule struct{ info tap.RuleInfo }
 
 func harnessRules() []tap.Rule {
-	return []tap.Rule{harnessRule{info("BASE-8/harness", "BASE-8",
+	return []tap.Rule{harnessRule{info("BASE-8/harness", vocab.Base8,
 		"every event carries harness with non-empty string name and version")}}
 }
 

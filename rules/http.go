@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"fmt"
 	"mime"
 	"net"
@@ -16,13 +18,13 @@ import (
 // JSON-RPC message. Frames from other transports are none of their business.
 func httpRules() []tap.Rule {
 	return []tap.Rule{
-		httpMessageRule{info("HTTP-1/message", "HTTP-1",
+		httpMessageRule{info("HTTP-1/message", vocab.HTTP1,
 			"each message is one POST with a body and Content-Type: application/json; responses with a body are application/json")},
-		httpStatusRule{info("HTTP-2/status", "HTTP-2",
+		httpStatusRule{info("HTTP-2/status", vocab.HTTP2,
 			"200 with the JSON-RPC response for requests, 202/204 with an empty body for notifications; 401 only as a challenge; no redirects")},
-		httpTLSRule{info("HTTP-3/tls", "HTTP-3",
+		httpTLSRule{info("HTTP-3/tls", vocab.HTTP3,
 			"a backend off loopback is reached over https")},
-		authRule{info("AUTH-1/credential", "AUTH-1",
+		authRule{info("AUTH-1/credential", vocab.Auth1,
 			"one Authorization header; the credential never appears in a body")},
 	}
 }

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"fmt"
 	"slices"
 
@@ -12,17 +14,17 @@ import (
 // rules reading the analysis turn problems into findings, each rule those
 // of its own check.
 type problem struct {
-	check string     // catalogue ID the problem belongs to
-	ptr   string     // JSON Pointer into the frame
-	msg   string     // one sentence naming the field and what was expected
-	older olderDraft // the earlier draft this shape matches, if any (hint)
+	check vocab.CheckID // catalogue ID the problem belongs to
+	ptr   string        // JSON Pointer into the frame
+	msg   string        // one sentence naming the field and what was expected
+	older olderDraft    // the earlier draft this shape matches, if any (hint)
 }
 
 // problemAnalysis declares an analysis that files problems under the
 // given checks (see tap.Analysis). A problem under any other check is an
 // ahp-tap bug: it panics, and the engine reports it as TAP-2 instead of
 // dropping it without a word.
-func problemAnalysis(name string, checks []string, requires []*tap.Analysis, run func(c *tap.Conversation, f *tap.Frame) []problem) *tap.Analysis {
+func problemAnalysis(name string, checks []vocab.CheckID, requires []*tap.Analysis, run func(c *tap.Conversation, f *tap.Frame) []problem) *tap.Analysis {
 	return &tap.Analysis{Name: name, Checks: checks, Requires: requires, Run: func(c *tap.Conversation, f *tap.Frame) any {
 		ps := run(c, f)
 		for _, p := range ps {

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"fmt"
 	"strings"
 	"time"
@@ -27,7 +29,7 @@ import (
 type retryRule struct{ info tap.RuleInfo }
 
 func retryRules() []tap.Rule {
-	return []tap.Rule{retryRule{info("BASE-6/retry", "BASE-6",
+	return []tap.Rule{retryRule{info("BASE-6/retry", vocab.Base6,
 		"retries reuse the event's content, JSON-RPC id, session and call ids, within the deadline, never after deny or no effect")}}
 }
 

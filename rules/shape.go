@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -50,9 +52,9 @@ func (f field) from(d olderDraft) field { f.older = d; return f }
 
 // An obj is the shape of a JSON object.
 type obj struct {
-	check  string // catalogue check its problems belong to
-	what   string // what the object is, for messages ("the tool object")
-	closed bool   // unknown members are problems (the spec closes it)
+	check  vocab.CheckID // catalogue check its problems belong to
+	what   string        // what the object is, for messages ("the tool object")
+	closed bool          // unknown members are problems (the spec closes it)
 	// skip names members a closed object leaves to another check.
 	skip   func(key string) bool
 	fields []field
@@ -142,12 +144,12 @@ func (c *checker) name() string {
 }
 
 // report records a problem at the current node.
-func (c *checker) report(check, format string, args ...any) {
+func (c *checker) report(check vocab.CheckID, format string, args ...any) {
 	c.probs = append(c.probs, problem{check: check, ptr: c.ptr(), msg: fmt.Sprintf(format, args...)})
 }
 
 // reportAt records a problem at member k of the current node.
-func (c *checker) reportAt(check, k, format string, args ...any) {
+func (c *checker) reportAt(check vocab.CheckID, k, format string, args ...any) {
 	c.key(k)
 	c.report(check, format, args...)
 	c.pop()
@@ -230,7 +232,7 @@ func (o *obj) field(name string) *field {
 func anyJSON(*checker, *tap.Value) {}
 
 // str: a string.
-func str(check string) shape {
+func str(check vocab.CheckID) shape {
 	return func(c *checker, v *tap.Value) {
 		if !v.Is(tap.String) {
 			c.report(check, "%s must be a string, found %s", c.name(), show(v))
@@ -239,7 +241,7 @@ func str(check string) shape {
 }
 
 // nonEmpty: a string of at least one character.
-func nonEmpty(check string) shape {
+func nonEmpty(check vocab.CheckID) shape {
 	return func(c *checker, v *tap.Value) {
 		if s, ok := v.Text(); !ok || s == "" {
 			c.report(check, "%s must be a non-empty string, found %s", c.name(), show(v))
@@ -248,7 +250,7 @@ func nonEmpty(check string) shape {
 }
 
 // boolean: true or false.
-func boolean(check string) shape {
+func boolean(check vocab.CheckID) shape {
 	return func(c *checker, v *tap.Value) {
 		if !v.Is(tap.Bool) {
 			c.report(check, "%s must be a boolean, found %s", c.name(), show(v))
@@ -257,7 +259,7 @@ func boolean(check string) shape {
 }
 
 // objectAny: any object (open, contents not checked).
-func objectAny(check string) shape {
+func objectAny(check vocab.CheckID) shape {
 	return func(c *checker, v *tap.Value) {
 		if !v.Is(tap.Object) {
 			c.report(check, "%s must be an object, found %s", c.name(), v.Describe())
@@ -268,7 +270,7 @@ func objectAny(check string) shape {
 // integer: an integer ≥ min (1.0 counts as an integer, Draft 2020-12). An
 // integer is an integer whatever its size (2^64, 1e308), and the range is
 // compared exactly (issue 22).
-func integer(check string, min int64) shape {
+func integer(check vocab.CheckID, min int64) shape {
 	return func(c *checker, v *tap.Value) {
 		if !v.IsInteger() {
 			c.report(check, "%s must be an integer, found %s", c.name(), show(v))
@@ -282,7 +284,7 @@ func integer(check string, min int64) shape {
 
 // number: a number ≥ min, compared exactly (a number too large for a
 // float64, 1e400, is still a number).
-func number(check string, min int64) shape {
+func number(check vocab.CheckID, min int64) shape {
 	return func(c *checker, v *tap.Value) {
 		cmp, ok := v.CompareInt(min)
 		if !ok {
@@ -296,7 +298,7 @@ func number(check string, min int64) shape {
 }
 
 // constant: exactly the string want.
-func constant(check, want string) shape {
+func constant(check vocab.CheckID, want string) shape {
 	return func(c *checker, v *tap.Value) {
 		if s, ok := v.Text(); !ok || s != want {
 			c.report(check, "%s must be %q, found %s", c.name(), want, show(v))
@@ -305,7 +307,7 @@ func constant(check, want string) shape {
 }
 
 // enum: one of the strings in set.
-func enum(check string, set ...string) shape {
+func enum(check vocab.CheckID, set ...string) shape {
 	list := quoteList(set)
 	return func(c *checker, v *tap.Value) {
 		s, ok := v.Text()
@@ -348,7 +350,7 @@ func quoteList(set []string) string {
 
 // list: an array of at least min items, each checked by item (nil: any);
 // unique additionally requires distinct items.
-func list(check string, min int, item shape) shape {
+func list(check vocab.CheckID, min int, item shape) shape {
 	return func(c *checker, v *tap.Value) {
 		if !v.Is(tap.Array) {
 			c.report(check, "%s must be an array, found %s", c.name(), v.Describe())
@@ -369,7 +371,7 @@ func list(check string, min int, item shape) shape {
 }
 
 // uniqueStrings: an array of at least min distinct strings, each checked by item.
-func uniqueStrings(check string, min int, item shape) shape {
+func uniqueStrings(check vocab.CheckID, min int, item shape) shape {
 	inner := list(check, min, item)
 	return func(c *checker, v *tap.Value) {
 		inner(c, v)
@@ -408,7 +410,7 @@ func shapeRule(ri tap.RuleInfo) tap.Rule {
 
 // shapeAnalysis walks each frame once with every shape rule's validators
 // and finds the problems of all their checks.
-var shapeAnalysis = problemAnalysis("shape", []string{"CAP-1", "CAP-2", "EDIT-1", "EDIT-2", "EFF-1", "EVT-1"}, nil, walkFrame)
+var shapeAnalysis = problemAnalysis("shape", []vocab.CheckID{vocab.Cap1, vocab.Cap2, vocab.Edit1, vocab.Edit2, vocab.Eff1, vocab.Evt1}, nil, walkFrame)
 
 // frameProblems returns the shape walk's problems for the frame being
 // checked, of every check; an analysis reading it requires shapeAnalysis.

@@ -43,7 +43,7 @@ func FuzzShapes(f *testing.F) {
 		ps = append(ps, contentPart(v, "")...)
 		ps = append(ps, manifestProblems(v, "", "CAP-2")...)
 		for _, p := range ps {
-			if _, ok := CheckByID(p.check); !ok || p.msg == "" {
+			if _, ok := CheckByID(string(p.check)); !ok || p.msg == "" {
 				t.Fatalf("problem %+v: unknown check or empty message", p)
 			}
 		}

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"bytes"
 	cryptosha256 "crypto/sha256"
 	"encoding/hex"
@@ -209,7 +211,7 @@ func readSpecFile(dir, rel string) ([]byte, error) {
 
 // specChecks are the checks schema failures map to; each has its own rule
 // (a rule reports under exactly one check).
-var specChecks = []string{"BASE-1", "BASE-2", "BASE-4", "EVT-1", "EDIT-1", "EDIT-2", "CAP-1", "CAP-2", "EFF-1"}
+var specChecks = []vocab.CheckID{vocab.Base1, vocab.Base2, vocab.Base4, vocab.Evt1, vocab.Edit1, vocab.Edit2, vocab.Cap1, vocab.Cap2, vocab.Eff1}
 
 // specRules validates every message against the upstream snapshot. The
 // rules read one validation per frame (an analysis the engine runs once)
@@ -226,8 +228,8 @@ func specRules(s *Spec) []tap.Rule {
 	})
 	var out []tap.Rule
 	for _, check := range specChecks {
-		out = append(out, analysisRule{analyses: []*tap.Analysis{a}, info: info("SPEC/"+check, check,
-			"(with --spec DIR) the message satisfies the upstream "+s.Snapshot+" JSON Schema; this rule reports the failures that belong to "+check)})
+		out = append(out, analysisRule{analyses: []*tap.Analysis{a}, info: info("SPEC/"+string(check), check,
+			"(with --spec DIR) the message satisfies the upstream "+s.Snapshot+" JSON Schema; this rule reports the failures that belong to "+string(check))})
 	}
 	return out
 }
@@ -262,17 +264,17 @@ func (s *Spec) problems(c *tap.Conversation, f *tap.Frame) []problem {
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return []problem{{check: "BASE-1", msg: fmt.Sprintf("the upstream %s schema could not judge the message: %v", s.Snapshot, err)}}
+		return []problem{{check: vocab.Base1, msg: fmt.Sprintf("the upstream %s schema could not judge the message: %v", s.Snapshot, err)}}
 	}
 	var leaves []*jsonschema.ValidationError
 	bestLeaves(ve, &leaves)
-	return leafProblems(leaves, s.Snapshot, name, func(loc []string) string { return specCheck(loc, f) })
+	return leafProblems(leaves, s.Snapshot, name, func(loc []string) vocab.CheckID { return specCheck(loc, f) })
 }
 
 // leafProblems turns schema failures into problems (at most
 // maxSpecProblems, without repeats), each under the check checkOf names for
 // its location.
-func leafProblems(leaves []*jsonschema.ValidationError, snapshot, name string, checkOf func(loc []string) string) []problem {
+func leafProblems(leaves []*jsonschema.ValidationError, snapshot, name string, checkOf func(loc []string) vocab.CheckID) []problem {
 	var out []problem
 	seen := map[string]bool{}
 	for _, l := range leaves {
@@ -307,7 +309,7 @@ func leafProblems(leaves []*jsonschema.ValidationError, snapshot, name string, c
 }
 
 // specRegistration reports registration-schema failures (BASE-5).
-var specRegistration = info("SPEC/BASE-5", "BASE-5",
+var specRegistration = info("SPEC/BASE-5", vocab.Base5,
 	"(with --spec DIR) the registration document satisfies the upstream registration JSON Schema")
 
 // RegistrationFindings validates a registration document against the
@@ -326,7 +328,7 @@ func (s *Spec) RegistrationFindings(reg *tap.Value) []tap.Finding {
 	var leaves []*jsonschema.ValidationError
 	bestLeaves(ve, &leaves)
 	var out []tap.Finding
-	for _, p := range leafProblems(leaves, s.Snapshot, "registration.schema.json", func([]string) string { return "BASE-5" }) {
+	for _, p := range leafProblems(leaves, s.Snapshot, "registration.schema.json", func([]string) vocab.CheckID { return vocab.Base5 }) {
 		out = append(out, specRegistration.At(nil, 0, p.ptr, "%s", p.msg))
 	}
 	return out
@@ -485,43 +487,43 @@ func discriminates(l *jsonschema.ValidationError) bool {
 
 // specCheck maps a schema failure at instance location loc to the check it
 // belongs to.
-func specCheck(loc []string, f *tap.Frame) string {
+func specCheck(loc []string, f *tap.Frame) vocab.CheckID {
 	if slices.Contains(loc, "extensions") {
-		return "BASE-4"
+		return vocab.Base4
 	}
 	if len(loc) < 2 {
-		return "BASE-1" // the envelope: jsonrpc, id, method, params, result, error
+		return vocab.Base1 // the envelope: jsonrpc, id, method, params, result, error
 	}
 	switch loc[0] {
 	case "params":
 		switch loc[1] {
 		case "protocolVersion":
-			return "BASE-2"
+			return vocab.Base2
 		case "capabilities":
-			return "CAP-1"
+			return vocab.Cap1
 		case "event":
 			switch {
 			case slices.Contains(loc, "parts"):
-				return "EDIT-2"
+				return vocab.Edit2
 			case slices.Contains(loc, "messages"), slices.Contains(loc, "items"):
-				return "EDIT-1"
+				return vocab.Edit1
 			}
-			return "EVT-1"
+			return vocab.Evt1
 		}
 		if f.Method() == methodCapabilities {
-			return "CAP-2"
+			return vocab.Cap2
 		}
 	case "result":
 		switch loc[1] {
 		case "protocolVersion":
-			return "BASE-2"
+			return vocab.Base2
 		case "effects":
-			return "EFF-1"
+			return vocab.Eff1
 		case "manifest":
-			return "CAP-2"
+			return vocab.Cap2
 		}
 	}
-	return "BASE-1"
+	return vocab.Base1
 }
 
 // schemaRef shortens an absolute schema location to file#fragment.

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"bytes"
 	"fmt"
 
@@ -14,11 +16,11 @@ import (
 // end-of-stream facts (EOF per direction, the backend's exit) as notes.
 func framingRules() []tap.Rule {
 	return []tap.Rule{
-		&lineRule{info("STDIO-1/framing", "STDIO-1",
+		&lineRule{info("STDIO-1/framing", vocab.Stdio1,
 			"one JSON object per line ended by exactly one \\n; nothing on backend stdout that is not a response")},
-		&perEventRule{info("STDIO-2/per-event", "STDIO-2",
+		&perEventRule{info("STDIO-2/per-event", vocab.Stdio2,
 			"per_event: one message then EOF, at most one response, none for a notification, exit 0 after a request")},
-		&persistentRule{info("STDIO-3/one-intercept", "STDIO-3",
+		&persistentRule{info("STDIO-3/one-intercept", vocab.Stdio3,
 			"persistent: at most one hooks/intercept outstanding at a time")},
 	}
 }
@@ -135,7 +137,7 @@ func (r *perEventRule) state(c *tap.Conversation) *perEventState {
 }
 
 func (r *perEventRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
-	if !applies(c, "per_event") || !f.Framing.Line {
+	if !applies(c, vocab.LifecyclePerEvent) || !f.Framing.Line {
 		return nil
 	}
 	st := r.state(c)
@@ -174,7 +176,7 @@ func (r *perEventRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 }
 
 func (r *perEventRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
-	if !applies(c, "per_event") {
+	if !applies(c, vocab.LifecyclePerEvent) {
 		return nil
 	}
 	st := r.state(c)
@@ -226,7 +228,7 @@ type outstandingIntercept struct {
 func (r *persistentRule) Info() tap.RuleInfo { return r.info }
 
 func (r *persistentRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
-	if !applies(c, "persistent") {
+	if !applies(c, vocab.LifecyclePersistent) {
 		return nil
 	}
 	st := c.RuleState(r.info.ID, func() any { return &persistentState{outstanding: map[string]outstandingIntercept{}} }).(*persistentState)

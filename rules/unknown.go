@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"strconv"
 
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -59,7 +61,7 @@ func quoted(s string) string { return strconv.Quote(s) }
 type unknownRule struct{ info tap.RuleInfo }
 
 func unknownRules() []tap.Rule {
-	return []tap.Rule{unknownRule{info("BASE-3/unknown", "BASE-3",
+	return []tap.Rule{unknownRule{info("BASE-3/unknown", vocab.Base3,
 		"unknown event types and methods are unsupported semantics; unknown fields are ignored")}}
 }
 

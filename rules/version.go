@@ -1,6 +1,9 @@
 package rules
 
-import "github.com/ahp-tap/ahp-tap/tap"
+import (
+	"github.com/ahp-tap/ahp-tap/tap"
+	"github.com/ahp-tap/ahp-tap/vocab"
+)
 
 // versionRule checks BASE-2 (AHP-VER-001): params of every request and
 // notification, and every successful result, carry protocolVersion equal to
@@ -12,7 +15,7 @@ import "github.com/ahp-tap/ahp-tap/tap"
 type versionRule struct{ info tap.RuleInfo }
 
 func versionRules() []tap.Rule {
-	return []tap.Rule{versionRule{info("BASE-2/version", "BASE-2",
+	return []tap.Rule{versionRule{info("BASE-2/version", vocab.Base2,
 		"protocolVersion equals the snapshot in every params and every successful result")}}
 }
 

@@ -1,6 +1,10 @@
 package rules
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/ahp-tap/ahp-tap/vocab"
+)
 
 // The protocol's vocabulary, in one place: its methods, its event types
 // (with whether each may be intercepted), its effect types and modify
@@ -10,76 +14,30 @@ import "slices"
 // and against the event payload specs, so that removing or adding an
 // entry here (or upstream) breaks a test.
 
+// The tables themselves live in package vocab (exported, at the bottom of
+// the house, so that tap and every other package read the same names);
+// these are the names the rules have always used for them.
+
 // The three AHP methods (§2.1).
 const (
-	methodIntercept    = "hooks/intercept"
-	methodObserve      = "hooks/observe"
-	methodCapabilities = "hooks/capabilities"
+	methodIntercept    = vocab.MethodIntercept
+	methodObserve      = vocab.MethodObserve
+	methodCapabilities = vocab.MethodCapabilities
 )
 
-// protocolMethods are the AHP methods, in §2.1 order.
-var protocolMethods = []string{methodIntercept, methodObserve, methodCapabilities}
-
-// A protocolEvent is one of the standard event types (§3.3).
-type protocolEvent struct {
-	name          string
-	interceptable bool // may travel in hooks/intercept
-}
-
-// protocolEvents are the 32 standard event types of the draft, the 19
-// interceptable ones first. Any other type, removed names such as
-// tool.error and prompt.submitted included, is unsupported semantics
-// (AHP-CORE-003).
-var protocolEvents = []protocolEvent{
-	{"tool.before", true}, {"tool.after", true}, {"session.start", true}, {"config.change.before", true},
-	{"turn.start", true}, {"turn.finish.before", true}, {"model.request.before", true},
-	{"model.switch.before", true}, {"tool.permission.request", true}, {"tool.batch.after", true},
-	{"context.compact.before", true}, {"context.compact.after", true}, {"task.change.before", true},
-	{"user.elicitation.request", true}, {"user.elicitation.result", true}, {"user.message.inbound", true},
-	{"user.message.outbound", true}, {"workspace.change.before", true}, {"model.response.after", true},
-
-	{"session.end", false}, {"config.change.after", false}, {"turn.end", false}, {"turn.progress", false},
-	{"model.error", false}, {"model.switch.after", false}, {"tool.permission.resolved", false},
-	{"tool.progress", false}, {"task.change.after", false}, {"user.attention", false},
-	{"workspace.change.after", false}, {"file.changed", false}, {"hook.failure", false},
-}
-
-// coreEffects are the effect types AHP defines (§4.1).
-var coreEffects = []string{"deny", "allow", "ask", "modify", "message", "return", "flow", "inject"}
-
-// modifyTargets are the targets a modify effect can name (§4.1).
-var modifyTargets = []string{"input", "output", "prompt", "request", "response", "content", "instructions", "summary", "workspace"}
-
-// A boundary says what an interceptable event allows (§4.3).
-type boundary struct {
-	effects []string
-	target  string   // the modify target, "" for none
-	flowOps []string // flow operations
-}
-
-// boundaries maps each interceptable event to what it allows (§4.3,
-// capabilities.schema per-boundary definitions).
-var boundaries = map[string]boundary{
-	"session.start":            {effects: []string{"inject", "message"}},
-	"config.change.before":     {effects: []string{"deny", "message"}},
-	"turn.start":               {effects: []string{"deny", "modify", "inject", "flow", "message"}, target: "prompt", flowOps: []string{"stop"}},
-	"turn.finish.before":       {effects: []string{"modify", "flow", "message"}, target: "response", flowOps: []string{"stop", "continue"}},
-	"model.request.before":     {effects: []string{"deny", "modify", "inject", "return", "flow", "message"}, target: "request", flowOps: []string{"stop"}},
-	"model.response.after":     {effects: []string{"modify", "flow", "message"}, target: "response", flowOps: []string{"stop"}},
-	"model.switch.before":      {effects: []string{"deny", "flow", "message"}, flowOps: []string{"stop"}},
-	"tool.before":              {effects: []string{"deny", "allow", "ask", "modify", "inject", "flow", "return", "message"}, target: "input", flowOps: []string{"stop"}},
-	"tool.after":               {effects: []string{"modify", "inject", "flow", "message"}, target: "output", flowOps: []string{"stop", "continue"}},
-	"tool.permission.request":  {effects: []string{"allow", "deny", "modify", "flow", "message"}, target: "input", flowOps: []string{"stop"}},
-	"tool.batch.after":         {effects: []string{"flow", "inject", "message"}, flowOps: []string{"stop"}},
-	"context.compact.before":   {effects: []string{"deny", "modify", "return", "inject", "message"}, target: "instructions"},
-	"context.compact.after":    {effects: []string{"inject", "modify", "message"}, target: "summary"},
-	"task.change.before":       {effects: []string{"deny", "message"}},
-	"user.elicitation.request": {effects: []string{"deny", "return", "message"}},
-	"user.elicitation.result":  {effects: []string{"modify", "message"}, target: "content"},
-	"user.message.inbound":     {effects: []string{"deny", "modify", "message"}, target: "prompt"},
-	"user.message.outbound":    {effects: []string{"deny", "modify", "message"}, target: "content"},
-	"workspace.change.before":  {effects: []string{"deny", "modify", "message"}, target: "workspace"},
-}
+var (
+	// protocolMethods are the AHP methods, in §2.1 order.
+	protocolMethods = vocab.Methods
+	// protocolEvents are the 32 standard event types, the 19
+	// interceptable ones first.
+	protocolEvents = vocab.Events
+	// coreEffects are the effect types AHP defines (§4.1).
+	coreEffects = vocab.Effects
+	// modifyTargets are the targets a modify effect can name (§4.1).
+	modifyTargets = vocab.ModifyTargets
+	// boundaries maps each interceptable event to what it allows (§4.3).
+	boundaries = vocab.Boundaries
+)
 
 // ---- derived tables ------------------------------------------------------
 
@@ -89,7 +47,7 @@ var (
 	wireEvents = func() map[string]bool {
 		m := make(map[string]bool, len(protocolEvents))
 		for _, e := range protocolEvents {
-			m[e.name] = e.interceptable
+			m[e.Name] = e.Interceptable
 		}
 		return m
 	}()
@@ -102,7 +60,7 @@ var (
 	continueAllowed = func() map[string]bool {
 		m := make(map[string]bool)
 		for name, b := range boundaries {
-			if slices.Contains(b.flowOps, "continue") {
+			if slices.Contains(b.FlowOps, "continue") {
 				m[name] = true
 			}
 		}
@@ -122,8 +80,8 @@ var (
 func eventNames(interceptable bool) []string {
 	var out []string
 	for _, e := range protocolEvents {
-		if e.interceptable == interceptable {
-			out = append(out, e.name)
+		if e.Interceptable == interceptable {
+			out = append(out, e.Name)
 		}
 	}
 	return out

@@ -88,13 +88,13 @@ func TestVocabularyMatchesUpstream(t *testing.T) {
 		names = append(names, name)
 		props := at(d, "allOf").([]any)[1].(map[string]any)["properties"]
 		b := boundaries[name]
-		sameSet(t, name+" effects", b.effects, strs(at(props, "effects", "items", "enum")))
+		sameSet(t, name+" effects", b.Effects, strs(at(props, "effects", "items", "enum")))
 		var target []string
-		if b.target != "" {
-			target = []string{b.target}
+		if b.Target != "" {
+			target = []string{b.Target}
 		}
 		sameSet(t, name+" modify target", target, strs(at(props, "modify", "propertyNames", "enum")))
-		sameSet(t, name+" flow operations", b.flowOps, strs(at(props, "flow", "properties", "operations", "items", "enum")))
+		sameSet(t, name+" flow operations", b.FlowOps, strs(at(props, "flow", "properties", "operations", "items", "enum")))
 	}
 	var ours []string
 	for name := range boundaries {
@@ -162,8 +162,8 @@ func TestVocabularyAgreesWithTheRules(t *testing.T) {
 			got = append(got, target)
 		}
 		var want []string
-		if b.target != "" {
-			want = []string{b.target}
+		if b.Target != "" {
+			want = []string{b.Target}
 		}
 		sameSet(t, name+" modify slots (editeval.go)", got, want)
 	}

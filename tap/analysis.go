@@ -1,6 +1,10 @@
 package tap
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ahp-tap/ahp-tap/vocab"
+)
 
 // An Analysis is a computation over a frame that several rules read: the
 // shape walk, the edit evaluation, the outcome of an exchange. Rules
@@ -21,7 +25,7 @@ type Analysis struct {
 	// Checks lists the catalogue checks the analysis files problems
 	// under, for rules to report; VerifyAnalyses makes sure a rule
 	// reading the analysis reports each of them.
-	Checks []string
+	Checks []vocab.CheckID
 	// Run computes the result for frame f (the conversation has
 	// correlated f already: c.Exchange, c.Correlation).
 	Run func(c *Conversation, f *Frame) any
@@ -81,7 +85,7 @@ func analysesOf(rules []Rule) []*Analysis {
 func VerifyAnalyses(rules []Rule) {
 	type key struct {
 		a     *Analysis
-		check string
+		check vocab.CheckID
 	}
 	reported := make(map[key]bool)
 	for _, r := range rules {

@@ -3,6 +3,8 @@ package tap
 import (
 	"strings"
 	"testing"
+
+	"github.com/ahp-tap/ahp-tap/vocab"
 )
 
 // readRule reports under check the result of the analyses it requires.
@@ -12,7 +14,9 @@ type readRule struct {
 	got   *[]string
 }
 
-func (r readRule) Info() RuleInfo        { return RuleInfo{ID: "TEST/" + r.check, Check: r.check} }
+func (r readRule) Info() RuleInfo {
+	return RuleInfo{ID: "TEST/" + r.check, Check: vocab.CheckID(r.check)}
+}
 func (r readRule) Requires() []*Analysis { return r.reads }
 func (r readRule) Check(c *Conversation, f *Frame) []Finding {
 	for _, a := range r.reads {
@@ -54,7 +58,7 @@ func TestAnalysesRunOncePerFrameInDependencyOrder(t *testing.T) {
 // analysis that files problems under a check no rule reading it reports
 // makes construction panic, naming the check.
 func TestVerifyAnalysesPanicsOnUnreportedCheck(t *testing.T) {
-	a := &Analysis{Name: "walk", Checks: []string{"X-1", "NOPE-1"}, Run: func(*Conversation, *Frame) any { return "" }}
+	a := &Analysis{Name: "walk", Checks: []vocab.CheckID{"X-1", "NOPE-1"}, Run: func(*Conversation, *Frame) any { return "" }}
 	var got []string
 	ok := []Rule{readRule{"X-1", []*Analysis{a}, &got}, readRule{"NOPE-1", []*Analysis{a}, &got}}
 	VerifyAnalyses(ok) // every check reported: no panic

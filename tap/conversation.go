@@ -1,6 +1,8 @@
 package tap
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"cmp"
 	"math"
 	"slices"
@@ -276,7 +278,7 @@ func (c *Conversation) begin(f *Frame) {
 			Event:        m.Params.Get("event"),
 			Capabilities: m.Params.Get("capabilities"),
 		}
-		if t, ok := x.Event.Get("type").Text(); ok && m.Method == "hooks/intercept" {
+		if t, ok := x.Event.Get("type").Text(); ok && m.Method == vocab.MethodIntercept {
 			x.Subscription = c.SubscriptionFor(t, "intercept")
 		}
 		if x.Deadline = deadlineOf(x.Subscription.Get("timeoutMs")); x.Deadline == 0 {

@@ -1,6 +1,9 @@
 package tap
 
-import "time"
+import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+	"time"
+)
 
 // Config says what an Engine checks against.
 type Config struct {
@@ -34,8 +37,8 @@ type Config struct {
 // Stdio lifecycles (Config.Lifecycle), as a registration's
 // transport.lifecycle says them.
 const (
-	LifecyclePersistent = "persistent"
-	LifecyclePerEvent   = "per_event"
+	LifecyclePersistent = vocab.LifecyclePersistent
+	LifecyclePerEvent   = vocab.LifecyclePerEvent
 )
 
 // Resolved returns cfg with its defaults filled in: the snapshot, and the
@@ -148,10 +151,10 @@ func internalFinding(r Rule, f *Frame, p any) Finding {
 // ahp-tap's own checks: facts about the audit itself, not the traffic.
 var (
 	// TapIncomplete reports audit copies dropped or truncated.
-	TapIncomplete = RuleInfo{ID: "TAP-1/incomplete", Check: "TAP-1", Level: Warn,
+	TapIncomplete = RuleInfo{ID: "TAP-1/incomplete", Check: vocab.Tap1, Level: Warn,
 		Summary: "ahp-tap could not audit every frame (audit queue full or audit copy truncated); forwarding was not affected"}
 	// TapInternal reports an internal error of a rule.
-	TapInternal = RuleInfo{ID: "TAP-2/internal", Check: "TAP-2", Level: Error,
+	TapInternal = RuleInfo{ID: "TAP-2/internal", Check: vocab.Tap2, Level: Error,
 		Summary: "an ahp-tap rule failed internally; the frame was forwarded unchanged"}
 )
 

@@ -1,6 +1,8 @@
 package tap
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"fmt"
 	"time"
 )
@@ -134,11 +136,12 @@ func (f Finding) Body() string {
 // RuleInfo describes a rule: a stable ID, the catalogue check it reports
 // under (always exactly one), the requirement, its usual level and one line.
 type RuleInfo struct {
-	ID          string `json:"id"`
-	Check       string `json:"check"`
-	Requirement string `json:"requirement"`
-	Level       Level  `json:"level"`
-	Summary     string `json:"summary"`
+	ID string `json:"id"`
+	// Check is the catalogue check the rule reports under (one only).
+	Check       vocab.CheckID `json:"check"`
+	Requirement string        `json:"requirement"`
+	Level       Level         `json:"level"`
+	Summary     string        `json:"summary"`
 }
 
 // At builds a finding about frame f (which may be nil for end-of-stream
@@ -148,7 +151,7 @@ func (r RuleInfo) At(f *Frame, lvl Level, ptr, format string, args ...any) Findi
 		lvl = r.Level
 	}
 	out := Finding{
-		Check:       r.Check,
+		Check:       string(r.Check),
 		Requirement: r.Requirement,
 		Rule:        r.ID,
 		Level:       lvl,

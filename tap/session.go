@@ -1,6 +1,8 @@
 package tap
 
 import (
+	"github.com/ahp-tap/ahp-tap/vocab"
+
 	"time"
 )
 
@@ -293,26 +295,26 @@ func (s *Session) NotChecked() []NotChecked {
 	var out []NotChecked
 	switch {
 	case cfg.Registration == nil:
-		out = append(out, NotChecked{"BASE-5", "no registration: give --registration FILE --hook ID (or capture with them)"})
+		out = append(out, NotChecked{string(vocab.Base5), "no registration: give --registration FILE --hook ID (or capture with them)"})
 	case cfg.HookID == "":
-		out = append(out, NotChecked{"BASE-5", "no hook selected: give --hook ID to check dispatch against its subscriptions"})
+		out = append(out, NotChecked{string(vocab.Base5), "no hook selected: give --hook ID to check dispatch against its subscriptions"})
 	}
 	if cfg.Timeout <= 0 && !hookHasDeadline(FindHook(cfg.Registration, cfg.HookID)) {
-		out = append(out, NotChecked{"CORR-3", "no deadline: give --timeout, or --registration/--hook whose subscriptions set timeoutMs"})
+		out = append(out, NotChecked{string(vocab.Corr3), "no deadline: give --timeout, or --registration/--hook whose subscriptions set timeoutMs"})
 	}
 	if cfg.Transport != Stdio {
 		return out
 	}
 	switch cfg.Lifecycle {
 	case LifecyclePerEvent:
-		out = append(out, NotChecked{"STDIO-3", "the lifecycle is per_event"})
+		out = append(out, NotChecked{string(vocab.Stdio3), "the lifecycle is per_event"})
 		if !s.sharedEvents() {
-			out = append(out, NotChecked{"BASE-6", "per_event without --state DIR: retries across processes are not seen"})
+			out = append(out, NotChecked{string(vocab.Base6), "per_event without --state DIR: retries across processes are not seen"})
 		}
 	case LifecyclePersistent:
-		out = append(out, NotChecked{"STDIO-2", "the lifecycle is persistent"})
+		out = append(out, NotChecked{string(vocab.Stdio2), "the lifecycle is persistent"})
 	default:
-		out = append(out, NotChecked{"STDIO-2, STDIO-3", "lifecycle unknown: give --registration/--hook or --lifecycle"})
+		out = append(out, NotChecked{string(vocab.Stdio2) + ", " + string(vocab.Stdio3), "lifecycle unknown: give --registration/--hook or --lifecycle"})
 	}
 	return out
 }

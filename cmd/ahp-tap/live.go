@@ -47,7 +47,7 @@ func findingsTo(logPath string, logFailed bool, console bool) []string {
 func checkIDs() []string {
 	var ids []string
 	for _, r := range rules.Default(rules.Options{}) {
-		if c := r.Info().Check; !slices.Contains(ids, c) {
+		if c := string(r.Info().Check); !slices.Contains(ids, c) {
 			ids = append(ids, c)
 		}
 	}

@@ -49,7 +49,7 @@ func TestReplayExampleCapture(t *testing.T) {
 	}
 	implemented := map[string]bool{}
 	for _, ru := range rules.Default(rules.Options{}) {
-		implemented[ru.Info().Check] = true
+		implemented[string(ru.Info().Check)] = true
 	}
 	got := map[[2]string]bool{}
 	for _, f := range doc.Findings {
