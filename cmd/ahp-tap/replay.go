@@ -169,12 +169,12 @@ func (rp *replayer) notPossible() []report.NotPossible {
 // The --registration document's own findings are listed under its file
 // name, not again here; a registration a capture embeds is judged by the
 // session of each segment, as each live run did.
-func (rp *replayer) session(cfg tap.Config, out *[]tap.Finding) *tap.Session {
+func (rp *replayer) session(cfg tap.Config, out *[]tap.Finding, sharedEvents bool) *tap.Session {
 	return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.flags.opt),
 		Sink:                 tap.SinkFunc(func(f tap.Finding) { *out = append(*out, f); rp.run.Findings([]tap.Finding{f}) }),
 		Recorder:             frameCounter{&rp.frames, rp.run, rp.line, rp.progress},
 		RegistrationReported: cfg.Registration != nil && cfg.Registration == rp.flags.cfg.Registration,
-		SharedEvents:         true,
+		SharedEvents:         sharedEvents,
 		// As the live taps cap theirs (issue 8 item 9): a longer line is
 		// audited as a prefix (TAP-1) and the rest streams past.
 		MaxLine: maxReplayLine})
@@ -226,7 +226,7 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 	first := rp.frames
 	rp.line = func() int { return rp.frames - first } // frame N of a stream is its line N
 	defer func() { rp.line = nil }()
-	s := rp.session(cfg, &out)
+	s := rp.session(cfg, &out, true)
 	buf := make([]byte, 1<<16)
 	for {
 		if rp.interrupted() {
@@ -252,22 +252,24 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 
 // replayCapture feeds a capture through one session per segment, each
 // configured as the live run that wrote it was (its header), unless a
-// flag says otherwise. Every session shares one event store, as per_event
-// processes share --state.
+// flag says otherwise. Segments that shared a --state directory live share
+// one event store (retries judged across processes); any other segment
+// has one of its own, as its live run had (issue 21 item 2). Each
+// segment's session is closed as soon as the segment is complete.
 func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 	var out []tap.Finding
-	events := &tap.MemoryStore{}
+	stores := capture.NewStores()
 	cr.Damaged = rp.damaged
 	rp.line = cr.Line // a frame's line in the capture, for the reports
 	defer func() { rp.line = nil }()
-	sessions, err := capture.Replay(cr, func(h *capture.Header) (*tap.Session, error) {
+	err := capture.Replay(cr, func(h *capture.Header) (*tap.Session, error) {
 		cfg, err := rp.config(h)
 		if err != nil {
 			return nil, err
 		}
-		cfg.Events = events
-		return rp.session(cfg, &out), nil
-	})
+		cfg.Events = stores.For(h)
+		return rp.session(cfg, &out, h.State != ""), nil
+	}, func(s *tap.Session) { rp.close([]*tap.Session{s}) })
 	if err != nil {
 		if rp.interrupted() {
 			// A signal closed the file under the reader: keep what
@@ -276,7 +278,6 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 		}
 		return nil, err
 	}
-	rp.close(sessions)
 	return out, nil
 }
 

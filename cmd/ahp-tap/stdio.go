@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"time"
@@ -258,6 +259,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 			Tool: "ahp-tap " + version, Snapshot: cfg.Snapshot, Transport: tap.Stdio,
 			Started: time.Now().UTC(), Conn: conn, Registration: sf.registration, Hook: sf.hook,
 			Lifecycle: cfg.Lifecycle, TimeoutMs: sf.timeout.Milliseconds(), RegistrationDoc: l.regDoc,
+			State: stateForHeader(sf.state),
 		}
 		w, err := capture.Create(sf.capture, h)
 		if err != nil {
@@ -286,6 +288,23 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		Watchdog: watchdogArgv(),
 	})
 	return r, nil
+}
+
+// stateForHeader is the --state directory as a capture header records it
+// (issue 21 item 2): absolute, so that the taps a harness starts in
+// different working directories name the same directory the same way,
+// and replay shares one event store between their segments exactly.
+func stateForHeader(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	return dir
 }
 
 // watchdogArgv is how a stdio tap starts its watchdog: this same binary
