@@ -4,9 +4,14 @@ package main
 // issue 28 items 5, 8 and 9): the built binary run as a user runs it.
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -130,4 +135,91 @@ func waitLogCount(t *testing.T, path, check string, want int) int {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return n
+}
+
+// manySegments writes a capture of n segments, each a copy of one
+// recorded run of the documented command under a conn of its own, as a
+// per_event CI run appends one segment per event.
+func manySegments(t *testing.T, dir string, n int) string {
+	t.Helper()
+	one := filepath.Join(dir, "one.capture")
+	recordDemo(t, one)
+	seg, err := os.ReadFile(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := regexp.MustCompile(`"conn":"(stdio:[0-9]+)"`).FindSubmatch(seg)
+	if conn == nil {
+		t.Fatalf("no conn in the recorded segment:\n%s", seg)
+	}
+	path := filepath.Join(dir, "many.capture")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for i := range n {
+		w.Write(bytes.ReplaceAll(seg, conn[1], fmt.Appendf(nil, "stdio:%d", 1_000_000+i)))
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return path
+}
+
+// TestReplayManySegmentsBoundedMemory replays a capture of 3,000 segments
+// (25 MB; one per event, as a per_event CI run writes): each segment is
+// finished when its end record is read and nothing of it is kept but its
+// findings, so the peak RSS does not grow with the segments (it was ~220
+// MiB here and 0.77-1.08 GB for 15,000: issue 21 item 3, issue 28 item 9),
+// and the findings are every segment's, once each.
+func TestReplayManySegmentsBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 25 MB capture")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	const n = 3000
+	path := manySegments(t, dir, n)
+	single, _ := replayChecks(t, filepath.Join(dir, "one.capture"))
+
+	cmd := exec.Command(tapBinary, "replay", "--format", "json", "--fail-on", "never", path)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sampleRSS(cmd)
+	waitWithin(t, cmd, 5*time.Minute)
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("replay exit %d: %s", code, stderr.String())
+	}
+	var out struct {
+		Findings []struct{ Check string }
+		Summary  struct{ ExchangesOmitted int }
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, f := range out.Findings {
+		got[f.Check]++
+	}
+	for check, k := range single {
+		if got[check] != n*k {
+			t.Errorf("%s: %d findings, want %d (%d per segment)", check, got[check], n*k, k)
+		}
+	}
+	if got["BASE-6"] != 0 {
+		t.Errorf("%d BASE-6 findings across independent segments", got["BASE-6"])
+	}
+	if out.Summary.ExchangesOmitted == 0 {
+		t.Errorf("no exchange omitted from the report of %d segments: the exchange list is not bounded", n)
+	}
+	peak := rss(cmd)
+	t.Logf("peak RSS replaying %d segments (%d bytes): %.1f MiB", n, stdout.Len(), peak)
+	if peak > 100 {
+		t.Errorf("peak RSS = %.1f MiB replaying %d segments, want < 100 MiB", peak, n)
+	}
 }

@@ -139,8 +139,12 @@ type replayer struct {
 	line func() int
 	// progress is the progress bar of the input being replayed, or nil.
 	progress *progress
-	// notChecked holds what each session replayed could not check.
-	notChecked [][]tap.NotChecked
+	// notChecked holds what every session replayed so far could not
+	// check (the first one's reasons); sessions says whether there was
+	// one. Kept as it goes, so that memory does not grow with the
+	// sessions (a per_event capture has one per event).
+	notChecked []tap.NotChecked
+	sessions   bool
 }
 
 // interrupted reports whether a SIGINT/SIGTERM asked the replay to stop.
@@ -149,20 +153,32 @@ func (rp *replayer) interrupted() bool { return rp.ctx != nil && rp.ctx.Err() !=
 // notPossible lists the checks that no session replayed could make (with
 // the first session's reason).
 func (rp *replayer) notPossible() []report.NotPossible {
-	if len(rp.notChecked) == 0 {
-		return nil
+	return notPossible(rp.notChecked)
+}
+
+// intersectNotChecked keeps of have what next lists too (by check): the
+// checks no session could make, with the first session's reasons.
+func intersectNotChecked(have, next []tap.NotChecked) []tap.NotChecked {
+	return slices.DeleteFunc(have, func(nc tap.NotChecked) bool {
+		return !slices.ContainsFunc(next, func(o tap.NotChecked) bool { return o.Check == nc.Check })
+	})
+}
+
+// maxReplayExchanges caps the exchange records a replay keeps per input
+// for the reports (each conversation keeps its most recent answered
+// ones): a capture of many segments, one per event, would otherwise hold
+// a record per event to the end. The oldest go first and are counted as
+// omitted.
+const maxReplayExchanges = 8 * tap.DefaultKeepAnswered
+
+// keepRecords adds a session's exchange records, keeping the most recent
+// maxReplayExchanges.
+func (rp *replayer) keepRecords(recs []tap.ExchangeRecord) {
+	rp.records = append(rp.records, recs...)
+	if over := len(rp.records) - maxReplayExchanges; over > maxReplayExchanges/4 {
+		rp.forgotten += over
+		rp.records = slices.Clone(rp.records[over:])
 	}
-	var out []tap.NotChecked
-	for _, nc := range rp.notChecked[0] {
-		everywhere := true
-		for _, other := range rp.notChecked[1:] {
-			everywhere = everywhere && slices.ContainsFunc(other, func(o tap.NotChecked) bool { return o.Check == nc.Check })
-		}
-		if everywhere {
-			out = append(out, nc)
-		}
-	}
-	return notPossible(out)
 }
 
 // session builds the session of one replayed file or capture segment.
@@ -185,10 +201,15 @@ func (rp *replayer) session(cfg tap.Config, out *[]tap.Finding, sharedEvents boo
 func (rp *replayer) close(sessions []*tap.Session) {
 	for _, s := range sessions {
 		s.Close()
-		rp.records = append(rp.records, s.Records()...)
-		rp.run.Exchanges(s.Records())
+		recs := s.Records()
+		rp.keepRecords(recs)
+		rp.run.Exchanges(recs)
 		rp.forgotten += s.Forgotten()
-		rp.notChecked = append(rp.notChecked, s.NotChecked())
+		if !rp.sessions {
+			rp.notChecked, rp.sessions = s.NotChecked(), true
+		} else {
+			rp.notChecked = intersectNotChecked(rp.notChecked, s.NotChecked())
+		}
 	}
 }
 
