@@ -162,6 +162,8 @@ var olderDraftShapes = []struct {
 	{"a message without `role`", "EDIT-1", draftBeforeInlineMessages},
 	{"`tool.callId`", "EVT-1", revision01},
 	{"`protocolVersion: \"0.1\"`", "BASE-2", revision01},
+	{"`mtls` or `workload` in the manifest's `authentication`", "CAP-2, EVT-1", draftWithWorkloadAuth},
+	{"authentication `type` `mtls` or `workload` in a registration or a content upload's `auth`; a content selection nested in `categories`", "BASE-5", draftWithWorkloadAuth},
 }
 
 func dashed(s string) string {

@@ -328,8 +328,8 @@ func (s *Session) sharedEvents() bool {
 // hookHasDeadline reports whether any subscription of hook sets timeoutMs.
 func hookHasDeadline(hook *Value) bool {
 	for _, sub := range hook.Get("subscriptions").Elems() {
-		if _, ok := sub.Get("timeoutMs").Int(); ok {
-			return true
+		if sub.Get("timeoutMs").IsInteger() {
+			return true // of any size (issue 22)
 		}
 	}
 	return false
