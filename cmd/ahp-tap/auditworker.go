@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -307,6 +308,7 @@ func stdioFlagArgs(args []string, nCommand int) []string {
 // (--audit=false), or when the audit process cannot be started (said
 // once on stderr), it audits in process as before.
 func (m *Main) prepareSplit(sf *stdioFlags, l *loaded, flagArgs, argv []string, prio stdio.Priority) (*stdioRun, error) {
+	flagArgs = m.refuseUnsafeState(sf, flagArgs)
 	if sf.audit != auditBestEffort {
 		// --audit=false forwards only; --audit complete makes forwarding
 		// wait for the audit, which the pipe to an audit process cannot
@@ -347,4 +349,22 @@ func (m *Main) prepareSplit(sf *stdioFlags, l *loaded, flagArgs, argv []string, 
 		Drain: sf.drain, Watchdog: watchdogArgv(), // issue 8 items 3, 10
 	})
 	return r, nil
+}
+
+// refuseUnsafeState refuses a --state directory that cannot be trusted
+// (one every user may write to, one of another user's, one that cannot be
+// written) with one line on stderr, and goes on without it (issue 28 item
+// 7): the audit, the log and the capture still run, only the state is not
+// used. It returns the flags for the audit process, which then does not
+// use it either.
+func (m *Main) refuseUnsafeState(sf *stdioFlags, flagArgs []string) []string {
+	if sf.state == "" {
+		return flagArgs
+	}
+	if _, err := stdio.OpenDirStore(sf.state, io.Discard); err != nil {
+		fmt.Fprintf(m.diag(), "ahp-tap stdio: --state: %v; the state is not used (retries across processes are not checked)\n", err)
+		sf.state = ""
+		return append(slices.Clip(flagArgs), "--state=")
+	}
+	return flagArgs
 }

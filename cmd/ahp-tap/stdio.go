@@ -229,11 +229,14 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	cfg.Lifecycle = sf.lifecycle
 	cfg = cfg.Resolved() // the hook's lifecycle, for the capture header
 	if sf.state != "" {
-		st, err := stdio.OpenDirStore(sf.state, m.diag())
-		if err != nil {
-			return nil, usageError("--state: %v", err)
+		// Refused in the forwarding process already (refuseUnsafeState);
+		// a directory that changed since is not used either, and never
+		// costs the audit.
+		if st, err := stdio.OpenDirStore(sf.state, m.diag()); err != nil {
+			fmt.Fprintf(m.diag(), "ahp-tap stdio: --state: %v; the state is not used (retries across processes are not checked)\n", err)
+		} else {
+			cfg.Events = st
 		}
-		cfg.Events = st
 	}
 	sinks := tap.MultiSink{r.collector}
 	if r.console = openConsole(sf.console, m.Stderr); r.console != nil {
