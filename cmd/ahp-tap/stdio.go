@@ -15,6 +15,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
+	"github.com/ahp-tap/ahp-tap/auditlink"
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/report"
@@ -145,7 +146,7 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	// decides what that signal means, so it must not stop the tap.
 	res, err := run.tap.Run(context.WithoutCancel(ctx))
 	if run.audit != nil {
-		run.audit.end(res) // auditworker.go: bounded
+		m.endAudit(run, res) // auditworker.go: by the backend's exit plus --drain
 	}
 	var se *stdio.StartError
 	if errors.As(err, &se) {
@@ -181,8 +182,8 @@ type stdioRun struct {
 	collector *report.Collector
 	console   *report.Console
 	sf        *stdioFlags
-	audit     *auditLink // the audit process, when auditing happens there
-	diag      io.Writer  // ahp-tap's own one-line notices (stderr)
+	audit     *auditlink.Link // the audit process, when auditing happens there
+	diag      io.Writer       // ahp-tap's own one-line notices (stderr)
 	otlp      *otlpexport.Exporter
 	closed    bool
 }
