@@ -108,7 +108,7 @@ func newSession(cfg SessionConfig) *Session {
 	if s.sink == nil {
 		s.sink = SinkFunc(func(Finding) {})
 	}
-	s.framer = s.NewFramer(s.Frame, nil)
+	s.framer = s.NewFramer(s.Frame, s.Lost)
 	return s
 }
 
@@ -187,6 +187,20 @@ func (s *Session) Stream(conn string, dir Direction, t time.Time, p []byte) {
 		return
 	}
 	s.framer.Write(conn, dir, t, p)
+}
+
+// StreamLost says bytes of dir's stream on conn were lost before the next
+// Stream (a transport dropped its copy of them): the partial line is
+// discarded, and so is everything up to the next newline, and each line
+// discarded that way is counted as not audited (NoteDropped). Lines lost
+// whole with the bytes are counted by whoever dropped them, with Lost.
+// This is how a feed of stream bytes that may lose some (an audit link)
+// uses the session's own framer rather than one of its own.
+func (s *Session) StreamLost(conn string, dir Direction) {
+	if s.closed {
+		return
+	}
+	s.framer.Lost(conn, dir)
 }
 
 // Note hands the session a transport fact, in order with the frames. A

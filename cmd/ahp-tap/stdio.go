@@ -16,6 +16,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
+	"github.com/ahp-tap/ahp-tap/auditlink"
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/report"
@@ -146,7 +147,7 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	// decides what that signal means, so it must not stop the tap.
 	res, err := run.tap.Run(context.WithoutCancel(ctx))
 	if run.audit != nil {
-		run.audit.end(res) // auditworker.go: bounded
+		m.endAudit(run, res) // auditworker.go: by the backend's exit plus --drain
 	}
 	var se *stdio.StartError
 	if errors.As(err, &se) {
@@ -182,8 +183,8 @@ type stdioRun struct {
 	collector *report.Collector
 	console   *report.Console
 	sf        *stdioFlags
-	audit     *auditLink // the audit process, when auditing happens there
-	diag      io.Writer  // ahp-tap's own one-line notices (stderr)
+	audit     *auditlink.Link // the audit process, when auditing happens there
+	diag      io.Writer       // ahp-tap's own one-line notices (stderr)
 	otlp      *otlpexport.Exporter
 	closed    bool
 }
@@ -230,11 +231,14 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	cfg.Lifecycle = sf.lifecycle
 	cfg = cfg.Resolved() // the hook's lifecycle, for the capture header
 	if sf.state != "" {
-		st, err := stdio.OpenDirStore(sf.state, m.diag())
-		if err != nil {
-			return nil, usageError("--state: %v", err)
+		// Refused in the forwarding process already (refuseUnsafeState);
+		// a directory that changed since is not used either, and never
+		// costs the audit.
+		if st, err := stdio.OpenDirStore(sf.state, m.diag()); err != nil {
+			fmt.Fprintf(m.diag(), "ahp-tap stdio: --state: %v; the state is not used (retries across processes are not checked)\n", err)
+		} else {
+			cfg.Events = st
 		}
-		cfg.Events = st
 	}
 	sinks := tap.MultiSink{r.collector}
 	if r.console = openConsole(sf.console, m.Stderr); r.console != nil {
