@@ -51,6 +51,19 @@ type SessionConfig struct {
 	// process of a capture); a store other than a MemoryStore (a --state
 	// directory) is taken as shared anyway.
 	SharedEvents bool
+	// Watch, when set, sees every frame after the rules judged it, with
+	// the exchange it opened or ended (the conduct timeline across the
+	// links of a registration is fed this way).
+	Watch Watcher
+}
+
+// A Watcher sees each frame a session judged, after its rules ran, with
+// the exchange the frame opened or ended (nil for a notification, or a
+// response that matches no request). Judged runs on the goroutine feeding
+// the session; it must not block, and must not retain f or x: the
+// exchange's Outcome and Edit are final for a response frame.
+type Watcher interface {
+	Judged(f *Frame, x *Exchange)
 }
 
 // A Session is one link audited with one configuration: frames, stream
@@ -151,6 +164,7 @@ func (s *Session) engine(conn string) *Engine {
 		rules = s.cfg.Rules.Rules()
 	}
 	e := NewEngine(cfg, rules)
+	e.watch = s.cfg.Watch
 	s.engines[conn] = e
 	s.order = append(s.order, e)
 	return e
