@@ -74,6 +74,7 @@ func allRuleInfos() []tap.RuleInfo {
 		out = append(out, r.Info())
 	}
 	out = append(out, tap.TapIncomplete, tap.TapInternal)
+	out = append(out, ConductRuleInfos()...)
 	return append(out, SpecRuleInfos()...)
 }
 
@@ -84,6 +85,7 @@ var catalogueSections = []struct{ first, title string }{
 	{"BASE-2", "Base Protocol profile: observable checks"},
 	{"CORR-1", "Correlation, capabilities, events and effects"},
 	{"EDIT-1", "Canonical content and edits"},
+	{"COND-1", "Conduct across the backends of a registration"},
 	{"TAP-1", "ahp-tap's own facts (about the audit, never about the traffic)"},
 }
 
