@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +24,9 @@ import (
 // the schema's where the schema decides:
 //
 //   - the schema rejects the mutant (a type, a required member, an enum, a
-//     closed object, a const, a pattern) ⇒ ahp-tap reports an error;
+//     closed object, a const, a pattern) ⇒ ahp-tap reports an error; so
+//     does the profile's extra rule on top (BASE-8: harness with non-empty
+//     name and version on every event);
 //   - the mutant only adds a member to an object the schema leaves open
 //     ("method" on a response included), and the schema accepts it ⇒
 //     ahp-tap reports nothing (BASE-3: unknown fields are never findings);
@@ -151,6 +154,15 @@ func decodeAny(t *testing.T, data []byte) any {
 	return v
 }
 
+// profileRejects reports whether the Base Protocol profile's extra rule
+// rejects m whatever the schema says: every event carries harness with
+// non-empty string name and version (BASE-8), so deleting it or them,
+// emptying them or giving them another type is an error.
+func profileRejects(m mutation) bool {
+	return strings.HasPrefix(m.ptr, "/params/event/harness") && !m.added && !m.numeric &&
+		!strings.HasSuffix(m.what, `= "zz-not-a-value"`)
+}
+
 // mutationAllowed lists the mutants where ahp-tap and the schema disagree
 // on purpose, each with the reason (docs/checks.md). Keys are a fixture id
 // and a mutation, or "*" and a mutation suffix.
@@ -164,7 +176,7 @@ func TestMutationsAgreeWithSchema(t *testing.T) {
 	}
 	all := os.Getenv("AHP_MUTATIONS") == "all"
 	const perFixture = 25
-	total, rejected, added, missed, false_ := 0, 0, 0, 0, 0
+	total, rejected, added, profile, missed, false_ := 0, 0, 0, 0, 0, 0
 	var tCheck, tSchema time.Duration
 	var report []string
 	for _, c := range cases {
@@ -238,10 +250,16 @@ func TestMutationsAgreeWithSchema(t *testing.T) {
 			if m.added && sv {
 				added++
 			}
+			if sv && profileRejects(m) {
+				profile++
+			}
 			switch {
 			case !sv && len(errs) == 0:
 				missed++
 				report = append(report, fmt.Sprintf("missed error: %s: %s (schema rejects it; ahp-tap: %d findings)", c.ID, m.what, len(loud)))
+			case profileRejects(m) && len(errs) == 0:
+				missed++
+				report = append(report, fmt.Sprintf("missed error: %s: %s (the profile rejects it: BASE-8; ahp-tap: %d findings)", c.ID, m.what, len(loud)))
 			case sv && m.numeric && m.ptr != "/id" && len(loud) > 0:
 				// The JSON-RPC id is exempt: another number is another id
 				// (CORR-1 compares it with event.id; CORR-2 warns beyond 2^53).
@@ -264,6 +282,6 @@ func TestMutationsAgreeWithSchema(t *testing.T) {
 		}
 		t.Error(r)
 	}
-	t.Logf("%d mutants (%d rejected by the schema, %d unknown members it accepts): %d missed errors, %d false findings; check %v, schema %v",
-		total, rejected, added, missed, false_, tCheck, tSchema)
+	t.Logf("%d mutants (%d rejected by the schema, %d more by the profile, %d unknown members the schema accepts): %d missed errors, %d false findings; check %v, schema %v",
+		total, rejected, profile, added, missed, false_, tCheck, tSchema)
 }
