@@ -1,6 +1,10 @@
 package tap
 
-import "testing"
+import (
+	"math/big"
+	"strings"
+	"testing"
+)
 
 // Issue 22: an integer is an integer whatever its size, and range rules
 // compare its value exactly (no float in between).
@@ -96,4 +100,47 @@ func TestClassifyResponseWithMethod(t *testing.T) {
 			t.Errorf("classify(%s) = %s, want %s", c.js, got, c.want)
 		}
 	}
+}
+
+// FuzzCompareInt holds IsInteger, Int and CompareInt to math/big's exact
+// rationals on every JSON number literal with a modest exponent (math/big
+// would expand a huge one; parseDecimal never does).
+func FuzzCompareInt(f *testing.F) {
+	for _, s := range []string{"0", "-0", "1", "1.0", "1e3", "10E-1", "1.5", "-0.5", "9223372036854775807",
+		"9223372036854775808", "-9223372036854775809", "18446744073709551616", "12345678901234567.0", "1e-5", "0.000e9"} {
+		f.Add(s, int64(1))
+		f.Add(s, int64(-1))
+	}
+	f.Fuzz(func(t *testing.T, lit string, n int64) {
+		v, _, err := ParseJSON([]byte(lit))
+		if err != nil || v.Kind != Number || len(lit) > 64 {
+			return
+		}
+		d, ok := parseDecimal(v.Str)
+		if !ok {
+			t.Fatalf("parseDecimal(%q) failed on a JSON number", v.Str)
+		}
+		if d.exp > 400 || d.exp < -400 {
+			return
+		}
+		if e := strings.IndexAny(v.Str, "eE"); e >= 0 && len(strings.TrimLeft(v.Str[e+1:], "+-0")) > 4 {
+			return // big.Rat cannot read the exponent (0e10000000000000000000)
+		}
+		r, ok := new(big.Rat).SetString(v.Str)
+		if !ok {
+			t.Fatalf("big.Rat cannot read %q", v.Str)
+		}
+		if got, want := v.IsInteger(), r.IsInt(); got != want {
+			t.Errorf("IsInteger(%s) = %v, want %v", v.Str, got, want)
+		}
+		got, ok := v.CompareInt(n)
+		if want := r.Cmp(new(big.Rat).SetInt64(n)); !ok || got != want {
+			t.Errorf("CompareInt(%s, %d) = %d, %v, want %d", v.Str, n, got, ok, want)
+		}
+		i, fits := v.Int()
+		wantFits := r.IsInt() && r.Num().IsInt64()
+		if fits != wantFits || fits && i != r.Num().Int64() {
+			t.Errorf("Int(%s) = %d, %v, want fits=%v (%s)", v.Str, i, fits, wantFits, r.RatString())
+		}
+	})
 }
