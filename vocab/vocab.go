@@ -14,7 +14,10 @@
 package vocab
 
 // A CheckID is the ID of one check of the catalogue ("BASE-2"). A finding
-// carries exactly one.
+// carries exactly one. Check IDs are typed, so that a function taking one
+// says so; the protocol's own names (methods, lifecycles, event types,
+// effect types, modify targets) are untyped string constants, because
+// they are compared with what the wire carries, which is a string.
 type CheckID string
 
 // The checks of the catalogue, in catalogue order (rules.Catalogue,
@@ -110,6 +113,42 @@ const (
 // Lifecycles are the stdio lifecycles.
 var Lifecycles = []string{LifecyclePersistent, LifecyclePerEvent}
 
+// The standard event types (§3.3), as written on the wire.
+const (
+	EventToolBefore             = "tool.before"
+	EventToolAfter              = "tool.after"
+	EventSessionStart           = "session.start"
+	EventConfigChangeBefore     = "config.change.before"
+	EventTurnStart              = "turn.start"
+	EventTurnFinishBefore       = "turn.finish.before"
+	EventModelRequestBefore     = "model.request.before"
+	EventModelSwitchBefore      = "model.switch.before"
+	EventToolPermissionRequest  = "tool.permission.request"
+	EventToolBatchAfter         = "tool.batch.after"
+	EventContextCompactBefore   = "context.compact.before"
+	EventContextCompactAfter    = "context.compact.after"
+	EventTaskChangeBefore       = "task.change.before"
+	EventUserElicitationRequest = "user.elicitation.request"
+	EventUserElicitationResult  = "user.elicitation.result"
+	EventUserMessageInbound     = "user.message.inbound"
+	EventUserMessageOutbound    = "user.message.outbound"
+	EventWorkspaceChangeBefore  = "workspace.change.before"
+	EventModelResponseAfter     = "model.response.after"
+	EventSessionEnd             = "session.end"
+	EventConfigChangeAfter      = "config.change.after"
+	EventTurnEnd                = "turn.end"
+	EventTurnProgress           = "turn.progress"
+	EventModelError             = "model.error"
+	EventModelSwitchAfter       = "model.switch.after"
+	EventToolPermissionResolved = "tool.permission.resolved"
+	EventToolProgress           = "tool.progress"
+	EventTaskChangeAfter        = "task.change.after"
+	EventUserAttention          = "user.attention"
+	EventWorkspaceChangeAfter   = "workspace.change.after"
+	EventFileChanged            = "file.changed"
+	EventHookFailure            = "hook.failure"
+)
+
 // An Event is one of the standard event types (§3.3).
 type Event struct {
 	Name          string
@@ -121,17 +160,39 @@ type Event struct {
 // tool.error and prompt.submitted included, is unsupported semantics
 // (AHP-CORE-003).
 var Events = []Event{
-	{"tool.before", true}, {"tool.after", true}, {"session.start", true}, {"config.change.before", true},
-	{"turn.start", true}, {"turn.finish.before", true}, {"model.request.before", true},
-	{"model.switch.before", true}, {"tool.permission.request", true}, {"tool.batch.after", true},
-	{"context.compact.before", true}, {"context.compact.after", true}, {"task.change.before", true},
-	{"user.elicitation.request", true}, {"user.elicitation.result", true}, {"user.message.inbound", true},
-	{"user.message.outbound", true}, {"workspace.change.before", true}, {"model.response.after", true},
+	{EventToolBefore, true},
+	{EventToolAfter, true},
+	{EventSessionStart, true},
+	{EventConfigChangeBefore, true},
+	{EventTurnStart, true},
+	{EventTurnFinishBefore, true},
+	{EventModelRequestBefore, true},
+	{EventModelSwitchBefore, true},
+	{EventToolPermissionRequest, true},
+	{EventToolBatchAfter, true},
+	{EventContextCompactBefore, true},
+	{EventContextCompactAfter, true},
+	{EventTaskChangeBefore, true},
+	{EventUserElicitationRequest, true},
+	{EventUserElicitationResult, true},
+	{EventUserMessageInbound, true},
+	{EventUserMessageOutbound, true},
+	{EventWorkspaceChangeBefore, true},
+	{EventModelResponseAfter, true},
 
-	{"session.end", false}, {"config.change.after", false}, {"turn.end", false}, {"turn.progress", false},
-	{"model.error", false}, {"model.switch.after", false}, {"tool.permission.resolved", false},
-	{"tool.progress", false}, {"task.change.after", false}, {"user.attention", false},
-	{"workspace.change.after", false}, {"file.changed", false}, {"hook.failure", false},
+	{EventSessionEnd, false},
+	{EventConfigChangeAfter, false},
+	{EventTurnEnd, false},
+	{EventTurnProgress, false},
+	{EventModelError, false},
+	{EventModelSwitchAfter, false},
+	{EventToolPermissionResolved, false},
+	{EventToolProgress, false},
+	{EventTaskChangeAfter, false},
+	{EventUserAttention, false},
+	{EventWorkspaceChangeAfter, false},
+	{EventFileChanged, false},
+	{EventHookFailure, false},
 }
 
 // The core effect types (§4.1).
@@ -151,7 +212,20 @@ const (
 var Effects = []string{EffectDeny, EffectAllow, EffectAsk, EffectModify, EffectMessage, EffectReturn, EffectFlow, EffectInject}
 
 // ModifyTargets are the targets a modify effect can name (§4.1).
-var ModifyTargets = []string{"input", "output", "prompt", "request", "response", "content", "instructions", "summary", "workspace"}
+var ModifyTargets = []string{TargetInput, TargetOutput, TargetPrompt, TargetRequest, TargetResponse, TargetContent, TargetInstructions, TargetSummary, TargetWorkspace}
+
+// The modify targets (§4.1, §4.4).
+const (
+	TargetInput        = "input"
+	TargetOutput       = "output"
+	TargetPrompt       = "prompt"
+	TargetRequest      = "request"
+	TargetResponse     = "response"
+	TargetContent      = "content"
+	TargetInstructions = "instructions"
+	TargetSummary      = "summary"
+	TargetWorkspace    = "workspace"
+)
 
 // A Boundary says what an interceptable event allows (§4.3).
 type Boundary struct {
