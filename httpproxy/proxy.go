@@ -29,6 +29,7 @@ import (
 	"github.com/elazarl/goproxy"
 	"github.com/rs/zerolog"
 
+	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -71,9 +72,13 @@ type Config struct {
 	// the Authorization credential (zero value: the defaults).
 	Redact Redaction
 	// MaxCredentials bounds how many credentials are remembered for
-	// redaction (0: DefaultMaxCredentials).
+	// redaction (0: httpaudit.DefaultMaxCredentials).
 	MaxCredentials int
 }
+
+// Redaction says what is redacted besides the Authorization credential
+// (--redact-header, --no-redact): the HTTP audit-frame builder's.
+type Redaction = httpaudit.Redaction
 
 // A Proxy forwards AHP traffic and feeds the auditor. It is an
 // http.Handler; Serve runs it on a listener.
@@ -88,7 +93,7 @@ type Proxy struct {
 
 	tr    *http.Transport          // upstream transport: verifies TLS, never compresses, never follows redirects
 	gp    *goproxy.ProxyHttpServer // the goproxy front: forward requests, CONNECT, and NonproxyHandler for reverse mode
-	creds credentials              // credentials seen, for redaction and AUTH-1; memory only
+	creds httpaudit.Builder        // the audit copy of each exchange: credentials seen, for redaction and AUTH-1; memory only
 	conns atomic.Uint64            // numbers accepted connections
 	bufs  sync.Pool                // *[]byte copy buffers for reverse-mode responses
 	certs certStore                // MITM leaf certificates by host
@@ -138,8 +143,8 @@ func New(cfg Config) (*Proxy, error) {
 	if timeout <= 0 {
 		timeout = DefaultUpstreamTimeout
 	}
-	p.creds.configure(cfg.Redact, cfg.MaxCredentials)
-	p.creds.forgotten = func(max int) {
+	p.creds.Configure(cfg.Redact, cfg.MaxCredentials)
+	p.creds.Forgotten = func(max int) {
 		// Off the request path: Note waits for room in the audit queue.
 		// Serve waits for it before returning, so the fact is not lost.
 		p.bg.Add(1)
@@ -374,13 +379,13 @@ func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case readErr != nil:
 		p.log.Warn().Str("conn", x.conn).Str("upstream", x.reqMeta.Upstream).Int64("bytes", n).
-			Msg(p.creds.redactString("the upstream broke off the response body: " + readErr.Error()))
+			Msg(p.creds.Text("the upstream broke off the response body: " + readErr.Error()))
 		// Abort the harness's response rather than end it cleanly: a
 		// short body must look broken, never complete. The deferred Close
 		// still finishes the exchange (as a truncated audit copy).
 		panic(http.ErrAbortHandler)
 	case writeErr != nil:
-		p.log.Debug().Str("conn", x.conn).Msg(p.creds.redactString("the harness stopped reading the response: " + writeErr.Error()))
+		p.log.Debug().Str("conn", x.conn).Msg(p.creds.Text("the harness stopped reading the response: " + writeErr.Error()))
 		return
 	}
 	for k, vs := range resp.Trailer {
@@ -534,7 +539,7 @@ func (p *Proxy) failed(req *http.Request, x *exchange, body *requestBody, err er
 // says the harness went away first (499, an info fact).
 func (p *Proxy) upstreamFailure(x *exchange, err error, gone bool) (status int, msg string) {
 	status, kind, cause := classify(err, p.tr.ResponseHeaderTimeout)
-	cause = p.creds.redactString(cause)
+	cause = p.creds.Text(cause)
 	if gone {
 		status, kind, cause = 499, "harness_gone", "the harness closed the connection before the upstream answered"
 	}
@@ -563,13 +568,13 @@ func (p *Proxy) upstreamFailure(x *exchange, err error, gone bool) (status int, 
 type goproxyLogger struct{ p *Proxy }
 
 func (l goproxyLogger) Printf(format string, v ...any) {
-	l.p.log.Debug().Msg(l.p.creds.redactString(strings.TrimSpace(fmt.Sprintf(format, v...))))
+	l.p.log.Debug().Msg(l.p.creds.Text(strings.TrimSpace(fmt.Sprintf(format, v...))))
 }
 
 // serverLog sends net/http's server errors to the diagnostic log.
 type serverLog struct{ p *Proxy }
 
 func (l serverLog) Write(b []byte) (int, error) {
-	l.p.log.Debug().Msg(l.p.creds.redactString(strings.TrimSpace(string(b))))
+	l.p.log.Debug().Msg(l.p.creds.Text(strings.TrimSpace(string(b))))
 	return len(b), nil
 }

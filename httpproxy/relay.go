@@ -409,7 +409,7 @@ func (c *relayConn) exchange() (keep bool) {
 		keep, upKeep = false, false
 	case err != nil:
 		p.log.Warn().Str("conn", c.id).Str("upstream", x.reqMeta.Upstream).
-			Msg(p.creds.redactString("the upstream broke off the response body: " + err.Error()))
+			Msg(p.creds.Text("the upstream broke off the response body: " + err.Error()))
 		// The harness sees a broken-off body as broken: the connection
 		// closes before the framing is complete.
 		keep, upKeep = false, false
@@ -544,7 +544,7 @@ func (c *relayConn) failBeforeResponse(x *exchange, cp *requestCopier, err error
 // harnessGone records that the harness went away before the exchange was
 // over (an info fact for the audit, 499 in the metrics).
 func (p *Proxy) harnessGone(x *exchange, detail string) {
-	detail = p.creds.redactString(detail)
+	detail = p.creds.Text(detail)
 	x.mu.Lock()
 	if x.failure == nil {
 		x.failure = &tap.Note{Kind: tap.NoteHarnessGone, Time: time.Now(), Conn: x.conn, Detail: detail}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// uEscape writes every byte of s as a \u00XX JSON escape.
+func uEscape(s string) string {
+	var b strings.Builder
+	for _, c := range []byte(s) {
+		fmt.Fprintf(&b, `\u%04X`, c)
+	}
+	return b.String()
+}
+
+// assertNoSecret fails for every form of every secret (encodings) found in
+// any of outputs.
+func assertNoSecret(t *testing.T, outputs map[string]string, secrets ...string) {
+	t.Helper()
+	for _, secret := range secrets {
+		for enc, form := range encodings(secret) {
+			for name, data := range outputs {
+				if strings.Contains(data, form) {
+					t.Errorf("%q (%s) appears in the %s:\n%s", secret, enc, name, data)
+				}
+			}
+		}
+	}
+}
+
+// Issue 28 item 1: `mock harness --url --bearer-env` against a backend that
+// echoes the token (JSON-escaped in protocolVersion: a BASE-2 finding and
+// a difference line; as is in a deny reason) and a URL carrying a token in
+// its query and userinfo: the token is in no form on stderr or in --log,
+// and the echoes are AUTH-1 findings, as the HTTP tap reports them.
+func TestMockHarnessNeverWritesToken(t *testing.T) {
+	t.Parallel()
+	const (
+		token    = "mock/bearer+token-0123456789"
+		queryTok = "query/api-key-0123456789"
+		userTok  = "userinfo-token-0123456789"
+	)
+	capturePath, _ := recordSession(t, "conforming")
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct{ ID json.RawMessage }
+		json.Unmarshal(body, &req)
+		w.Header().Set("Content-Type", "application/json")
+		auth := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"%s","effects":[{"type":"deny","reason":"token %s, key %s"}]}}`,
+			req.ID, uEscape(auth), auth, r.URL.Query().Get("api_key"))
+	}))
+	defer up.Close()
+	target := strings.Replace(up.URL, "http://", "http://"+userTok+"@", 1) + "/hooks?api_key=" + queryTok
+	logPath := filepath.Join(t.TempDir(), "harness.jsonl")
+	cmd := exec.Command(tapBinary, "mock", "harness", "--url", target, "--bearer-env", "MOCK_REDACT_TOKEN",
+		"--log", logPath, "--fail-on", "never", capturePath)
+	cmd.Env = append(os.Environ(), "MOCK_REDACT_TOKEN="+token)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if code := exitCode(err); code != 1 {
+		t.Errorf("mock harness: exit %d, want 1 (every answer differs)\n%s", code, stderr.String())
+	}
+	logData, _ := os.ReadFile(logPath)
+	out := map[string]string{"stderr": stderr.String(), "log": string(logData)}
+	assertNoSecret(t, out, token, queryTok, userTok)
+	for _, want := range []string{"BASE-2", "difference:", "AUTH-1"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if n := strings.Count(string(logData), `"check":"AUTH-1"`); n < 5 {
+		t.Errorf("log has %d AUTH-1 findings, want one per echoing answer (5):\n%s", n, logData)
+	}
+}
+
+// Issue 28 item 1 and issue 20 item 5: `mock backend --listen` redacts as
+// the HTTP tap does: the unmatched line of a request whose event type is
+// the harness's bearer token (JSON-escaped), a credential query parameter
+// and an X-Api-Key header are in no form on stderr or in --log.
+func TestMockBackendNeverWritesToken(t *testing.T) {
+	t.Parallel()
+	const (
+		token    = "backend/bearer+token-0123456789"
+		queryTok = "query/access-token-0123456789"
+		apiKey   = "x-api-key-value-0123456789"
+	)
+	capturePath, _ := recordSession(t, "conforming")
+	logPath := filepath.Join(t.TempDir(), "backend.jsonl")
+	backend := exec.Command(tapBinary, "mock", "backend", "--listen", "127.0.0.1:0", "--fail-on", "never", "--log", logPath, capturePath)
+	stderr, err := backend.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := backend.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backend.Process.Kill(); backend.Wait() })
+	br := bufio.NewReader(stderr)
+	first, _ := br.ReadString('\n')
+	url := regexp.MustCompile(`http://\S+`).FindString(first)
+	if url == "" {
+		t.Fatalf("mock backend did not say where it listens: %q", first)
+	}
+	body := `{"jsonrpc":"2.0","id":"u1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"e1","type":"` +
+		uEscape(token) + `","note":"` + queryTok + " " + apiKey + `"}}}`
+	req, _ := http.NewRequest(http.MethodPost, url+"?access_token="+queryTok, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("X-Api-Key", apiKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	backend.Process.Signal(syscall.SIGTERM)
+	rest := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(br); rest <- string(b) }()
+	var text string
+	select {
+	case text = <-rest:
+	case <-time.After(time.Minute):
+		t.Fatal("mock backend did not end on SIGTERM")
+	}
+	backend.Wait()
+	logData, _ := os.ReadFile(logPath)
+	assertNoSecret(t, map[string]string{"stderr": text, "log": string(logData)}, token, queryTok, apiKey)
+	if !strings.Contains(text, "unmatched: hooks/intercept") {
+		t.Errorf("stderr lacks the unmatched line:\n%s", text)
+	}
+	if !strings.Contains(string(logData), `"check":"AUTH-1"`) {
+		t.Errorf("log: want AUTH-1 for the credentials in the body:\n%s", logData)
+	}
+}
+
+// Issue 28 item 4: literal secrets in a registration never reach the
+// capture header's registrationDoc (nor the log), whatever name or place
+// holds them; the hook's configuration is still there for replay.
+func TestRegistrationSecretsNotCaptured(t *testing.T) {
+	t.Parallel()
+	secrets := []string{"cs-secret-0123456789", "rt-refresh-0123456789", "pk-private-0123456789", "cred-pass-0123456789",
+		"hdr-bearer-0123456789", "xk-apikey-0123456789", "ui-userpass-0123456789", "qk-query-0123456789", "tk-query-0123456789"}
+	reg := `{"protocolVersion":"draft","hooks":[
+	  {"id":"com.example.remote","transport":{"type":"http","url":"https://svc:ui-userpass-0123456789@policy.example.com/h?api_key=qk-query-0123456789&token=tk-query-0123456789"},
+	   "authentication":{"type":"oauth","resource":"r","issuer":"https://id.example.com","clientId":"app","flow":"client_credentials","client_secret":"cs-secret-0123456789","refresh_token":"rt-refresh-0123456789"},
+	   "headers":{"Authorization":"Bearer hdr-bearer-0123456789","X-Api-Key":"xk-apikey-0123456789"},
+	   "privateKey":"pk-private-0123456789","credentials":{"password":"cred-pass-0123456789"},
+	   "subscriptions":[{"events":["tool.before"],"mode":"observe","content":{"default":"metadata"}}]},
+	  {"id":"` + demoHook + `","transport":{"type":"stdio","command":"x","lifecycle":"persistent"},
+	   "subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"fail-closed","content":{"default":"metadata"}},
+	     {"events":["tool.after","session.end"],"mode":"observe","content":{"default":"metadata"}}]}]}`
+	dir := t.TempDir()
+	regPath, capPath, logPath := filepath.Join(dir, "hooks.json"), filepath.Join(dir, "s.capture"), filepath.Join(dir, "v.log")
+	if err := os.WriteFile(regPath, []byte(reg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := selfCmd("example-harness", "--", tapBinary, "stdio", "--registration", regPath, "--hook", demoHook,
+		"--capture", capPath, "--log", logPath, "--", tapBinary, "example-backend", "--mode", "conforming")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("recording: %v\n%s", err, stderr.String())
+	}
+	capData, err := os.ReadFile(capPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logData, _ := os.ReadFile(logPath)
+	assertNoSecret(t, map[string]string{"capture": string(capData), "log": string(logData), "stderr": stderr.String()}, secrets...)
+	header, _, _ := strings.Cut(string(capData), "\n")
+	for _, keep := range []string{`registrationDoc`, `\"timeoutMs\":5000`, `policy.example.com`, `\"clientId\":\"app\"`} {
+		if !strings.Contains(header, strings.ReplaceAll(keep, `\"`, `"`)) && !strings.Contains(header, keep) {
+			t.Errorf("capture header lacks %s:\n%s", keep, header)
+		}
+	}
+	// Replay reads the hook's configuration from that header.
+	if r := runTap(t, "", "replay", capPath); r.code != 0 {
+		t.Errorf("replay of the capture: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
