@@ -193,3 +193,26 @@ func TestRegistrationSecretsNotCaptured(t *testing.T) {
 		t.Errorf("replay of the capture: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// Issue 28 item 13: the OTLP endpoint's credentials (userinfo, api_key and
+// token query parameters) are neither in the "exporting … failed" line nor
+// in the TAP-1 finding about the lost findings, in any form.
+func TestOTLPEndpointCredentialsNotPrinted(t *testing.T) {
+	t.Parallel()
+	const (
+		user  = "otlp-user-0123456789"
+		pass  = "otlp-pass-0123456789"
+		key   = "otlp-key-0123456789"
+		token = "otlp-token-0123456789"
+	)
+	endpoint := "http://" + user + ":" + pass + "@127.0.0.1:1/v1/logs?api_key=" + key + "&token=" + token
+	r := runTap(t, "", "replay", "--fail-on", "never", "--otlp-endpoint", endpoint, filepath.Join("testdata", "example.capture.jsonl"))
+	out := r.stdout + r.stderr
+	if !strings.Contains(r.stderr, "exporting findings to the OTLP collector at http://") || !strings.Contains(out, "not exported to the OTLP collector at http://") {
+		t.Fatalf("want the failed-export line and the TAP-1 finding; exit %d:\n%s", r.code, out)
+	}
+	assertNoSecret(t, map[string]string{"stdout": r.stdout, "stderr": r.stderr}, user, pass, key, token)
+	if !strings.Contains(out, "127.0.0.1:1/v1/logs") {
+		t.Errorf("the endpoint is no longer named:\n%s", out)
+	}
+}
