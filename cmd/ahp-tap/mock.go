@@ -30,6 +30,10 @@ const mockUsage = `usage: ahp-tap mock backend [flags] (--stdio | --listen ADDR)
 // mockMaxBody caps one HTTP body a mock side reads.
 const mockMaxBody = 16 << 20
 
+// mockReadTimeout is how long a harness may take to send one request, head
+// and body, to mock backend --listen (--read-timeout).
+const mockReadTimeout = 30 * time.Second
+
 // mockStopGrace is how long mock harness waits for a backend to end after
 // SIGTERM before it kills the backend's process group.
 const mockStopGrace = 5 * time.Second
@@ -147,7 +151,7 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 		}
 		sink = append(sink, r.log)
 	}
-	r.session = l.session(cfg, sink, nil, conn, 0)
+	r.session = l.session(cfg, sink, nil, conn, mockMaxBody) // a line's audit copy is capped as the stdio tap's
 	return r, nil
 }
 
@@ -174,7 +178,9 @@ func (m *Main) runMockBackend(ctx context.Context, args []string) error {
 	var mf mockFlags
 	mf.register(fs)
 	useStdio := fs.Bool("stdio", false, "serve on standard input and output, as a stdio backend the harness starts")
-	listen := fs.String("listen", "", "serve HTTP on `ADDR` (host:port), as an HTTP backend")
+	listen := fs.String("listen", "", "serve HTTP on `ADDR` (host:port), as an HTTP backend; loopback only unless --allow-remote")
+	allowRemote := fs.Bool("allow-remote", false, "let --listen serve on an address other than loopback (anyone who can reach it may read the recording: tool inputs, file contents)")
+	readTimeout := fs.Duration("read-timeout", mockReadTimeout, "with --listen: close a connection whose request (head and body) has not arrived within `DURATION`")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
@@ -192,16 +198,28 @@ func (m *Main) runMockBackend(ctx context.Context, args []string) error {
 		}
 		return r.serveStdio(m.Stdin, m.Stdout, conn)
 	}
+	if *readTimeout <= 0 {
+		return usageError("mock backend: --read-timeout must be positive")
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return usageError("mock backend: --listen: %v", err)
 	}
 	defer ln.Close()
+	// Issue 28 item 11: the recording holds tool inputs and file contents;
+	// off loopback it is served to everyone who can reach the address, so
+	// that takes --allow-remote, as the HTTP tap's --forward and --metrics do.
+	if !isLoopback(ln.Addr()) {
+		if !*allowRemote {
+			return usageError("mock backend: --listen on %s (not loopback) would serve the recording to everyone who can reach it; listen on 127.0.0.1, or give --allow-remote", ln.Addr())
+		}
+		fmt.Fprintf(m.Stderr, "ahp-tap mock backend: WARNING: --allow-remote: the recording on %s is served to everyone who can reach that address\n", ln.Addr())
+	}
 	r, err := m.prepareMock("mock backend", fs, &mf, fs.Arg(0), tap.HTTP, "")
 	if err != nil {
 		return err
 	}
-	return r.serveHTTP(ctx, ln)
+	return r.serveHTTP(ctx, ln, *readTimeout)
 }
 
 // backendSide answers the harness's requests from the recording.
@@ -279,21 +297,31 @@ func (r *mockRun) serveStdio(in io.Reader, out io.Writer, conn string) error {
 	for _, p := range r.rec.Prelude {
 		emit(p)
 	}
-	br := bufio.NewReaderSize(in, 1<<16)
+	// A line is kept up to mockMaxBody bytes (tap.Splitter, as the stdio
+	// tap cuts lines): a longer one is audited as truncated and not
+	// answered, never held whole (a 2 GiB line without "\n" was).
+	sp := &tap.Splitter{Max: mockMaxBody, Emit: func(line []byte, _ tap.Framing, size int, truncated bool) {
+		if truncated {
+			fmt.Fprintf(r.diag, "ahp-tap mock backend ▸ a harness line of %d bytes is longer than the %d the mock reads; not answered\n", size, mockMaxBody)
+			return
+		}
+		lines, _, _ := b.answer(&tap.Frame{Raw: bytes.Clone(line)})
+		for _, p := range lines {
+			emit(p)
+		}
+	}}
+	buf := make([]byte, 1<<16)
 	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			s.Stream(conn, tap.FromHarness, time.Now(), line)
-			f := &tap.Frame{Raw: bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))}
-			lines, _, _ := b.answer(f)
-			for _, p := range lines {
-				emit(p)
-			}
+		n, err := in.Read(buf)
+		if n > 0 {
+			s.Stream(conn, tap.FromHarness, time.Now(), buf[:n])
+			sp.Write(buf[:n])
 		}
 		if err != nil {
 			break
 		}
 	}
+	sp.Close()
 	now := time.Now()
 	s.Note(tap.Note{Kind: tap.NoteEOF, Time: now, Conn: conn, Dir: tap.FromHarness})
 	s.Note(tap.Note{Kind: tap.NoteEOF, Time: now, Conn: conn, Dir: tap.FromBackend})
@@ -302,13 +330,16 @@ func (r *mockRun) serveStdio(in io.Reader, out io.Writer, conn string) error {
 }
 
 // serveHTTP answers harnesses over HTTP until ctx ends.
-func (r *mockRun) serveHTTP(ctx context.Context, ln net.Listener) error {
+func (r *mockRun) serveHTTP(ctx context.Context, ln net.Listener, readTimeout time.Duration) error {
 	b := &backendSide{r: r, matcher: mock.NewMatcher(r.rec, r.match, r.ignore)}
 	aud := r.session.Audit(tap.AuditorConfig{Queue: httpAuditQueue})
 	var conns atomic.Uint64
 	type connKey struct{}
 	srv := &http.Server{
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(10*time.Second, readTimeout),
+		// A body trickled in byte by byte holds a connection no longer than
+		// this (200 slow-body connections were still open after 25 s).
+		ReadTimeout: readTimeout,
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, fmt.Sprintf("http/%d", conns.Add(1)))
 		},
