@@ -54,6 +54,12 @@ type Header struct {
 	// off: its writer was killed (TAP-1 on replay). Captures written
 	// before end records existed do not promise one.
 	EndRecord bool `json:"endRecord,omitempty"`
+	// State is the --state directory (an absolute path) through which
+	// the live run shared what it saw of each event with other ahp-tap
+	// processes. Segments with the same State share one event store on
+	// replay, as their processes shared the directory; a segment without
+	// one had an event store of its own, and has one on replay.
+	State string `json:"state,omitempty"`
 }
 
 // A Record is one line of a capture after the header: a frame or a note.

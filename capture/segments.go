@@ -3,6 +3,7 @@ package capture
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -12,77 +13,130 @@ import (
 // live run of ahp-tap, and open builds the session that run had. A record
 // goes to the session of the segment whose header named its conn (the
 // per_event processes of one harness append to one capture at once, so
-// their records interleave), else to the latest segment's. Replay returns
-// every session in creation order, not closed: closing them, in that
-// order, gives the end-of-stream findings. A segment that promised an end
-// record and has none at the end of the file was cut off: its session is
-// told so (tap.Session.Cut) after its last frame.
-func Replay(r *Reader, open func(h *Header) (*tap.Session, error)) ([]*tap.Session, error) {
+// their records interleave), else to the latest segment's.
+//
+// done is given each session, not closed, as soon as its segment is
+// complete: when its end record is read, or at the end of the file for a
+// segment without one; closing it then gives its end-of-stream findings,
+// as the live run gave them when it ended. Replay keeps nothing of a
+// segment it has handed over, so a capture of many segments (a per_event
+// backend writes one per event) replays in memory bounded by the
+// segments open at once, not by their number. A segment that promised an
+// end record and has none at the end of the file was cut off: its session
+// is told so (tap.Session.Cut) after its last frame, before done.
+func Replay(r *Reader, open func(h *Header) (*tap.Session, error), done func(*tap.Session)) error {
 	var (
-		all    []*tap.Session
-		latest *tap.Session
-		byConn = map[string]*tap.Session{}
-		ends   = map[*tap.Session]*segmentEnd{}
+		// live holds the segments not handed over yet, in creation
+		// order (nil where one was handed over, compacted as it goes).
+		live   []*segment
+		latest *segment
+		byConn = map[string]*segment{}
+		ended  int // nils in live
 	)
-	route := func(conn string) *tap.Session {
-		if s, ok := byConn[conn]; ok {
-			return s
+	route := func(conn string) *segment {
+		if sg, ok := byConn[conn]; ok {
+			return sg
 		}
 		return latest
+	}
+	finish := func(sg *segment) {
+		if sg.done {
+			return
+		}
+		sg.done = true
+		if sg.conn != "" && byConn[sg.conn] == sg {
+			delete(byConn, sg.conn)
+		}
+		for i, o := range live {
+			if o == sg {
+				live[i] = nil
+				ended++
+				break
+			}
+		}
+		if ended > len(live)/2 {
+			live = slices.DeleteFunc(live, func(o *segment) bool { return o == nil })
+			ended = 0
+		}
+		done(sg.s)
 	}
 	for {
 		it, err := r.Next()
 		if err == io.EOF {
-			cutOff(all, ends)
-			return all, nil
+			for _, sg := range live {
+				if sg == nil {
+					continue
+				}
+				if sg.promised && !sg.ended {
+					sg.s.Cut(sg.last, sg.line)
+				}
+				finish(sg)
+			}
+			return nil
 		}
 		if err != nil {
-			return all, err
+			return err
 		}
 		switch {
 		case it.Header != nil:
 			s, err := open(it.Header)
 			if err != nil {
-				return all, fmt.Errorf("capture line %d: %w", it.Line, err)
+				return fmt.Errorf("capture line %d: %w", it.Line, err)
 			}
-			all = append(all, s)
-			latest = s
-			ends[s] = &segmentEnd{promised: it.Header.EndRecord}
-			if it.Header.Conn != "" {
-				byConn[it.Header.Conn] = s
+			sg := &segment{s: s, conn: it.Header.Conn, promised: it.Header.EndRecord}
+			live = append(live, sg)
+			latest = sg
+			if sg.conn != "" {
+				byConn[sg.conn] = sg
 			}
 		case it.Frame != nil:
-			s := route(it.Frame.Conn)
-			ends[s].frame(it.Frame, it.Line)
-			s.Frame(it.Frame)
+			sg := route(it.Frame.Conn)
+			sg.last, sg.line = it.Frame, it.Line
+			sg.s.Frame(it.Frame)
 		case it.Note != nil && it.Note.Kind == tap.NoteEnd:
-			ends[route(it.Note.Conn)].ended = true // a fact about the recording, not the wire
+			// A fact about the recording, not the wire: the segment
+			// is complete.
+			sg := route(it.Note.Conn)
+			sg.ended = true
+			finish(sg)
 		case it.Note != nil:
-			route(it.Note.Conn).Note(*it.Note)
+			route(it.Note.Conn).s.Note(*it.Note)
 		}
 	}
 }
 
-// segmentEnd is what Replay knows of how a segment's recording ended.
-type segmentEnd struct {
+// A segment is one live run's part of a capture, as Replay reads it.
+type segment struct {
+	s        *tap.Session
+	conn     string     // the header's conn ("" for none)
 	promised bool       // the header promised an end record
 	ended    bool       // the end record was read
+	done     bool       // handed over
 	last     *tap.Frame // the last frame recorded
 	line     int        // its capture line
 }
 
-func (e *segmentEnd) frame(f *tap.Frame, line int) {
-	if e != nil {
-		e.last, e.line = f, line
-	}
+// Stores gives each replayed segment the event store its live run had:
+// segments whose headers name the same --state directory share one (their
+// processes shared the directory, so a retry is judged against an earlier
+// process's delivery, BASE-6); a segment without one gets a store of its
+// own. The zero value is not ready: use NewStores.
+type Stores struct {
+	byState map[string]*tap.MemoryStore
 }
 
-// cutOff tells every segment that promised an end record and has none
-// that its recording was cut off.
-func cutOff(all []*tap.Session, ends map[*tap.Session]*segmentEnd) {
-	for _, s := range all {
-		if e := ends[s]; e != nil && e.promised && !e.ended {
-			s.Cut(e.last, e.line)
-		}
+// NewStores returns an empty set of stores.
+func NewStores() *Stores { return &Stores{byState: map[string]*tap.MemoryStore{}} }
+
+// For returns the event store of the segment h opens.
+func (st *Stores) For(h *Header) *tap.MemoryStore {
+	if h.State == "" {
+		return &tap.MemoryStore{}
 	}
+	s, ok := st.byState[h.State]
+	if !ok {
+		s = &tap.MemoryStore{}
+		st.byState[h.State] = s
+	}
+	return s
 }

@@ -11,6 +11,7 @@ package otlpexport
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,7 +52,7 @@ const (
 	AttrDirection   = "ahp.direction"
 	AttrEventType   = "ahp.event.type"
 	AttrEventID     = "ahp.event.id"
-	AttrRequestID   = "rpc.jsonrpc.request_id"
+	AttrRequestID   = "jsonrpc.request.id"
 	AttrConn        = "ahp.conn"
 	AttrCapture     = "ahp.capture.path"
 	AttrFrame       = "ahp.frame.seq"
@@ -224,7 +225,7 @@ func (x *Exporter) emit(f tap.Finding, capture string) {
 	}
 	add(AttrEventType, f.EventType)
 	add(AttrEventID, f.EventID)
-	add(AttrRequestID, f.RPCID)
+	add(AttrRequestID, requestID(f.RPCID))
 	add(AttrConn, f.Conn)
 	add(AttrCapture, capture)
 	if f.Seq > 0 {
@@ -237,6 +238,20 @@ func (x *Exporter) emit(f tap.Finding, capture string) {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
 	x.logger.Emit(ctx, r)
+}
+
+// requestID is the JSON-RPC id as the semantic conventions want it: a
+// string id without its quotes, a number as written, and nothing for a
+// null id ("SHOULD NOT capture this attribute when the id is null").
+func requestID(wire string) string {
+	if wire == "null" {
+		return ""
+	}
+	var s string
+	if strings.HasPrefix(wire, `"`) && json.Unmarshal([]byte(wire), &s) == nil {
+		return s
+	}
+	return wire
 }
 
 func severity(l tap.Level) otellog.Severity {

@@ -58,7 +58,7 @@ func TestEveryFindingArrivesWithItsAttributes(t *testing.T) {
 		a := otlptest.Attrs(r)
 		for k, v := range map[string]string{
 			AttrCheck: want.Check, AttrRule: want.Rule, AttrPointer: want.Pointer, AttrDirection: "backend",
-			AttrEventType: "tool.before", AttrEventID: "evt_1", AttrRequestID: `"evt_1"`, AttrConn: "stdio:1",
+			AttrEventType: "tool.before", AttrEventID: "evt_1", AttrRequestID: "evt_1", AttrConn: "stdio:1",
 			AttrCapture: "/var/log/ahp-tap/s.capture", AttrFrame: fmt.Sprint(i + 1),
 		} {
 			if a[k] != v {
@@ -176,5 +176,21 @@ func TestSpanContext(t *testing.T) {
 		if _, got := spanContext(tp); got != ok {
 			t.Errorf("spanContext(%q) ok = %v, want %v", tp, got, ok)
 		}
+	}
+}
+
+// The semantic conventions' jsonrpc.request.id is the id's string form: a
+// string id without its JSON quotes, a number as written, no attribute for
+// null.
+func TestRequestIDSemconvForm(t *testing.T) {
+	for wire, want := range map[string]string{
+		`"evt_1"`: "evt_1", `"a\"b"`: `a"b`, `7`: "7", `-1.5e3`: "-1.5e3", `null`: "", ``: "",
+	} {
+		if got := requestID(wire); got != want {
+			t.Errorf("requestID(%s) = %q, want %q", wire, got, want)
+		}
+	}
+	if AttrRequestID != "jsonrpc.request.id" {
+		t.Errorf("AttrRequestID = %q: the deprecated rpc.jsonrpc.request_id was replaced by jsonrpc.request.id", AttrRequestID)
 	}
 }

@@ -50,7 +50,7 @@ var notObservable = map[string]string{
 	"AHP-CORE-002": "a property of the implementation's claim, not of traffic",
 	"AHP-DEC-002":  "whether a deny was enforced is not observable on the wire",
 	"AHP-DEC-003":  "authorization, permissions and sandboxing are not observable on the wire",
-	"AHP-COMP-001": "interceptor order across backends is not observable on one link",
+	"AHP-COMP-001": "interceptor order across backends is observable only when every backend of the registration is tapped (COND-1…COND-6)",
 	"AHP-FAIL-001": "which failure policy the harness applied is not observable on the wire",
 }
 
@@ -171,6 +171,9 @@ var checkJudges = map[string]string{
 	"BASE-7": "backend", "CORR-2": "backend", "BASE-9": "backend", "EFF-1": "backend", "STDIO-2": "backend", "CORR-3": "backend",
 	"EDIT-1": "", "EDIT-2": "", "EDIT-3": "backend", "EDIT-4": "backend", "EDIT-5": "backend", "EDIT-6": "backend",
 	"EDIT-7": "backend", "EDIT-8": "backend",
+	// The conduct checks judge how the harness dispatches across backends.
+	"COND-1": "harness", "COND-2": "harness", "COND-3": "harness", "COND-4": "harness", "COND-5": "harness",
+	"COND-6": "harness", "COND-7": "harness", "COND-8": "harness", "COND-9": "harness",
 }
 
 func judges(check, role string) bool {

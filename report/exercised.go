@@ -20,6 +20,9 @@ type facts struct {
 	lifecycles                 map[string]bool
 	registration, hook         bool
 	deadline                   bool
+	// conduct: the input is a conduct timeline across the links of a
+	// registration (replay of several captures), not one link.
+	conduct bool
 }
 
 func (fc *facts) add(f *tap.Frame) {
@@ -118,6 +121,9 @@ func (fc *facts) exercises(id string) (bool, string) {
 		return need(fc.modifies > 0, "no modify effect in any response")
 	case "EDIT-8":
 		return need(fc.elicitations > 0 && fc.modifies > 0, "no modify effect at a user.elicitation event")
+	}
+	if strings.HasPrefix(id, "COND-") {
+		return need(fc.conduct && fc.events > 0, "one link only: conduct is judged when the captures of a registration's backends are replayed together")
 	}
 	return true, ""
 }

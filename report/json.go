@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 
@@ -69,18 +71,101 @@ func WriteJSON(w io.Writer, sources []Source, s *Summary) error {
 }
 
 // WriteJSONWithHeader is WriteJSON with a header first (nil: none).
+//
+// The document is written one finding and one exchange at a time, byte
+// for byte as encoding/json would indent JSONReport, so that a report of
+// many findings never holds its whole text in memory (issue 21 item 3).
 func WriteJSONWithHeader(w io.Writer, h *JSONHeader, sources []Source, s *Summary) error {
-	doc := JSONReport{Header: h, Findings: []JSONFinding{}, Summary: s}
+	jw := &jsonWriter{w: bufio.NewWriterSize(w, 64<<10)}
+	jw.raw("{\n")
+	if h != nil {
+		jw.field("header", h)
+		jw.raw(",\n")
+	}
+	jw.raw(`  "findings": [`)
+	n := 0
 	for _, src := range sources {
 		for _, f := range src.Findings {
-			doc.Findings = append(doc.Findings, JSONFinding{Source: src.Name, Finding: f})
-		}
-		for _, x := range src.Exchanges {
-			doc.Exchanges = append(doc.Exchanges, JSONExchange{Source: src.Name, ExchangeRecord: x})
+			jw.elem(n, JSONFinding{Source: src.Name, Finding: f})
+			n++
 		}
 	}
-	enc := json.NewEncoder(w)
+	jw.endArray(n)
+	n = 0
+	for _, src := range sources {
+		for _, x := range src.Exchanges {
+			if n == 0 {
+				jw.raw(",\n" + `  "exchanges": [`)
+			}
+			jw.elem(n, JSONExchange{Source: src.Name, ExchangeRecord: x})
+			n++
+		}
+	}
+	if n > 0 {
+		jw.endArray(n)
+	}
+	if s != nil {
+		jw.raw(",\n")
+		jw.field("summary", s)
+	}
+	jw.raw("\n}\n")
+	if jw.err != nil {
+		return jw.err
+	}
+	return jw.w.Flush()
+}
+
+// jsonWriter writes a JSONReport piece by piece, indented as
+// json.Encoder.SetIndent("", "  ") indents the whole, without escaping
+// HTML. The first error is kept.
+type jsonWriter struct {
+	w   *bufio.Writer
+	buf bytes.Buffer
+	err error
+}
+
+func (jw *jsonWriter) raw(s string) {
+	if jw.err == nil {
+		_, jw.err = jw.w.WriteString(s)
+	}
+}
+
+// value writes v as it appears at depth (each line after the first
+// indented by prefix).
+func (jw *jsonWriter) value(v any, prefix string) {
+	if jw.err != nil {
+		return
+	}
+	jw.buf.Reset()
+	enc := json.NewEncoder(&jw.buf)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	enc.SetIndent(prefix, "  ")
+	if jw.err = enc.Encode(v); jw.err != nil {
+		return
+	}
+	_, jw.err = jw.w.Write(bytes.TrimSuffix(jw.buf.Bytes(), []byte("\n")))
+}
+
+// field writes `  "name": v` (a member of the top-level object).
+func (jw *jsonWriter) field(name string, v any) {
+	jw.raw(`  "` + name + `": `)
+	jw.value(v, "  ")
+}
+
+// elem writes the i-th element of a top-level member's array.
+func (jw *jsonWriter) elem(i int, v any) {
+	if i > 0 {
+		jw.raw(",")
+	}
+	jw.raw("\n    ")
+	jw.value(v, "    ")
+}
+
+// endArray closes a top-level member's array of n elements.
+func (jw *jsonWriter) endArray(n int) {
+	if n == 0 {
+		jw.raw("]")
+		return
+	}
+	jw.raw("\n  ]")
 }

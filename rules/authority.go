@@ -82,8 +82,8 @@ func authorityProblems(x *tap.Exchange, result *tap.Value) []problem {
 			if boundaryKnown && !continueAllowed[evType] {
 				add(ptr+"/operation", "flow continue is allowed only at turn.finish.before and tool.after, not at %s", evType)
 			}
-			if n, ok := caps.Path("flow", "remainingContinuations").Int(); ok && n <= 0 {
-				add(ptr+"/operation", "flow continue returned with capabilities.flow.remainingContinuations %d; continue needs an allowance left", n)
+			if rc := caps.Path("flow", "remainingContinuations"); rc.IsInteger() && rc.Sign() <= 0 {
+				add(ptr+"/operation", "flow continue returned with capabilities.flow.remainingContinuations %s; continue needs an allowance left", rc.Str)
 			}
 		case "inject":
 			at, ok := e.Get("deliverAt").Text()

@@ -286,7 +286,7 @@ func newManifestSpec(check string) *obj {
 			req("path", nonEmpty(check)), req("reason", nonEmpty(check)),
 		}}).shape())),
 		req("transports", uniqueStrings(check, 0, enum(check, "http", "stdio", "in_process"))),
-		req("authentication", uniqueStrings(check, 0, enum(check, "bearer", "oauth"))),
+		req("authentication", uniqueStrings(check, 0, authMethod(check))),
 		req("toolPaths", strs),
 		req("contentCategories", strs),
 		req("limits", (&obj{check: check, what: "the limits object", fields: []field{
@@ -361,5 +361,17 @@ func checkManifestEntry(c *checker, v *tap.Value, check string) {
 		}
 		checkCapabilities(c, caps, check, bt, false)
 		c.pop()
+	}
+}
+
+// authMethod is one manifest authentication method: "bearer" or "oauth"
+// (AHP-AUTH-001). "mtls" and "workload" are the older draft's.
+func authMethod(check string) shape {
+	e := enum(check, "bearer", "oauth")
+	return func(c *checker, v *tap.Value) {
+		e(c, v)
+		if s, _ := v.Text(); inSet(s, olderAuthTypes...) {
+			c.olderDraft(draftWithWorkloadAuth)
+		}
 	}
 }

@@ -74,6 +74,7 @@ func allRuleInfos() []tap.RuleInfo {
 		out = append(out, r.Info())
 	}
 	out = append(out, tap.TapIncomplete, tap.TapInternal)
+	out = append(out, ConductRuleInfos()...)
 	return append(out, SpecRuleInfos()...)
 }
 
@@ -84,6 +85,7 @@ var catalogueSections = []struct{ first, title string }{
 	{"BASE-2", "Base Protocol profile: observable checks"},
 	{"CORR-1", "Correlation, capabilities, events and effects"},
 	{"EDIT-1", "Canonical content and edits"},
+	{"COND-1", "Conduct across the backends of a registration"},
 	{"TAP-1", "ahp-tap's own facts (about the audit, never about the traffic)"},
 }
 
@@ -162,6 +164,8 @@ var olderDraftShapes = []struct {
 	{"a message without `role`", "EDIT-1", draftBeforeInlineMessages},
 	{"`tool.callId`", "EVT-1", revision01},
 	{"`protocolVersion: \"0.1\"`", "BASE-2", revision01},
+	{"`mtls` or `workload` in the manifest's `authentication`", "CAP-2, EVT-1", draftWithWorkloadAuth},
+	{"authentication `type` `mtls` or `workload` in a registration or a content upload's `auth`; a content selection nested in `categories`", "BASE-5", draftWithWorkloadAuth},
 }
 
 func dashed(s string) string {

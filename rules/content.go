@@ -192,9 +192,87 @@ func attachmentMediaType(c *checker, v *tap.Value) {
 		c.report("EDIT-2", "%s must be a non-empty media type, found %s", c.name(), show(v))
 		return
 	}
+	if !isMediaType(s) {
+		c.report("EDIT-2", "%s must be a media type type/subtype[;param=value] (RFC 9110 §8.3.1: tokens, no white space or line break around it), found %s", c.name(), show(v))
+		return
+	}
 	if textualMediaType(s) {
 		c.report("EDIT-2", "an attachment must not have media type %q: text and JSON content is a text part with inline text", s)
 	}
+}
+
+// isMediaType reports whether s is a media type by RFC 9110 §8.3.1's
+// grammar: type "/" subtype *( OWS ";" OWS [ name "=" ( token /
+// quoted-string ) ] ), type, subtype and names tokens. Nothing before the
+// type or after the last parameter: "image/png\n" is not a media type.
+func isMediaType(s string) bool {
+	i := tokenEnd(s, 0)
+	if i == 0 || i == len(s) || s[i] != '/' {
+		return false
+	}
+	j := tokenEnd(s, i+1)
+	if j == i+1 {
+		return false
+	}
+	for i = j; i < len(s); {
+		i = owsEnd(s, i)
+		if i == len(s) || s[i] != ';' {
+			return false
+		}
+		i = owsEnd(s, i+1)
+		if i == len(s) || s[i] == ';' {
+			continue // an empty parameter
+		}
+		n := tokenEnd(s, i)
+		if n == i || n == len(s) || s[n] != '=' {
+			return false
+		}
+		i = n + 1
+		if i < len(s) && s[i] == '"' {
+			if i = quotedEnd(s, i); i < 0 {
+				return false
+			}
+		} else if v := tokenEnd(s, i); v == i {
+			return false
+		} else {
+			i = v
+		}
+	}
+	return true
+}
+
+// tokenEnd returns the end of the RFC 9110 token starting at i.
+func tokenEnd(s string, i int) int {
+	for i < len(s) && (isAlpha(s[i]) || isDigit(s[i]) || strings.IndexByte("!#$%&'*+-.^_`|~", s[i]) >= 0) {
+		i++
+	}
+	return i
+}
+
+// owsEnd skips optional white space (spaces and tabs, never a line break).
+func owsEnd(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// quotedEnd returns the end of the quoted-string starting at s[i] == '"',
+// or -1: qdtext is tab, space and visible characters, "\\" escapes one.
+func quotedEnd(s string, i int) int {
+	for i++; i < len(s); i++ {
+		switch b := s[i]; {
+		case b == '"':
+			return i + 1
+		case b == '\\':
+			if i++; i == len(s) || s[i] < 0x20 && s[i] != '\t' || s[i] == 0x7f {
+				return -1
+			}
+		case b < 0x20 && b != '\t' || b == 0x7f:
+			return -1
+		}
+	}
+	return -1
 }
 
 // textualMediaType reports whether mt is text/*, application/json or a

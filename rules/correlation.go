@@ -475,8 +475,11 @@ func (r portableIDRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	}
 	lit := m.ID.Str
 	if strings.ContainsAny(lit, ".eE") {
-		n, _ := m.ID.Int()
-		return []tap.Finding{r.info.At(f, 0, "/id", "request id %s is written as a non-integer number; JavaScript and many SDK decoders re-encode it as %d, so the response may carry another id (ids are paired exactly as written)", lit, n)}
+		as := "another literal"
+		if n, fits := m.ID.Int(); fits {
+			as = strconv.FormatInt(n, 10)
+		}
+		return []tap.Finding{r.info.At(f, 0, "/id", "request id %s is written as a non-integer number; JavaScript and many SDK decoders re-encode it as %s, so the response may carry another id (ids are paired exactly as written)", lit, as)}
 	}
 	if n, err := strconv.ParseInt(lit, 10, 64); err == nil && n <= maxSafeInteger && n >= -maxSafeInteger {
 		return nil

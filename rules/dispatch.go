@@ -67,8 +67,34 @@ func RegistrationFindings(reg *tap.Value) []tap.Finding {
 // RegistrationFindingsFor is RegistrationFindings for the given snapshot.
 func RegistrationFindingsFor(reg *tap.Value, snapshot string) []tap.Finding {
 	v := regValidator{snapshot: snapshot}
+	v.duplicates(reg, "")
 	v.document(reg)
 	return v.out
+}
+
+// duplicates reports every object member whose name its object already
+// used (issue 22). Duplicate keys are invalid JSON for AHP everywhere
+// (BASE-1 on the wire), and a registration with them has no one meaning:
+// a subscription with failurePolicy twice is fail-open to one parser and
+// fail-closed to another. The decoded document keeps every member in wire
+// order, so the walk sees them all.
+func (v *regValidator) duplicates(doc *tap.Value, ptr string) {
+	switch {
+	case doc.Is(tap.Object):
+		seen := make(map[string]bool, len(doc.Obj))
+		for _, m := range doc.Obj {
+			mp := tap.Ptr(ptr, m.Key)
+			if seen[m.Key] {
+				v.add(mp, "member %s appears more than once in this object; duplicate keys are invalid, and parsers disagree on which one the harness would use", quoted(m.Key))
+			}
+			seen[m.Key] = true
+			v.duplicates(m.Val, mp)
+		}
+	case doc.Is(tap.Array):
+		for i, e := range doc.Arr {
+			v.duplicates(e, tap.Ptr(ptr, i))
+		}
+	}
 }
 
 // Registration vocabularies (registration.schema, content-selection.schema).
@@ -85,10 +111,21 @@ var (
 type regValidator struct {
 	snapshot string
 	out      []tap.Finding
+	hinted   bool // the older-draft hint was given (once per document)
 }
 
 func (v *regValidator) add(ptr, format string, args ...any) {
 	v.out = append(v.out, registrationInfo.At(nil, 0, ptr, format, args...))
+}
+
+// addOlder is add for a fault whose shape matches the older draft d: the
+// document's first such finding names it.
+func (v *regValidator) addOlder(d olderDraft, ptr, format string, args ...any) {
+	v.add(ptr, format, args...)
+	if !v.hinted {
+		v.hinted = true
+		v.out[len(v.out)-1] = withOlderDraft(v.out[len(v.out)-1], d, "the registration may follow an older schema revision")
+	}
 }
 
 func (v *regValidator) document(reg *tap.Value) {
@@ -247,6 +284,8 @@ func (v *regValidator) authentication(a *tap.Value, ptr string) {
 		if s := a.Get("scopes"); s != nil {
 			v.uniqueStrings(s, ptr+"/scopes", "oauth scopes")
 		}
+	case "mtls", "workload":
+		v.addOlder(draftWithWorkloadAuth, ptr+"/type", "authentication type must be bearer or oauth (the portable bindings), found %s", show(a.Get("type")))
 	default:
 		v.add(ptr+"/type", "authentication type must be bearer or oauth (the portable bindings), found %s", show(a.Get("type")))
 	}
@@ -265,7 +304,7 @@ func (v *regValidator) subscription(s *tap.Value, ptr string) {
 		case t == nil:
 			v.add(ptr+"/timeoutMs", "an intercept subscription needs timeoutMs (a positive integer of milliseconds)")
 		default:
-			if n, ok := t.Int(); !ok || n < 1 {
+			if !intAtLeast(t, 1) {
 				v.add(ptr+"/timeoutMs", "timeoutMs must be a positive integer, found %s", show(t))
 			}
 		}
@@ -361,6 +400,10 @@ func (v *regValidator) content(c *tap.Value, ptr string) {
 		v.add(ptr+"/default", "content needs a default selection (body, metadata or omit)")
 	}
 	for _, m := range c.Obj {
+		if m.Key == "categories" && m.Val.Is(tap.Object) {
+			v.addOlder(draftWithWorkloadAuth, tap.Ptr(ptr, m.Key), "content selection is flat: {default, <category>: body, metadata or omit}; a nested \"categories\" object is not a selection")
+			continue
+		}
 		if !stringIn(m.Val, selectionValues...) {
 			v.add(tap.Ptr(ptr, m.Key), "content selection for %s must be body, metadata or omit, found %s", quoted(m.Key), show(m.Val))
 		}
@@ -375,10 +418,10 @@ func (v *regValidator) upload(u *tap.Value, ptr string) {
 	if e, ok := u.Get("endpoint").Text(); !ok || !uploadEndpoint.MatchString(e) || !absoluteHTTP(e, "http://", "https://") {
 		v.add(ptr+"/endpoint", "upload endpoint must be an https:// URL (http:// only on loopback), found %s", show(u.Get("endpoint")))
 	}
-	if n, ok := u.Get("timeoutMs").Int(); !ok || n < 1 {
+	if !intAtLeast(u.Get("timeoutMs"), 1) {
 		v.add(ptr+"/timeoutMs", "upload timeoutMs must be a positive integer, found %s", show(u.Get("timeoutMs")))
 	}
-	if n, ok := u.Get("maxBytes").Int(); !ok || n < 0 {
+	if !intAtLeast(u.Get("maxBytes"), 0) {
 		v.add(ptr+"/maxBytes", "upload maxBytes must be an integer of at least 0, found %s", show(u.Get("maxBytes")))
 	}
 	if a := u.Get("auth"); a != nil {
@@ -435,4 +478,11 @@ func absoluteHTTP(s string, prefixes ...string) bool {
 	}
 	u, err := url.Parse(s)
 	return err == nil && u.IsAbs() && u.Host != ""
+}
+
+// intAtLeast reports whether v is an integer ≥ min: of any size, compared
+// exactly (issue 22: timeoutMs 2^64 is a positive integer).
+func intAtLeast(v *tap.Value, min int64) bool {
+	c, _ := v.CompareInt(min)
+	return v.IsInteger() && c >= 0
 }

@@ -33,6 +33,12 @@ func interceptResultProblems(res *tap.Value, ptr string) []problem {
 		ps = append(ps, problem{check: "CAP-2", ptr: ptr + "/manifest",
 			msg: "a hooks/intercept result must not carry \"manifest\": discovery and interception never share a response"})
 	}
+	if ext := res.Get("extensions"); ext != nil && !ext.Is(tap.Object) {
+		// BASE-4 judges the keys of an object; anything else is no
+		// extensions object at all (intercept-response.schema).
+		ps = append(ps, problem{check: eff, ptr: ptr + "/extensions",
+			msg: fmt.Sprintf("\"extensions\" must be an object of reverse-DNS keys, found %s", ext.Describe())})
+	}
 	effects := res.Get("effects")
 	if effects == nil {
 		return append(ps, problem{check: eff, ptr: ptr + "/effects",

@@ -2,7 +2,6 @@ package rules
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -131,7 +130,7 @@ func (r envelopeRule) checkError(f *tap.Frame, e *tap.Value) []tap.Finding {
 		return []tap.Finding{r.info.At(f, 0, "/error", `"error" must be an object with "code" and "message", found %s`, e.Describe())}
 	}
 	var out []tap.Finding
-	if _, ok := e.Get("code").Int(); !ok {
+	if !e.Get("code").IsInteger() { // of any size (issue 22)
 		out = append(out, r.info.At(f, 0, "/error/code", `"error.code" must be an integer, found %s`, show(e.Get("code"))))
 	}
 	if _, ok := e.Get("message").Text(); !ok {
@@ -145,23 +144,7 @@ func validID(id *tap.Value) bool {
 	if s, ok := id.Text(); ok {
 		return s != ""
 	}
-	_, ok := id.Int()
-	return ok || id.Is(tap.Number) && isIntegerLiteral(id.Str) // beyond int64 is still an integer
-}
-
-// isIntegerLiteral reports whether a JSON number literal is written as an
-// integer: an optional minus sign and digits only.
-func isIntegerLiteral(lit string) bool {
-	lit = strings.TrimPrefix(lit, "-")
-	if lit == "" {
-		return false
-	}
-	for i := 0; i < len(lit); i++ {
-		if !isDigit(lit[i]) {
-			return false
-		}
-	}
-	return true
+	return id.IsInteger() // beyond int64 is still an integer
 }
 
 // show renders a value for a message: its JSON text when short, else its type.

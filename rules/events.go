@@ -723,3 +723,42 @@ func hasPrefixFold(s, p string) bool {
 	}
 	return true
 }
+
+// ---- the rest of hooks/intercept params ------------------------------------
+
+// interceptState is params.state of hooks/intercept: the chain's state the
+// harness carries from one backend to the next (protocol-notes §4.5,
+// intercept-request.schema). The object is open, like the schema; its
+// members are checked as the schema defines them.
+var interceptState = (&obj{check: evt, what: "the intercept state object", fields: []field{
+	req("permission", enum(evt, "none", "allow", "ask", "deny")),
+	req("candidate", func(c *checker, v *tap.Value) {
+		if v.IsNull() {
+			return // no candidate yet
+		}
+		stateCandidate(c, v)
+	}),
+	opt("flow", enum(evt, "none", "stop", "continue")),
+	opt("instructions", list(evt, 0, nonEmpty(evt))),
+	opt("injections", list(evt, 0, nil)),
+}}).shape()
+
+// stateCandidate is state.candidate when not null: {value, provenance?}.
+var stateCandidate = (&obj{check: evt, what: "the state candidate (null or {value, provenance?})", fields: []field{
+	req("value", anyJSON),
+	opt("provenance", objectAny(evt)),
+}}).shape()
+
+// interceptParamsProblems checks the members of hooks/intercept params
+// (at ptr) beside the event and the capabilities: state (EVT-1) and
+// extensions, which must be an object (EVT-1; BASE-4 judges its keys).
+func interceptParamsProblems(params *tap.Value, ptr string) []problem {
+	c := newChecker(ptr)
+	if st := params.Get("state"); st != nil {
+		c.at("state", st, interceptState)
+	}
+	if ext := params.Get("extensions"); ext != nil {
+		c.at("extensions", ext, objectAny(evt))
+	}
+	return c.done()
+}

@@ -200,7 +200,7 @@ func answerFault(field, v *tap.Value) string {
 			return "must be a number, found " + v.Describe()
 		}
 	case "integer":
-		if _, ok := v.Int(); !ok {
+		if !v.IsInteger() {
 			return "must be an integer, found " + show(v)
 		}
 	case "boolean":

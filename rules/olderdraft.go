@@ -20,7 +20,17 @@ const (
 	draftBeforeInlineMessages olderDraft = "the draft before canonical inline messages"
 	// tool.callId; protocolVersion "0.1" (§12 items 1 and 6).
 	revision01 olderDraft = "the 0.1 revision"
+	// mtls and workload authentication in the manifest, a registration's
+	// authentication or a content upload's auth; a registration's content
+	// selection nested in "categories" (§12 items 10 and 12: the state
+	// some SDK builds pin, whose capabilities-response, content-upload and
+	// registration schemas differ from the newest).
+	draftWithWorkloadAuth olderDraft = "the draft with mTLS and workload authentication"
 )
+
+// olderAuthTypes are the authentication types of draftWithWorkloadAuth
+// that the newest draft removed (AHP-AUTH-001: bearer and oauth only).
+var olderAuthTypes = []string{"mtls", "workload"}
 
 // olderDraftState remembers whether a conversation's hint was given.
 type olderDraftState struct{ hinted bool }
@@ -40,7 +50,12 @@ func hintOlderDraft(c *tap.Conversation, f tap.Finding, d olderDraft) tap.Findin
 	if f.Dir == tap.FromBackend {
 		sender = "backend"
 	}
-	f.Message += ". This shape matches " + string(d) + "; the " + sender + "'s SDK may pin an older schema revision"
+	return withOlderDraft(f, d, "the "+sender+"'s SDK may pin an older schema revision")
+}
+
+// withOlderDraft adds the hint sentence naming d to f.
+func withOlderDraft(f tap.Finding, d olderDraft, cause string) tap.Finding {
+	f.Message += ". This shape matches " + string(d) + "; " + cause
 	f.OlderDraft = string(d)
 	return f
 }

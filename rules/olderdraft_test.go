@@ -54,6 +54,10 @@ func TestOlderDraftHints(t *testing.T) {
 			"EDIT-2", "/result/effects/0/value/0/parts/0/body/size", "the draft before content receipts and shared events", "backend",
 			backendFrame(resultJSON(`[{"type":"modify","target":"output","operation":"replace","value":[{"id":"m1","role":"tool","parts":[` +
 				`{"id":"a1","kind":"attachment","mediaType":"image/png","selection":"body","body":{"ref":"r1"}}]}]}]`))},
+		{"mtls in the manifest's authentication",
+			backendFrame(`{"jsonrpc":"2.0","id":"c1","result":{"protocolVersion":"draft","manifest":` + strings.Replace(tManifest, `"authentication":[]`, `"authentication":["bearer","mtls"]`, 1) + `}}`),
+			"CAP-2", "/result/manifest/authentication/1", "the draft with mTLS and workload authentication", "backend",
+			backendFrame(`{"jsonrpc":"2.0","id":"c1","result":{"protocolVersion":"draft","manifest":` + strings.Replace(tManifest, `"authentication":[]`, `"authentication":["bearer","oauth"]`, 1) + `}}`)},
 		{"protocolVersion 0.1 from the backend",
 			backendFrame(`{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"0.1","effects":[]}}`),
 			"BASE-2", "/result/protocolVersion", "the 0.1 revision", "backend",
@@ -121,6 +125,44 @@ func TestOlderDraftHintOncePerConversation(t *testing.T) {
 	for _, f := range fs {
 		if f.OlderDraft != "" {
 			t.Errorf("hint for protocolVersion 2025-06: %s", f)
+		}
+	}
+}
+
+// Issue 22: the fourth older state (mTLS and workload authentication, a
+// nested content selection) is named in a registration's first finding of
+// that shape; another fault is not hinted.
+func TestOlderDraftHintRegistration(t *testing.T) {
+	const hint = "This shape matches the draft with mTLS and workload authentication; the registration may follow an older schema revision"
+	for _, c := range []struct {
+		name, old, new, ptr string
+	}{
+		{"workload authentication", `"authentication":{"type":"bearer","tokenEnv":"AHP_POLICY_TOKEN"}`, `"authentication":{"type":"workload","profile":"spiffe"}`, "/hooks/0/authentication/type"},
+		{"mtls upload auth", `"maxBytes":0}`, `"maxBytes":0,"auth":{"type":"mtls","certRef":"c"}}`, "/hooks/1/subscriptions/0/upload/auth/type"},
+		{"nested categories", `"content":{"default":"omit"}`, `"content":{"default":"omit","categories":{"text":"body"}}`, "/hooks/1/subscriptions/0/content/categories"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs := RegistrationFindings(mustParse(t, strings.Replace(validRegistration, c.old, c.new, 1)))
+			if len(fs) != 1 || fs[0].Pointer != c.ptr || fs[0].Check != "BASE-5" || !strings.HasSuffix(fs[0].Message, hint) ||
+				fs[0].OlderDraft != "the draft with mTLS and workload authentication" {
+				t.Errorf("findings%s; want one BASE-5 at %s ending %q", dump(fs), c.ptr, hint)
+			}
+		})
+	}
+	// Two old shapes: the hint once. Another fault: no hint.
+	two := strings.Replace(strings.Replace(validRegistration, `"type":"bearer","tokenEnv":"AHP_POLICY_TOKEN"`, `"type":"mtls"`, 1), `"content":{"default":"omit"}`, `"content":{"default":"omit","categories":{}}`, 1)
+	hinted := 0
+	for _, f := range RegistrationFindings(mustParse(t, two)) {
+		if f.OlderDraft != "" {
+			hinted++
+		}
+	}
+	if hinted != 1 {
+		t.Errorf("hinted %d findings, want 1", hinted)
+	}
+	for _, f := range RegistrationFindings(mustParse(t, strings.Replace(validRegistration, `"type":"bearer"`, `"type":"basic"`, 1))) {
+		if f.OlderDraft != "" || strings.Contains(f.Message, "older schema") {
+			t.Errorf("authentication type basic hinted: %s", f)
 		}
 	}
 }

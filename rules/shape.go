@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -264,30 +265,32 @@ func objectAny(check string) shape {
 	}
 }
 
-// integer: an integer ≥ min (1.0 counts as an integer, Draft 2020-12).
+// integer: an integer ≥ min (1.0 counts as an integer, Draft 2020-12). An
+// integer is an integer whatever its size (2^64, 1e308), and the range is
+// compared exactly (issue 22).
 func integer(check string, min int64) shape {
 	return func(c *checker, v *tap.Value) {
-		n, ok := v.Int()
-		if !ok {
+		if !v.IsInteger() {
 			c.report(check, "%s must be an integer, found %s", c.name(), show(v))
 			return
 		}
-		if n < min {
+		if cmp, _ := v.CompareInt(min); cmp < 0 {
 			c.report(check, "%s must be an integer ≥ %d, found %s", c.name(), min, v.Str)
 		}
 	}
 }
 
-// number: a number ≥ min.
-func number(check string, min float64) shape {
+// number: a number ≥ min, compared exactly (a number too large for a
+// float64, 1e400, is still a number).
+func number(check string, min int64) shape {
 	return func(c *checker, v *tap.Value) {
-		f, ok := v.Float()
+		cmp, ok := v.CompareInt(min)
 		if !ok {
 			c.report(check, "%s must be a number, found %s", c.name(), show(v))
 			return
 		}
-		if f < min {
-			c.report(check, "%s must be a number ≥ %v, found %s", c.name(), min, v.Str)
+		if cmp < 0 {
+			c.report(check, "%s must be a number ≥ %d, found %s", c.name(), min, v.Str)
 		}
 	}
 }
@@ -429,6 +432,7 @@ func walkFrame(c *tap.Conversation, f *tap.Frame) []problem {
 		switch f.Method() {
 		case methodIntercept:
 			ps := eventProblems(params.Get("event"), "/params/event", true)
+			ps = append(ps, interceptParamsProblems(params, "/params")...)
 			return append(ps, interceptCapabilityProblems(params, "/params")...)
 		case methodObserve:
 			return eventProblems(params.Get("event"), "/params/event", false)
@@ -462,8 +466,12 @@ func walkFrame(c *tap.Conversation, f *tap.Frame) []problem {
 
 // ---- formats --------------------------------------------------------------
 
-// isAbsoluteURI reports whether s is an RFC 3986 URI with a scheme: scheme
-// ":" followed by URI characters only, every "%" starting a valid escape.
+// isAbsoluteURI reports whether s is a URI by RFC 3986's grammar (§3,
+// "URI" with a scheme), not by a character set: scheme ":" hier-part
+// ["?" query] ["#" fragment]; an authority's host is a valid IPv6 literal
+// (or IPvFuture), IPv4 address or reg-name and its port digits; every "%"
+// starts a valid escape; "#" appears once, "[" and "]" only around an IP
+// literal. RFC 6874 zone identifiers are not RFC 3986 and are refused.
 func isAbsoluteURI(s string) bool {
 	if s == "" || !isAlpha(s[0]) {
 		return false
@@ -475,7 +483,37 @@ func isAbsoluteURI(s string) bool {
 	if i == len(s) || s[i] != ':' {
 		return false
 	}
-	for i++; i < len(s); i++ {
+	rest := s[i+1:]
+	if f := strings.IndexByte(rest, '#'); f >= 0 {
+		if !uriChars(rest[f+1:], "/?") { // fragment: no second "#"
+			return false
+		}
+		rest = rest[:f]
+	}
+	if q := strings.IndexByte(rest, '?'); q >= 0 {
+		if !uriChars(rest[q+1:], "/?") {
+			return false
+		}
+		rest = rest[:q]
+	}
+	if strings.HasPrefix(rest, "//") {
+		rest = rest[2:]
+		end := strings.IndexByte(rest, '/')
+		if end < 0 {
+			end = len(rest)
+		}
+		if !isAuthority(rest[:end]) {
+			return false
+		}
+		rest = rest[end:]
+	}
+	return uriChars(rest, "/") // path: segments of pchar
+}
+
+// uriChars reports whether s holds only pchar (unreserved, pct-encoded,
+// sub-delims, ":" and "@") and the bytes of extra.
+func uriChars(s, extra string) bool {
+	for i := 0; i < len(s); i++ {
 		b := s[i]
 		switch {
 		case b == '%':
@@ -483,7 +521,8 @@ func isAbsoluteURI(s string) bool {
 				return false
 			}
 			i += 2
-		case isAlpha(b) || isDigit(b) || strings.IndexByte("-._~:/?#[]@!$&'()*+,;=", b) >= 0:
+		case isUnreserved(b) || isSubDelim(b) || b == ':' || b == '@':
+		case strings.IndexByte(extra, b) >= 0:
 		default:
 			return false
 		}
@@ -491,9 +530,79 @@ func isAbsoluteURI(s string) bool {
 	return true
 }
 
+func isUnreserved(b byte) bool {
+	return isAlpha(b) || isDigit(b) || b == '-' || b == '.' || b == '_' || b == '~'
+}
+
+func isSubDelim(b byte) bool { return strings.IndexByte("!$&'()*+,;=", b) >= 0 }
+
+// isAuthority checks RFC 3986 §3.2: [userinfo "@"] host [":" port].
+func isAuthority(a string) bool {
+	if at := strings.LastIndexByte(a, '@'); at >= 0 {
+		if !uriChars(a[:at], "") || strings.IndexByte(a[:at], '@') >= 0 {
+			return false
+		}
+		a = a[at+1:]
+	}
+	host, port := a, ""
+	if strings.HasPrefix(a, "[") {
+		end := strings.IndexByte(a, ']')
+		if end < 0 || !isIPLiteral(a[1:end]) {
+			return false
+		}
+		host, port = a[:end+1], a[end+1:]
+		if port != "" && port[0] != ':' {
+			return false
+		}
+	} else if c := strings.LastIndexByte(a, ':'); c >= 0 {
+		host, port = a[:c], a[c:]
+	}
+	if port != "" {
+		for i := 1; i < len(port); i++ {
+			if !isDigit(port[i]) {
+				return false
+			}
+		}
+	}
+	if strings.HasPrefix(host, "[") {
+		return true
+	}
+	// reg-name (an IPv4 address is one too): unreserved, escapes, sub-delims.
+	return uriChars(host, "") && strings.IndexByte(host, ':') < 0 && strings.IndexByte(host, '@') < 0
+}
+
+// isIPLiteral checks the inside of "[...]": an IPv6 address (RFC 3986
+// §3.2.2, no zone) or an IPvFuture "v" 1*HEXDIG "." 1*(unreserved /
+// sub-delims / ":").
+func isIPLiteral(s string) bool {
+	if len(s) > 0 && (s[0] == 'v' || s[0] == 'V') {
+		dot := strings.IndexByte(s, '.')
+		if dot < 2 || dot == len(s)-1 {
+			return false
+		}
+		for i := 1; i < dot; i++ {
+			if !isHex(s[i]) {
+				return false
+			}
+		}
+		for i := dot + 1; i < len(s); i++ {
+			if b := s[i]; !isUnreserved(b) && !isSubDelim(b) && b != ':' {
+				return false
+			}
+		}
+		return true
+	}
+	if strings.IndexByte(s, '%') >= 0 {
+		return false // a zone identifier (RFC 6874) is not RFC 3986
+	}
+	ip, err := netip.ParseAddr(s)
+	return err == nil && ip.Is6()
+}
+
 // isRFC3339 reports whether s is an RFC 3339 date-time:
 // YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM), with valid ranges (a leap second
-// allowed). Compact forms and white space are not RFC 3339.
+// allowed at the end of a UTC month, see below). Compact forms and white
+// space are not RFC 3339.
 func isRFC3339(s string) bool {
 	if len(s) < 20 {
 		return false
@@ -559,8 +668,38 @@ func isRFC3339(s string) bool {
 	default:
 		return false
 	}
-	// A leap second exists only at 23:59:60 UTC.
-	return sec < 60 || ((hour*60+min-offset)%1440+1440)%1440 == 23*60+59
+	if sec < 60 {
+		return true
+	}
+	// A leap second is 23:59:60 UTC on the last day of a month: RFC 3339
+	// §5.7 allows :60 only where a leap second can occur, and ITU-R TF.460
+	// inserts them at the end of a month (June and December first, the
+	// other month ends next), as the upstream checker accepts. The local
+	// time is taken back to UTC first; the UTC day may be the one before or
+	// after the local date.
+	utc := hour*60 + min - offset
+	if utc != 23*60+59 && utc != 23*60+59-1440 && utc != 23*60+59+1440 {
+		return false
+	}
+	switch {
+	case utc < 0: // the UTC day is the day before the local date
+		day--
+		if day == 0 {
+			if month--; month == 0 {
+				month, year = 12, year-1
+			}
+			day = daysIn(month, year)
+		}
+	case utc >= 1440: // the day after
+		day++
+		if day > daysIn(month, year) {
+			day = 1
+			if month++; month == 13 {
+				month, year = 1, year+1
+			}
+		}
+	}
+	return day == daysIn(month, year)
 }
 
 func daysIn(month, year int) int {

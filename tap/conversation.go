@@ -2,6 +2,7 @@ package tap
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -278,9 +279,8 @@ func (c *Conversation) begin(f *Frame) {
 		if t, ok := x.Event.Get("type").Text(); ok && m.Method == "hooks/intercept" {
 			x.Subscription = c.SubscriptionFor(t, "intercept")
 		}
-		x.Deadline = c.Timeout
-		if ms, ok := x.Subscription.Get("timeoutMs").Int(); ok && ms > 0 {
-			x.Deadline = time.Duration(ms) * time.Millisecond
+		if x.Deadline = deadlineOf(x.Subscription.Get("timeoutMs")); x.Deadline == 0 {
+			x.Deadline = c.Timeout
 		}
 		c.cur = x
 		c.lookupEvent(f)
@@ -564,4 +564,21 @@ func (c *Conversation) Records() []ExchangeRecord {
 	}
 	slices.SortStableFunc(out, func(a, b ExchangeRecord) int { return cmp.Compare(first(a), first(b)) })
 	return out
+}
+
+// maxDeadlineMs is the longest timeoutMs a time.Duration holds.
+const maxDeadlineMs = int64(math.MaxInt64 / int64(time.Millisecond))
+
+// deadlineOf is the deadline a subscription's timeoutMs sets: 0 when it
+// sets none (absent, not a positive integer). An integer too large for a
+// time.Duration (2^64, 1e308: legal, issue 22) is the longest one.
+func deadlineOf(ms *Value) time.Duration {
+	if c, ok := ms.CompareInt(0); !ok || c <= 0 || !ms.IsInteger() {
+		return 0
+	}
+	if c, _ := ms.CompareInt(maxDeadlineMs); c > 0 {
+		return time.Duration(math.MaxInt64)
+	}
+	n, _ := ms.Int()
+	return time.Duration(n) * time.Millisecond
 }

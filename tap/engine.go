@@ -58,8 +58,9 @@ type Engine struct {
 	rules    []Rule
 	analyses []*Analysis // what the rules read, each after what it requires
 	conv     *Conversation
-	seq      uint64 // sequence number of the last frame fed
-	done     bool   // Finish has run
+	seq      uint64  // sequence number of the last frame fed
+	done     bool    // Finish has run
+	watch    Watcher // sees each judged frame (SessionConfig.Watch); may be nil
 }
 
 // NewEngine returns an engine running rules over one conversation.
@@ -99,6 +100,9 @@ func (e *Engine) Feed(f *Frame) (out []Finding) {
 	out = append(out, e.analyse(f)...)
 	for _, r := range e.rules {
 		out = append(out, e.run(r, f)...)
+	}
+	if e.watch != nil {
+		e.watch.Judged(f, e.conv.cur)
 	}
 	e.conv.end(f)
 	return capFindings(f, out)

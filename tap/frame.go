@@ -203,7 +203,15 @@ func (*Response) isMessage()     {}
 // classify sorts a JSON object into the message kinds. It is lenient on
 // purpose: the envelope rule reports what is wrong, and the other rules still
 // see the message for what it is most likely meant to be.
+//
+// A message with "result" or "error" and no "params" is a response even
+// when it also carries "method" (issue 22): JSON-RPC classifies a response
+// by result/error and id, and an unknown member of a response is no fault
+// of its own (AHP-CORE-003), as the upstream checker holds.
 func classify(o *Value) Message {
+	if (o.Has("result") || o.Has("error")) && !o.Has("params") {
+		return &Response{ID: o.Get("id"), Result: o.Get("result"), Error: o.Get("error")}
+	}
 	if m := o.Get("method"); m != nil {
 		name, _ := m.Text()
 		if id := o.Get("id"); id != nil {

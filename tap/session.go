@@ -51,6 +51,19 @@ type SessionConfig struct {
 	// process of a capture); a store other than a MemoryStore (a --state
 	// directory) is taken as shared anyway.
 	SharedEvents bool
+	// Watch, when set, sees every frame after the rules judged it, with
+	// the exchange it opened or ended (the conduct timeline across the
+	// links of a registration is fed this way).
+	Watch Watcher
+}
+
+// A Watcher sees each frame a session judged, after its rules ran, with
+// the exchange the frame opened or ended (nil for a notification, or a
+// response that matches no request). Judged runs on the goroutine feeding
+// the session; it must not block, and must not retain f or x: the
+// exchange's Outcome and Edit are final for a response frame.
+type Watcher interface {
+	Judged(f *Frame, x *Exchange)
 }
 
 // A Session is one link audited with one configuration: frames, stream
@@ -108,7 +121,7 @@ func newSession(cfg SessionConfig) *Session {
 	if s.sink == nil {
 		s.sink = SinkFunc(func(Finding) {})
 	}
-	s.framer = s.NewFramer(s.Frame, nil)
+	s.framer = s.NewFramer(s.Frame, s.Lost)
 	return s
 }
 
@@ -151,6 +164,7 @@ func (s *Session) engine(conn string) *Engine {
 		rules = s.cfg.Rules.Rules()
 	}
 	e := NewEngine(cfg, rules)
+	e.watch = s.cfg.Watch
 	s.engines[conn] = e
 	s.order = append(s.order, e)
 	return e
@@ -187,6 +201,20 @@ func (s *Session) Stream(conn string, dir Direction, t time.Time, p []byte) {
 		return
 	}
 	s.framer.Write(conn, dir, t, p)
+}
+
+// StreamLost says bytes of dir's stream on conn were lost before the next
+// Stream (a transport dropped its copy of them): the partial line is
+// discarded, and so is everything up to the next newline, and each line
+// discarded that way is counted as not audited (NoteDropped). Lines lost
+// whole with the bytes are counted by whoever dropped them, with Lost.
+// This is how a feed of stream bytes that may lose some (an audit link)
+// uses the session's own framer rather than one of its own.
+func (s *Session) StreamLost(conn string, dir Direction) {
+	if s.closed {
+		return
+	}
+	s.framer.Lost(conn, dir)
 }
 
 // Note hands the session a transport fact, in order with the frames. A
@@ -328,8 +356,8 @@ func (s *Session) sharedEvents() bool {
 // hookHasDeadline reports whether any subscription of hook sets timeoutMs.
 func hookHasDeadline(hook *Value) bool {
 	for _, sub := range hook.Get("subscriptions").Elems() {
-		if _, ok := sub.Get("timeoutMs").Int(); ok {
-			return true
+		if sub.Get("timeoutMs").IsInteger() {
+			return true // of any size (issue 22)
 		}
 	}
 	return false

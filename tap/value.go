@@ -104,7 +104,10 @@ func (v *Value) Text() (string, bool) {
 }
 
 // Int returns v as an int64 when it is a JSON number with an integer value
-// (JSON Schema 2020-12 counts 1.0 as an integer).
+// that fits in 64 bits (JSON Schema 2020-12 counts 1.0 and 1e3 as integers).
+// The conversion is exact: no literal goes through a float. An integer
+// beyond 64 bits is still an integer (IsInteger), which Int cannot return;
+// compare it with CompareInt.
 func (v *Value) Int() (int64, bool) {
 	if v == nil || v.Kind != Number {
 		return 0, false
@@ -112,11 +115,184 @@ func (v *Value) Int() (int64, bool) {
 	if n, err := strconv.ParseInt(v.Str, 10, 64); err == nil {
 		return n, true
 	}
-	f, err := strconv.ParseFloat(v.Str, 64)
-	if err != nil || f != float64(int64(f)) {
+	d, ok := parseDecimal(v.Str)
+	if !ok || !d.integer() {
 		return 0, false
 	}
-	return int64(f), true
+	if d.zero() {
+		return 0, true
+	}
+	if int64(len(d.digits))+d.exp > 19 {
+		return 0, false
+	}
+	lit := d.digits + strings.Repeat("0", int(d.exp))
+	if d.neg {
+		lit = "-" + lit
+	}
+	n, err := strconv.ParseInt(lit, 10, 64)
+	return n, err == nil
+}
+
+// IsInteger reports whether v is a JSON number with an integer value,
+// whatever its size: 2^64, 1e308 and 1.0e400 are integers, as in JSON
+// Schema 2020-12 (an integer is any number with a zero fractional part).
+func (v *Value) IsInteger() bool {
+	if v == nil || v.Kind != Number {
+		return false
+	}
+	d, ok := parseDecimal(v.Str)
+	return ok && d.integer()
+}
+
+// CompareInt compares the value of number v with n exactly: -1 when v is
+// less, 0 when equal, +1 when greater. ok is false when v is not a number.
+// It holds for every literal, 2^64, 1e308 and 1e-400 included, so a range
+// rule ("≥ 1") never depends on the size of the number.
+func (v *Value) CompareInt(n int64) (cmp int, ok bool) {
+	if v == nil || v.Kind != Number {
+		return 0, false
+	}
+	d, ok := parseDecimal(v.Str)
+	if !ok {
+		return 0, false
+	}
+	if d.integer() {
+		if i, fits := v.Int(); fits {
+			return cmpInt64(i, n), true
+		}
+		// Beyond 64 bits: its sign decides.
+		if d.neg {
+			return -1, true
+		}
+		return 1, true
+	}
+	// A fraction lies strictly between two integers: floor(v) and floor(v)+1.
+	// Compare n with the integer part (truncated towards zero).
+	ip := decimal{neg: d.neg, digits: "", exp: 0}
+	if k := int64(len(d.digits)) + d.exp; k > 0 {
+		ip.digits = d.digits[:k]
+	}
+	iv := &Value{Kind: Number, Str: ip.literal()}
+	c, _ := iv.CompareInt(n)
+	if c != 0 {
+		return c, true
+	}
+	// v = trunc(v) + fraction with trunc(v) == n: v > n when positive.
+	if d.neg {
+		return -1, true
+	}
+	return 1, true
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Sign returns -1, 0 or +1 by the sign of number v's value (exact: -0 and
+// 0e5 are 0), and 0 when v is not a number.
+func (v *Value) Sign() int {
+	c, _ := v.CompareInt(0)
+	return c
+}
+
+// A decimal is a JSON number literal as ±digits × 10^exp, digits without
+// leading or trailing zeros ("" for zero).
+type decimal struct {
+	neg    bool
+	digits string
+	exp    int64
+}
+
+func (d decimal) zero() bool    { return d.digits == "" }
+func (d decimal) integer() bool { return d.zero() || d.exp >= 0 }
+
+// literal renders an integer decimal (exp ≥ 0) as a JSON literal.
+func (d decimal) literal() string {
+	if d.zero() {
+		return "0"
+	}
+	s := d.digits + strings.Repeat("0", int(min(d.exp, 1<<20)))
+	if d.neg {
+		return "-" + s
+	}
+	return s
+}
+
+// maxDecimalExp bounds exponents: beyond it every non-zero literal is far
+// outside any range a rule compares with, and nothing is ever expanded.
+const maxDecimalExp = 1 << 40
+
+// parseDecimal splits a JSON number literal (already valid JSON) into a
+// decimal. It never allocates digits for the exponent, so a literal such
+// as 1e999999999 costs what its text costs.
+func parseDecimal(lit string) (decimal, bool) {
+	var d decimal
+	i := 0
+	if i < len(lit) && lit[i] == '-' {
+		d.neg = true
+		i++
+	}
+	start := i
+	for i < len(lit) && lit[i] >= '0' && lit[i] <= '9' {
+		i++
+	}
+	intPart := lit[start:i]
+	frac := ""
+	if i < len(lit) && lit[i] == '.' {
+		i++
+		fs := i
+		for i < len(lit) && lit[i] >= '0' && lit[i] <= '9' {
+			i++
+		}
+		frac = lit[fs:i]
+		if frac == "" {
+			return d, false
+		}
+	}
+	if intPart == "" {
+		return d, false
+	}
+	var exp int64
+	if i < len(lit) && (lit[i] == 'e' || lit[i] == 'E') {
+		i++
+		eneg := false
+		if i < len(lit) && (lit[i] == '+' || lit[i] == '-') {
+			eneg = lit[i] == '-'
+			i++
+		}
+		es := i
+		for i < len(lit) && lit[i] >= '0' && lit[i] <= '9' {
+			if exp < maxDecimalExp {
+				exp = exp*10 + int64(lit[i]-'0')
+			}
+			i++
+		}
+		if i == es {
+			return d, false
+		}
+		exp = min(exp, maxDecimalExp)
+		if eneg {
+			exp = -exp
+		}
+	}
+	if i != len(lit) {
+		return d, false
+	}
+	digits := strings.TrimLeft(intPart+frac, "0")
+	exp -= int64(len(frac))
+	trimmed := strings.TrimRight(digits, "0")
+	exp += int64(len(digits) - len(trimmed))
+	d.digits, d.exp = trimmed, exp
+	if d.zero() {
+		d.neg, d.exp = false, 0
+	}
+	return d, true
 }
 
 // Float returns v as a float64 when it is a number.

@@ -2,20 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
-	"runtime"
 	"runtime/debug"
-	"sync/atomic"
+	"slices"
 	"syscall"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/auditlink"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/stdio"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -25,105 +22,56 @@ import (
 // forwarding process the harness starts, which shares the harness's
 // process group and fate, and an audit process in a session of its own,
 // which reads the audit copies from a pipe, runs the checks and writes the
-// log, capture and summary. A harness that SIGKILLs the forwarding
-// process's group (the AHP SDK does, on Close and after a failed exchange)
-// leaves the audit process running: it sees the pipe end, finishes every
-// frame it received, records a `killed` note, flushes and exits.
+// log, capture and summary. The link between them, its protocol and the
+// shared audit process of per_event taps are package auditlink's; this
+// file is the wiring: flags in, a session and its sinks out.
 
 // auditWorkerCommand is the hidden subcommand that runs the audit process.
 const auditWorkerCommand = "__audit-process"
 
-// Bounds of the audit process's life after the link ends.
-const (
-	// auditEndWait bounds how long the forwarding process waits for room
-	// in the pipe for its last records.
-	auditEndWait = time.Second
-	// auditExitWait bounds how long the forwarding process waits for the
-	// audit process to finish (log, capture and summary written) before
-	// it exits itself.
-	auditExitWait = 5 * time.Second
-	// auditReadyWait bounds how long the forwarding process waits for the
-	// audit process to start reading the link before it starts CMD.
-	auditReadyWait = 2 * time.Second
-	// auditBound bounds the audit process's life after the link ended:
-	// it exits by then whatever is left to do.
-	auditBound = 5 * time.Second
-	// auditSinkClose bounds the flushing of the log, the capture and
-	// the OTLP export once the link's frames are checked.
-	auditSinkClose = auditBound - time.Second
-)
+// auditBound bounds an audit process's life after its link ended.
+const auditBound = auditlink.Bound
 
-// auditLink is the forwarding process's end of its audit process.
-type auditLink struct {
-	mirror *stdio.PipeMirror
-	cmd    *exec.Cmd     // nil for the shared audit process
-	done   chan struct{} // closed when the audit process has exited, or the shared one has written the link
-	conn   *os.File      // the shared audit process's messages; nil for an audit process of its own
+// auditReserve is what an audit keeps of a clean end's deadline (the
+// backend's exit plus --drain) to close the session and flush its sinks:
+// it checks frames until then, and counts the rest as not audited.
+func auditReserve(drain time.Duration) time.Duration {
+	return min(max(drain/4, 20*time.Millisecond), time.Second)
 }
 
-// startAuditProcess starts the audit process with the stdio flags the
-// forwarding process was given (flagArgs) for the link named conn.
-func (m *Main) startAuditProcess(flagArgs []string, conn string, backlog int) (*auditLink, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
+// linkBacklog is the bytes of audit copies that may wait in the
+// forwarding process for room in the link: --audit-queue FRAMES at about
+// 2 KiB a frame when it is given, else the larger of that (8 MiB) and half
+// the audit budget (32 MiB by default). 8 MiB dropped frames at 5,000
+// intercepts/s whenever the audit process stalled for about half a second
+// on a shared machine (BENCHMARKS.md, Audited fraction).
+func (sf *stdioFlags) linkBacklog() int64 {
+	backlog := int64(max(sf.queue, 1)) * 2048
+	if !sf.queueSet {
+		budget := sf.budgetBytes
+		if budget == 0 {
+			budget, _ = parseBudget(sf.budget)
+		}
+		backlog = max(backlog, budget/2)
 	}
-	pm, r, err := stdio.NewPipeMirror(backlog)
-	if err != nil {
-		return nil, err
-	}
-	readyR, readyW, err := os.Pipe()
-	if err != nil {
-		r.Close()
-		pm.Close()
-		return nil, err
-	}
-	defer readyR.Close()
-	args := append([]string{auditWorkerCommand, "--audit-conn", conn, "--audit-fd", "3", "--ready-fd", "4"}, flagArgs...)
-	cmd := exec.Command(exe, args...)
-	cmd.ExtraFiles = []*os.File{r, readyW}
-	cmd.Stderr = m.Stderr // findings with --log -, the summary, its own notices
-	// Its own session: a signal to the harness's process group (or the
-	// terminal's) never reaches it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = cmd.Start()
-	r.Close()
-	readyW.Close()
-	if err != nil {
-		pm.Close()
-		return nil, err
-	}
-	// Wait (bounded) until the audit process reads the link, so that the
-	// copies of the first exchanges do not overflow the pipe while it
-	// starts; past the bound they wait in this process's backlog.
-	_ = readyR.SetReadDeadline(time.Now().Add(auditReadyWait))
-	_, _ = readyR.Read(make([]byte, 1))
-	l := &auditLink{mirror: pm, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		_ = cmd.Wait()
-	}()
-	return l, nil
+	return backlog
 }
 
-// end tells the audit process the link ended cleanly with res, and waits
-// (bounded) for it to finish, so that the log, capture and summary are
-// complete when the forwarding process exits.
-func (l *auditLink) end(res stdio.Result) {
-	l.mirror.End(res, auditEndWait)
-	select {
-	case <-l.done:
-	case <-time.After(auditExitWait):
-	}
-	if l.conn != nil {
-		l.conn.Close()
-	}
+// linkReader bounds the audit process's queue of records read off the
+// link and not yet checked: as much as the forwarding process's backlog,
+// and the 4 MiB it always had, so that reading the link as fast as it
+// comes (the end record is never stuck behind a full pipe) keeps the
+// buffering a burst had; a record counts 128 bytes besides its payload.
+func (sf *stdioFlags) linkReader() auditlink.ReaderConfig {
+	b := auditlink.DefaultReaderBytes + sf.linkBacklog()
+	return auditlink.ReaderConfig{Bytes: b, Depth: int(max(int64(sf.queue), b/128))}
 }
 
 // runAuditProcess is the audit process: `ahp-tap __audit-process
 // --audit-conn CONN --audit-fd FD STDIO-FLAGS...`. It reads the audit link
-// on FD until it ends, feeding one tap.Session, and exits within
-// auditBound of the end.
+// on FD until it ends, feeding one tap.Session; a clean end is finished by
+// the forwarding process's deadline (its --drain), a killed link within
+// auditBound.
 func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 	// Signals are for the forwarding process; a closed stderr is an
 	// error on write, not a death.
@@ -132,59 +80,52 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 	var sf stdioFlags
 	sf.register(fs, m.Stderr)
 	conn := fs.String("audit-conn", "", "the link's name")
-	fd := fs.Int("audit-fd", 3, "the audit link's file descriptor")
+	fd := fs.Int("audit-fd", auditlink.LinkFD, "the audit link's file descriptor")
 	readyFD := fs.Int("ready-fd", -1, "a file descriptor to write to once the link is being read")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
+	fs.Visit(func(f *flag.Flag) { sf.queueSet = sf.queueSet || f.Name == "audit-queue" })
 	link := os.NewFile(uintptr(*fd), "audit-link")
 	if link == nil {
 		return usageError("%s: no audit link on fd %d", auditWorkerCommand, *fd)
 	}
 	defer link.Close()
-	// Drain the link first, then say so: the rules load while the
-	// copies queue here rather than in the pipe. The drain's thread is
-	// made before the priority drops, and keeps the process's.
-	next := drainLink(stdio.NewRecordReader(link), sf.queue)
-	if *readyFD >= 0 {
-		if f := os.NewFile(uintptr(*readyFD), "audit-ready"); f != nil {
-			f.Write([]byte{1})
-			f.Close()
-		}
-	}
+	// Read the link first, then say so: the rules load while the copies
+	// queue here rather than in the pipe. The reader's thread is made
+	// before the priority drops, and keeps the process's.
+	rcfg := sf.linkReader()
+	rd := auditlink.NewReader(link, rcfg)
+	auditlink.SignalReady(*readyFD)
 	l, err := sf.load()
 	if err != nil {
-		for _, err := next(); err == nil; _, err = next() {
-		} // the forwarding process never waits on us
+		rd.Discard() // the forwarding process never waits on us
 		return err
 	}
 	prio, _ := stdio.ParsePriority(sf.priority)
 	sf.conn, sf.audit = *conn, auditOff // no forwarding here: only the session is used
 	run, err := m.prepareStdio(&sf, l, []string{"true"}, prio)
 	if err != nil {
-		for _, err := next(); err == nil; _, err = next() {
-		}
+		rd.Discard()
 		return err
 	}
-	// The audit process holds at most a few bounded buffers (the queue
-	// above, the audit copy of a line): keep the heap near them.
-	debug.SetMemoryLimit(48 << 20)
+	// The audit process holds a few bounded buffers (the reader's queue,
+	// the audit copy of a line): keep the heap near them.
+	debug.SetMemoryLimit(48<<20 + rcfg.Bytes)
 	debug.SetGCPercent(50)
 	stdio.AuditThread(prio)
-	res, clean := feedAuditLink(next, run.session, *conn)
+	out := auditlink.Feed(rd, run.session, *conn, auditReserve(sf.drain))
 	// From here the link is over: exit within the bound, whatever is left.
 	bound := time.AfterFunc(auditBound, func() {
 		fmt.Fprintf(m.Stderr, "ahp-tap: the audit process did not finish within %v of the link's end; the log or capture may be incomplete\n", auditBound)
 		os.Exit(3)
 	})
 	defer bound.Stop()
-	run.session.Close()
-	// Off the forwarding path, the sinks get most of the bound, not
-	// the forwarding process's minSinkClose: a loaded machine must not
-	// cost findings the log could still take.
-	run.closeWithin(auditSinkClose)
+	a := auditlink.Audit{Session: run.session, CloseSinks: run.closeWithin}
+	a.Close(out, minSinkClose)
 	if sf.summary {
-		if clean {
+		if out.Clean {
+			res := out.Result
 			res.NotAudited = run.session.NotAudited()
 			run.writeSummary(m.Stderr, res)
 		} else {
@@ -197,99 +138,6 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 		}
 	}
 	return nil
-}
-
-// feedAuditLink feeds every record of the link to s, cutting the streams
-// into frames as the in-process tap does, and reports how the link ended:
-// with the forwarding process's result (clean), or without it (killed:
-// a `killed` note is fed last).
-func feedAuditLink(next func() (stdio.Record, error), s *tap.Session, conn string) (res stdio.Result, clean bool) {
-	fr := s.NewFramer(s.Frame, s.Lost)
-	var last time.Time
-	for {
-		rec, err := next()
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-				s.Note(tap.Note{Kind: tap.NoteUpstreamFailure, Time: time.Now(), Conn: conn,
-					Detail: "reading the audit link: " + err.Error()})
-			}
-			break
-		}
-		last = rec.Time
-		if rec.Lost > 0 {
-			s.Lost(rec.Lost)
-		}
-		if rec.Loss && rec.Dir != 0 {
-			fr.Lost(conn, rec.Dir)
-		}
-		switch rec.Kind {
-		case stdio.RecordChunk:
-			fr.Write(conn, rec.Dir, rec.Time, rec.Payload)
-		case stdio.RecordNote:
-			var n tap.Note
-			if json.Unmarshal(rec.Payload, &n) != nil {
-				continue
-			}
-			if n.Kind == tap.NoteEOF {
-				fr.End(conn, n.Dir, n.Time) // a last line without "\n" is a frame too
-			}
-			s.Note(n)
-		case stdio.RecordEnd:
-			clean = json.Unmarshal(rec.Payload, &res) == nil
-		}
-	}
-	if !clean {
-		// A line the forwarding process was in the middle of is not a
-		// frame: nothing was said about how it would have ended.
-		now := time.Now()
-		s.Note(tap.Note{Kind: tap.NoteKilled, Time: now, Conn: conn,
-			Detail: "the forwarding process ended without closing the audit link (killed, e.g. its process group was sent SIGKILL); last record at " + last.UTC().Format(time.RFC3339Nano)})
-	}
-	return res, clean
-}
-
-// auditBufferBytes bounds the records read off the link and not yet
-// checked: the pipe alone (1 MiB) is a small buffer for a burst, and the
-// forwarding process's backlog holds up to 8 MiB more.
-const auditBufferBytes = 4 << 20
-
-// drainLink reads the link on a goroutine of its own, as fast as it
-// comes, into a queue of at most auditBufferBytes of payload, so that the
-// pipe stays free while the checks (at the audit priority) catch up; past
-// the bound (depth records, --audit-queue) it stops reading, and the
-// forwarding process queues, then drops. next
-// returns the records in order, then the error that ended the link.
-func drainLink(rr *stdio.RecordReader, depth int) (next func() (stdio.Record, error)) {
-	type item struct {
-		rec stdio.Record
-		err error
-	}
-	q := make(chan item, max(depth, 1))
-	var queued atomic.Int64
-	started := make(chan struct{})
-	go func() {
-		// A thread of its own, made now at the process's priority, so
-		// that lowering the checks' thread never slows the draining.
-		runtime.LockOSThread()
-		close(started)
-		for {
-			rec, err := rr.Next()
-			for queued.Load() > auditBufferBytes {
-				time.Sleep(time.Millisecond)
-			}
-			queued.Add(int64(len(rec.Payload)))
-			q <- item{rec, err}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	<-started
-	return func() (stdio.Record, error) {
-		it := <-q
-		queued.Add(-int64(len(it.rec.Payload)))
-		return it.rec, it.err
-	}
 }
 
 // stdioFlagArgs returns the flag arguments of `ahp-tap stdio` (those
@@ -307,6 +155,7 @@ func stdioFlagArgs(args []string, nCommand int) []string {
 // (--audit=false), or when the audit process cannot be started (said
 // once on stderr), it audits in process as before.
 func (m *Main) prepareSplit(sf *stdioFlags, l *loaded, flagArgs, argv []string, prio stdio.Priority) (*stdioRun, error) {
+	flagArgs = m.refuseUnsafeState(sf, flagArgs)
 	if sf.audit != auditBestEffort {
 		// --audit=false forwards only; --audit complete makes forwarding
 		// wait for the audit, which the pipe to an audit process cannot
@@ -314,37 +163,93 @@ func (m *Main) prepareSplit(sf *stdioFlags, l *loaded, flagArgs, argv []string, 
 		return m.prepareStdio(sf, l, argv, prio)
 	}
 	conn := fmt.Sprintf("stdio:%d", os.Getpid())
-	// The copies waiting in this process for room in the pipe are
-	// bounded in bytes: --audit-queue FRAMES at about 2 KiB a frame when
-	// it is given, else the larger of that (8 MiB) and half the audit
-	// budget (32 MiB by default). 8 MiB dropped frames at 5,000
-	// intercepts/s whenever the audit process stalled for about half a
-	// second on a shared machine (BENCHMARKS.md, Audited fraction).
-	backlog := int64(max(sf.queue, 1)) * 2048
-	if !sf.queueSet {
-		backlog = max(backlog, sf.budgetBytes/2)
-	}
-	var link *auditLink
+	backlog := int(sf.linkBacklog())
+	var link *auditlink.Link
 	var err error
 	if sharedAuditWanted(sf, l) { // sharedaudit.go
-		if link, err = m.connectSharedAudit(sf, flagArgs, conn, int(backlog)); err != nil {
+		if link, err = m.connectSharedAudit(sf, flagArgs, conn, backlog); err != nil {
 			fmt.Fprintf(m.Stderr, "ahp-tap: the shared audit process of --state is not used (%v); this event gets an audit process of its own\n", err)
 		}
 	}
 	if link == nil {
-		link, err = m.startAuditProcess(flagArgs, conn, int(backlog))
+		var exe string
+		if exe, err = os.Executable(); err == nil {
+			argv := append([]string{exe, auditWorkerCommand, "--audit-conn", conn,
+				"--audit-fd", fmt.Sprint(auditlink.LinkFD), "--ready-fd", fmt.Sprint(auditlink.ReadyFD)}, flagArgs...)
+			link, err = auditlink.StartProcess(argv, m.Stderr, backlog)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ahp-tap: cannot start the audit process (%v); auditing in this process, which a SIGKILL of its group loses\n", err)
 		return m.prepareStdio(sf, l, argv, prio)
 	}
-	r := &stdioRun{collector: &report.Collector{Limit: 1}, diag: m.Stderr, audit: link}
+	r := &stdioRun{collector: &report.Collector{Limit: 1}, diag: m.Stderr, audit: link, sf: sf}
 	r.tap = stdio.New(stdio.Config{
 		Command: argv[0], Args: argv[1:],
 		Stdin: m.Stdin, Stdout: m.Stdout, Stderr: m.Stderr,
-		Mirror: link.mirror, MaxAuditLine: sf.maxLine, Conn: conn,
+		Mirror: link.Mirror(), MaxAuditLine: sf.maxLine, Conn: conn,
 		Hash: sf.summary, Diag: m.diag(), AuditPriority: prio,
 		Drain: sf.drain, Watchdog: watchdogArgv(), // issue 8 items 3, 10
 	})
 	return r, nil
+}
+
+// endAudit ends the link to the audit once the backend's tap has run:
+// the end record, what waits in the backlog, and the wait for the audit
+// to finish, all by the backend's exit plus --drain (issue 28 item 6), so
+// that the log and capture are complete when ahp-tap exits. What the
+// audit could not do is said, never silently lost (item 3): the audit
+// counts what it did not check (TAP-1 in the log, a dropped note in the
+// capture); here, one line for an audit that did not finish in time, and
+// a TAP-1 finding for one that ended without finishing (killed, item 12).
+func (m *Main) endAudit(run *stdioRun, res stdio.Result) {
+	deadline := res.Deadline
+	if now := time.Now().Add(minSinkClose); deadline.Before(now) {
+		deadline = now // a start failure, or a signal asked for an exit now
+	}
+	e := run.audit.End(res, deadline)
+	frames := uint64(res.Harness.Frames + res.Backend.Frames)
+	switch {
+	case e.Unsent > 0:
+		fmt.Fprintf(m.diag(), "ahp-tap: the audit process did not take the last %d bytes of audit copies within --drain (%v); their frames were not audited (TAP-1), and the audit took the link for killed\n", e.Unsent, run.sf.drain)
+	case e.Gone:
+		// What the audit had not written when it ended is lost: this
+		// process did not keep the copies. Say so where the findings go.
+		msg := fmt.Sprintf("the audit process ended before it finished this link (killed?): findings about up to %d frames of the link may be missing", frames)
+		fmt.Fprintf(m.diag(), "ahp-tap: %s (TAP-1)\n", msg)
+		m.logAuditLoss(run, msg)
+	case !e.Finished:
+		fmt.Fprintf(m.diag(), "ahp-tap: the audit of this link had not finished within --drain (%v) of the backend's exit; the log and capture are completed after ahp-tap exits\n", run.sf.drain)
+	}
+}
+
+// logAuditLoss writes a TAP-1 finding about this link to the violation
+// log, when there is one of its own (not stderr, which had the line).
+func (m *Main) logAuditLoss(run *stdioRun, msg string) {
+	if run.sf == nil || run.sf.log == "" || run.sf.log == "-" {
+		return
+	}
+	lg := report.OpenLogBestEffort(run.sf.log, io.Discard)
+	f := tap.TapIncomplete.At(nil, tap.Warn, "", "%s", msg)
+	f.Conn, f.Time = fmt.Sprintf("stdio:%d", os.Getpid()), time.Now()
+	lg.Write(f)
+	lg.CloseWithin(minSinkClose)
+}
+
+// refuseUnsafeState refuses a --state directory that cannot be trusted
+// (one every user may write to, one of another user's, one that cannot be
+// written) with one line on stderr, and goes on without it (issue 28 item
+// 7): the audit, the log and the capture still run, only the state is not
+// used. It returns the flags for the audit process, which then does not
+// use it either.
+func (m *Main) refuseUnsafeState(sf *stdioFlags, flagArgs []string) []string {
+	if sf.state == "" {
+		return flagArgs
+	}
+	if _, err := stdio.OpenDirStore(sf.state, io.Discard); err != nil {
+		fmt.Fprintf(m.diag(), "ahp-tap stdio: --state: %v; the state is not used (retries across processes are not checked)\n", err)
+		sf.state = ""
+		return append(slices.Clip(flagArgs), "--state=")
+	}
+	return flagArgs
 }

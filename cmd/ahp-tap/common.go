@@ -56,9 +56,14 @@ func (ef *engineFlags) load() (*loaded, error) {
 		if err != nil {
 			return nil, usageError("cannot read registration: %v", err)
 		}
-		reg, _, err := tap.ParseJSON(data)
+		reg, dups, err := tap.ParseJSON(data)
 		if err != nil {
 			return nil, usageError("registration %s is not JSON: %v", ef.registration, err)
+		}
+		if len(dups) > 0 {
+			// Issue 22: duplicate keys are invalid (BASE-5), and which one
+			// the harness uses is unknown, so no check could rely on it.
+			return nil, usageError("registration %s is invalid (BASE-5): member %q appears more than once at %s; duplicate keys give it no one meaning", ef.registration, dups[0].Key, dups[0].Pointer)
 		}
 		if ef.hook == "" {
 			if ef.hook, err = onlyHook(reg, ef.registration); err != nil {

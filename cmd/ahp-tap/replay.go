@@ -139,8 +139,12 @@ type replayer struct {
 	line func() int
 	// progress is the progress bar of the input being replayed, or nil.
 	progress *progress
-	// notChecked holds what each session replayed could not check.
-	notChecked [][]tap.NotChecked
+	// notChecked holds what every session replayed so far could not
+	// check (the first one's reasons); sessions says whether there was
+	// one. Kept as it goes, so that memory does not grow with the
+	// sessions (a per_event capture has one per event).
+	notChecked []tap.NotChecked
+	sessions   bool
 }
 
 // interrupted reports whether a SIGINT/SIGTERM asked the replay to stop.
@@ -149,32 +153,44 @@ func (rp *replayer) interrupted() bool { return rp.ctx != nil && rp.ctx.Err() !=
 // notPossible lists the checks that no session replayed could make (with
 // the first session's reason).
 func (rp *replayer) notPossible() []report.NotPossible {
-	if len(rp.notChecked) == 0 {
-		return nil
+	return notPossible(rp.notChecked)
+}
+
+// intersectNotChecked keeps of have what next lists too (by check): the
+// checks no session could make, with the first session's reasons.
+func intersectNotChecked(have, next []tap.NotChecked) []tap.NotChecked {
+	return slices.DeleteFunc(have, func(nc tap.NotChecked) bool {
+		return !slices.ContainsFunc(next, func(o tap.NotChecked) bool { return o.Check == nc.Check })
+	})
+}
+
+// maxReplayExchanges caps the exchange records a replay keeps per input
+// for the reports (each conversation keeps its most recent answered
+// ones): a capture of many segments, one per event, would otherwise hold
+// a record per event to the end. The oldest go first and are counted as
+// omitted.
+const maxReplayExchanges = 8 * tap.DefaultKeepAnswered
+
+// keepRecords adds a session's exchange records, keeping the most recent
+// maxReplayExchanges.
+func (rp *replayer) keepRecords(recs []tap.ExchangeRecord) {
+	rp.records = append(rp.records, recs...)
+	if over := len(rp.records) - maxReplayExchanges; over > maxReplayExchanges/4 {
+		rp.forgotten += over
+		rp.records = slices.Clone(rp.records[over:])
 	}
-	var out []tap.NotChecked
-	for _, nc := range rp.notChecked[0] {
-		everywhere := true
-		for _, other := range rp.notChecked[1:] {
-			everywhere = everywhere && slices.ContainsFunc(other, func(o tap.NotChecked) bool { return o.Check == nc.Check })
-		}
-		if everywhere {
-			out = append(out, nc)
-		}
-	}
-	return notPossible(out)
 }
 
 // session builds the session of one replayed file or capture segment.
 // The --registration document's own findings are listed under its file
 // name, not again here; a registration a capture embeds is judged by the
 // session of each segment, as each live run did.
-func (rp *replayer) session(cfg tap.Config, out *[]tap.Finding) *tap.Session {
+func (rp *replayer) session(cfg tap.Config, out *[]tap.Finding, sharedEvents bool) *tap.Session {
 	return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.flags.opt),
 		Sink:                 tap.SinkFunc(func(f tap.Finding) { *out = append(*out, f); rp.run.Findings([]tap.Finding{f}) }),
 		Recorder:             frameCounter{&rp.frames, rp.run, rp.line, rp.progress},
 		RegistrationReported: cfg.Registration != nil && cfg.Registration == rp.flags.cfg.Registration,
-		SharedEvents:         true,
+		SharedEvents:         sharedEvents,
 		// As the live taps cap theirs (issue 8 item 9): a longer line is
 		// audited as a prefix (TAP-1) and the rest streams past.
 		MaxLine: maxReplayLine})
@@ -185,10 +201,15 @@ func (rp *replayer) session(cfg tap.Config, out *[]tap.Finding) *tap.Session {
 func (rp *replayer) close(sessions []*tap.Session) {
 	for _, s := range sessions {
 		s.Close()
-		rp.records = append(rp.records, s.Records()...)
-		rp.run.Exchanges(s.Records())
+		recs := s.Records()
+		rp.keepRecords(recs)
+		rp.run.Exchanges(recs)
 		rp.forgotten += s.Forgotten()
-		rp.notChecked = append(rp.notChecked, s.NotChecked())
+		if !rp.sessions {
+			rp.notChecked, rp.sessions = s.NotChecked(), true
+		} else {
+			rp.notChecked = intersectNotChecked(rp.notChecked, s.NotChecked())
+		}
 	}
 }
 
@@ -226,7 +247,7 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 	first := rp.frames
 	rp.line = func() int { return rp.frames - first } // frame N of a stream is its line N
 	defer func() { rp.line = nil }()
-	s := rp.session(cfg, &out)
+	s := rp.session(cfg, &out, true)
 	buf := make([]byte, 1<<16)
 	for {
 		if rp.interrupted() {
@@ -252,22 +273,24 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 
 // replayCapture feeds a capture through one session per segment, each
 // configured as the live run that wrote it was (its header), unless a
-// flag says otherwise. Every session shares one event store, as per_event
-// processes share --state.
+// flag says otherwise. Segments that shared a --state directory live share
+// one event store (retries judged across processes); any other segment
+// has one of its own, as its live run had (issue 21 item 2). Each
+// segment's session is closed as soon as the segment is complete.
 func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 	var out []tap.Finding
-	events := &tap.MemoryStore{}
+	stores := capture.NewStores()
 	cr.Damaged = rp.damaged
 	rp.line = cr.Line // a frame's line in the capture, for the reports
 	defer func() { rp.line = nil }()
-	sessions, err := capture.Replay(cr, func(h *capture.Header) (*tap.Session, error) {
+	err := capture.Replay(cr, func(h *capture.Header) (*tap.Session, error) {
 		cfg, err := rp.config(h)
 		if err != nil {
 			return nil, err
 		}
-		cfg.Events = events
-		return rp.session(cfg, &out), nil
-	})
+		cfg.Events = stores.For(h)
+		return rp.session(cfg, &out, h.State != ""), nil
+	}, func(s *tap.Session) { rp.close([]*tap.Session{s}) })
 	if err != nil {
 		if rp.interrupted() {
 			// A signal closed the file under the reader: keep what
@@ -276,7 +299,6 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 		}
 		return nil, err
 	}
-	rp.close(sessions)
 	return out, nil
 }
 

@@ -36,7 +36,7 @@ func (rp *replayer) replayHAR(r io.Reader) ([]tap.Finding, error) {
 	cfg := rp.flags.cfg
 	cfg.Transport = tap.HTTP
 	var out []tap.Finding
-	s := rp.session(cfg, &out)
+	s := rp.session(cfg, &out, true)
 	for {
 		items, err := hr.Next()
 		if err == io.EOF {

@@ -24,6 +24,11 @@ func TestRulesListsEveryCheckAndRule(t *testing.T) {
 			t.Errorf("rules does not list rule %s", rule.Info().ID)
 		}
 	}
+	for _, ri := range rules.ConductRuleInfos() {
+		if !strings.Contains(r.stdout, ri.ID+" ") {
+			t.Errorf("rules does not list conduct rule %s", ri.ID)
+		}
+	}
 	r = runTap(t, "", "rules", "--format", "json")
 	var doc struct {
 		Checks []struct{ ID, Requirement, Level, Summary string }

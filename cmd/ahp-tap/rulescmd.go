@@ -33,6 +33,9 @@ func (m *Main) runRules(ctx context.Context, args []string) error {
 	ruleInfos = append(ruleInfos, tap.TapIncomplete, tap.TapInternal)
 	// With --spec DIR, schema failures report under these rules.
 	ruleInfos = append(ruleInfos, rules.SpecRuleInfos()...)
+	// Across the links of a registration, the conduct timeline reports
+	// under these.
+	ruleInfos = append(ruleInfos, rules.ConductRuleInfos()...)
 	if *format == "json" {
 		type check struct {
 			ID          string    `json:"id"`

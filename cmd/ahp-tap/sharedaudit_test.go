@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ahp-tap/ahp-tap/auditlink"
 )
 
 // perEventScript is a per_event backend (one request, one answer, exit)
@@ -68,12 +70,12 @@ func sharedServers(state string) []int {
 }
 
 // waitNoServer waits until no shared audit process of state runs: it
-// exits sharedIdle after its last link, each link finished within
+// exits auditlink.Idle after its last link, each link finished within
 // auditBound; the bound here only stops a broken server from hanging the
 // test.
 func waitNoServer(t *testing.T, state string) {
 	t.Helper()
-	limit := sharedIdle + auditBound + 30*time.Second
+	limit := auditlink.Idle + auditBound + 30*time.Second
 	deadline := time.Now().Add(limit)
 	for len(sharedServers(state)) > 0 {
 		if time.Now().After(deadline) {
@@ -272,17 +274,17 @@ func TestStdioSharedAuditRefusesPlantedLinks(t *testing.T) {
 	if len(locks) != 1 || corr2() == 0 {
 		t.Fatalf("after one event: locks %v, %d CORR-2", locks, corr2())
 	}
-	p := sharedPathsFor(state, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(locks[0]), "audit-"), ".lock"))
+	p := auditlink.PathsFor(state, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(locks[0]), "audit-"), ".lock"))
 	waitNoServer(t, state)
-	if _, err := os.Lstat(p.sock); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(p.Sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the idle server left its socket: %v", err)
 	}
 
 	// A link at the lock's path.
 	target := filepath.Join(dir, "target")
 	os.WriteFile(target, []byte("keep\n"), 0o644)
-	os.Remove(p.lock)
-	if err := os.Symlink(target, p.lock); err != nil {
+	os.Remove(p.Lock)
+	if err := os.Symlink(target, p.Lock); err != nil {
 		t.Fatal(err)
 	}
 	n := corr2()
@@ -298,7 +300,7 @@ func TestStdioSharedAuditRefusesPlantedLinks(t *testing.T) {
 	if corr2() <= n {
 		t.Errorf("the event audited in a process of its own logged no CORR-2")
 	}
-	os.Remove(p.lock)
+	os.Remove(p.Lock)
 
 	// A link at the socket's path, to a listener of someone else's.
 	other := filepath.Join(dir, "other.sock")
@@ -307,7 +309,7 @@ func TestStdioSharedAuditRefusesPlantedLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if err := os.Symlink(other, p.sock); err != nil {
+	if err := os.Symlink(other, p.Sock); err != nil {
 		t.Fatal(err)
 	}
 	n = corr2()
@@ -328,13 +330,13 @@ func TestStdioSharedAuditRefusesPlantedLinks(t *testing.T) {
 	} else if !errors.Is(err, syscall.EAGAIN) {
 		t.Errorf("accept: %v", err)
 	}
-	if st, err := os.Lstat(p.sock); err != nil || st.Mode()&os.ModeSymlink == 0 {
+	if st, err := os.Lstat(p.Sock); err != nil || st.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the planted link was removed or replaced: %v", err)
 	}
-	os.Remove(p.sock)
+	os.Remove(p.Sock)
 
 	// A stale socket: its server was killed.
-	stale, err := net.ListenUnix("unix", &net.UnixAddr{Name: p.sock, Net: "unix"})
+	stale, err := net.ListenUnix("unix", &net.UnixAddr{Name: p.Sock, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +349,7 @@ func TestStdioSharedAuditRefusesPlantedLinks(t *testing.T) {
 	if corr2() <= n {
 		t.Errorf("no CORR-2 logged behind a stale socket")
 	}
-	b, _ := os.ReadFile(p.err)
+	b, _ := os.ReadFile(p.Err)
 	if strings.Count(string(b), " started for ") != 2 {
 		t.Errorf("error file after a stale socket: %q, want a second server started", b)
 	}
@@ -421,7 +423,7 @@ func TestStdioSharedAuditKeyedByConfiguration(t *testing.T) {
 }
 
 // The error file gains a line per server start for as long as DIR is used;
-// past maxAuditErrFile the next start begins it afresh.
+// past auditlink.MaxErrFile the next start begins it afresh.
 func TestStdioSharedAuditErrorFileBounded(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -434,7 +436,7 @@ func TestStdioSharedAuditErrorFileBounded(t *testing.T) {
 	if len(errFiles) != 1 {
 		t.Fatalf("error files %v, want one", errFiles)
 	}
-	big := strings.Repeat("ahp-tap: an old line\n", maxAuditErrFile/20+1)
+	big := strings.Repeat("ahp-tap: an old line\n", auditlink.MaxErrFile/20+1)
 	if err := os.WriteFile(errFiles[0], []byte(big), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +446,7 @@ func TestStdioSharedAuditErrorFileBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi.Size() > maxAuditErrFile || fi.Size() == 0 {
-		t.Errorf("error file is %d bytes after a start past the bound, want a fresh file (0 < size <= %d)", fi.Size(), maxAuditErrFile)
+	if fi.Size() > auditlink.MaxErrFile || fi.Size() == 0 {
+		t.Errorf("error file is %d bytes after a start past the bound, want a fresh file (0 < size <= %d)", fi.Size(), auditlink.MaxErrFile)
 	}
 }

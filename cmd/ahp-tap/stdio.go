@@ -9,12 +9,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
 
+	"github.com/ahp-tap/ahp-tap/auditlink"
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/report"
@@ -145,7 +147,7 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	// decides what that signal means, so it must not stop the tap.
 	res, err := run.tap.Run(context.WithoutCancel(ctx))
 	if run.audit != nil {
-		run.audit.end(res) // auditworker.go: bounded
+		m.endAudit(run, res) // auditworker.go: by the backend's exit plus --drain
 	}
 	var se *stdio.StartError
 	if errors.As(err, &se) {
@@ -181,8 +183,8 @@ type stdioRun struct {
 	collector *report.Collector
 	console   *report.Console
 	sf        *stdioFlags
-	audit     *auditLink // the audit process, when auditing happens there
-	diag      io.Writer  // ahp-tap's own one-line notices (stderr)
+	audit     *auditlink.Link // the audit process, when auditing happens there
+	diag      io.Writer       // ahp-tap's own one-line notices (stderr)
 	otlp      *otlpexport.Exporter
 	closed    bool
 }
@@ -229,11 +231,14 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	cfg.Lifecycle = sf.lifecycle
 	cfg = cfg.Resolved() // the hook's lifecycle, for the capture header
 	if sf.state != "" {
-		st, err := stdio.OpenDirStore(sf.state, m.diag())
-		if err != nil {
-			return nil, usageError("--state: %v", err)
+		// Refused in the forwarding process already (refuseUnsafeState);
+		// a directory that changed since is not used either, and never
+		// costs the audit.
+		if st, err := stdio.OpenDirStore(sf.state, m.diag()); err != nil {
+			fmt.Fprintf(m.diag(), "ahp-tap stdio: --state: %v; the state is not used (retries across processes are not checked)\n", err)
+		} else {
+			cfg.Events = st
 		}
-		cfg.Events = st
 	}
 	sinks := tap.MultiSink{r.collector}
 	if r.console = openConsole(sf.console, m.Stderr); r.console != nil {
@@ -258,6 +263,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 			Tool: "ahp-tap " + version, Snapshot: cfg.Snapshot, Transport: tap.Stdio,
 			Started: time.Now().UTC(), Conn: conn, Registration: sf.registration, Hook: sf.hook,
 			Lifecycle: cfg.Lifecycle, TimeoutMs: sf.timeout.Milliseconds(), RegistrationDoc: l.regDoc,
+			State: stateForHeader(sf.state),
 		}
 		w, err := capture.Create(sf.capture, h)
 		if err != nil {
@@ -286,6 +292,23 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		Watchdog: watchdogArgv(),
 	})
 	return r, nil
+}
+
+// stateForHeader is the --state directory as a capture header records it
+// (issue 21 item 2): absolute, so that the taps a harness starts in
+// different working directories name the same directory the same way,
+// and replay shares one event store between their segments exactly.
+func stateForHeader(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	return dir
 }
 
 // watchdogArgv is how a stdio tap starts its watchdog: this same binary

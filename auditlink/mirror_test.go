@@ -1,4 +1,4 @@
-package stdio
+package auditlink
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/stdio"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -17,7 +18,7 @@ import (
 // the reader catches up carries the loss (flag and lines lost), so the
 // audit process resynchronises that stream. Records are never cut: every
 // one read back is whole.
-func TestPipeMirrorDropsWhenFullAndSaysSo(t *testing.T) {
+func TestMirrorDropsWhenFullAndSaysSo(t *testing.T) {
 	m, r, err := NewPipeMirror(0)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestPipeMirrorDropsWhenFullAndSaysSo(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	m.Chunk(tap.FromHarness, t0, []byte("h\n")) // no loss in this direction
-	m.End(Result{ExitCode: 3}, time.Second)
+	m.End(stdio.Result{ExitCode: 3}, time.Second)
 	recs := <-done
 	var loss *Record
 	for i := range recs {
@@ -135,7 +136,7 @@ func TestSocketMirrorEndsTheLinkAndHearsTheAnswer(t *testing.T) {
 			out = append(out, rec)
 		}
 	}()
-	m.End(Result{ExitCode: 0}, time.Second)
+	m.End(stdio.Result{ExitCode: 0}, time.Second)
 	recs := <-done // without the shutdown, EOF never comes: the test hangs here
 	if len(recs) != 3 || recs[0].Kind != RecordChunk || string(recs[0].Payload) != "{\"a\":1}\n" || recs[1].Kind != RecordNote || recs[2].Kind != RecordEnd {
 		t.Fatalf("records %+v, want the chunk, the note and the end record", recs)

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package stdio
+package auditlink
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package main
+package auditlink
 
 import "golang.org/x/sys/unix"
 

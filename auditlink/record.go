@@ -1,0 +1,77 @@
+package auditlink
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// Kinds of audit-link record.
+const (
+	RecordChunk = 1 // bytes read from Dir's stream
+	RecordNote  = 2 // a tap.Note, JSON
+	RecordEnd   = 3 // the forwarding process ended cleanly; JSON Result
+)
+
+// recordHeader is the fixed header of every audit-link record, little
+// endian: kind, dir, flags, reserved, payload length (uint32), read time
+// (Unix ns), sequence number, lines lost in dir just before this record.
+const recordHeader = 32
+
+// flagLoss says audit copies of the record's direction were dropped just
+// before it: the audit process resynchronises that stream at the next
+// newline.
+const flagLoss = 1
+
+// MaxRecord caps one record's payload; a chunk is one read (readSize).
+const MaxRecord = 1 << 20
+
+// A Record is one audit-link record as the audit process reads it.
+type Record struct {
+	Kind    byte
+	Dir     tap.Direction
+	Loss    bool   // audit copies of Dir were dropped just before
+	Lost    uint64 // lines in them
+	Time    time.Time
+	Seq     uint64
+	Payload []byte
+}
+
+// A RecordReader reads audit-link records.
+type RecordReader struct {
+	br  *bufio.Reader
+	hdr [recordHeader]byte
+}
+
+// NewRecordReader returns a reader of the audit link r.
+func NewRecordReader(r io.Reader) *RecordReader {
+	return &RecordReader{br: bufio.NewReaderSize(r, 1<<16)}
+}
+
+// Next returns the next record. It returns io.EOF at a clean end of the
+// stream and io.ErrUnexpectedEOF when the last record is incomplete (the
+// writer was killed in the middle of it).
+func (rr *RecordReader) Next() (Record, error) {
+	if _, err := io.ReadFull(rr.br, rr.hdr[:]); err != nil {
+		return Record{}, err
+	}
+	h := rr.hdr[:]
+	n := binary.LittleEndian.Uint32(h[4:])
+	if n > MaxRecord {
+		return Record{}, fmt.Errorf("audit link: record of %d bytes exceeds %d", n, MaxRecord)
+	}
+	r := Record{Kind: h[0], Dir: tap.Direction(h[1]), Loss: h[2]&flagLoss != 0,
+		Time: time.Unix(0, int64(binary.LittleEndian.Uint64(h[8:]))), Seq: binary.LittleEndian.Uint64(h[16:]),
+		Lost: binary.LittleEndian.Uint64(h[24:]), Payload: make([]byte, n)}
+	if _, err := io.ReadFull(rr.br, r.Payload); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return Record{}, err
+	}
+	return r, nil
+}

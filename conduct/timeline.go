@@ -1,0 +1,840 @@
+// Package conduct judges how a harness dispatches events across every
+// backend of one registration (issue 23): serial order, stop on deny,
+// failure policy, observers after settlement, chained state, lineage and
+// deny enforcement (the COND-* checks of rules.Catalogue). No single link
+// can see these; a Timeline is fed the judged frames of every tapped link
+// of the registration, each labelled with its hook id, in time order.
+//
+// The package does no I/O. Its input is what the links' tap.Sessions
+// concluded (tap.Watcher): each frame with the exchange it opened or
+// ended, the exchange's outcome and edit verdict included.
+package conduct
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/rules"
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// DefaultSkew is the clock tolerance between links. The taps of one
+// registration are separate processes on one host stamping frames with
+// the same wall clock, but each stamps a frame when its goroutine reads
+// it, after a scheduling delay that on a loaded host reaches a few
+// milliseconds. Two facts from different links less than DefaultSkew
+// apart are taken as simultaneous: they never make a finding.
+const DefaultSkew = 5 * time.Millisecond
+
+// DefaultMaxEvents bounds the events a Timeline holds at once; the oldest
+// is judged and forgotten when a new one would exceed it.
+const DefaultMaxEvents = 4096
+
+// maxKnown bounds the event ids and call ids remembered for lineage
+// (COND-8, COND-9).
+const maxKnown = 100_000
+
+// Config configures a Timeline.
+type Config struct {
+	// Registration is the registration document every link belongs to.
+	Registration *tap.Value
+	// Tapped lists the hook ids whose links feed the timeline. A chain
+	// that needs a hook not listed is not judged (NotChecked says so).
+	Tapped []string
+	// Sink receives the findings (nil: discarded).
+	Sink tap.Sink
+	// Skew is the clock tolerance between links (0: DefaultSkew).
+	Skew time.Duration
+	// MaxEvents bounds the events held at once (0: DefaultMaxEvents).
+	MaxEvents int
+}
+
+// A Timeline judges the conduct of a harness across the links of one
+// registration. It is safe for concurrent use: the links may be fed from
+// several goroutines (their frames must still arrive in time order, within
+// the skew).
+type Timeline struct {
+	mu   sync.Mutex // guards everything below
+	cfg  Config
+	reg  *registration
+	sink tap.Sink
+
+	events map[tap.EventKey]*event
+	order  []*event // by first sight, oldest first (may hold forgotten ones)
+
+	known    map[string]knownEvent // by event id: lineage
+	calls    map[string]*call      // by call id
+	knownFIF []string              // event ids, oldest first, for eviction
+	callFIF  []string
+	turns    map[string]turnRecord // last turn.finish.before chain per turn id
+
+	now       time.Time // the latest frame time seen
+	judged    int       // events judged
+	partial   int       // events not judged: a matching hook was not tapped
+	partialBy map[string]bool
+	chains    []Chain // most recent judged chains, for reports
+	closed    bool
+}
+
+type knownEvent struct {
+	source, typ, parent string
+	denied              bool // a *.before whose chain denied it
+}
+
+type call struct {
+	before, after string // event ids
+	denied        bool
+}
+
+type turnRecord struct {
+	event      string // the turn.finish.before event this is about
+	remaining  int64
+	has        bool
+	resolution string // "continue", "stop" or ""
+}
+
+// New returns a Timeline for cfg.
+func New(cfg Config) *Timeline {
+	if cfg.Skew == 0 {
+		cfg.Skew = DefaultSkew
+	}
+	if cfg.MaxEvents <= 0 {
+		cfg.MaxEvents = DefaultMaxEvents
+	}
+	t := &Timeline{cfg: cfg, reg: newRegistration(cfg.Registration, cfg.Tapped), sink: cfg.Sink,
+		events: map[tap.EventKey]*event{}, known: map[string]knownEvent{}, calls: map[string]*call{},
+		turns: map[string]turnRecord{}, partialBy: map[string]bool{}}
+	if t.sink == nil {
+		t.sink = tap.SinkFunc(func(tap.Finding) {})
+	}
+	return t
+}
+
+// Link returns the watcher of the link that taps hook: give it to that
+// link's tap.SessionConfig.Watch.
+func (t *Timeline) Link(hook string) tap.Watcher { return link{t, hook} }
+
+type link struct {
+	t    *Timeline
+	hook string
+}
+
+func (l link) Judged(f *tap.Frame, x *tap.Exchange) { l.t.take(l.hook, f, x) }
+
+// A delivery is one event sent to one backend.
+type delivery struct {
+	hook   *hook
+	method string // hooks/intercept or hooks/observe
+	ref    frameRef
+	sent   time.Time
+	retry  bool // a second intercept of the event to the same backend
+
+	deadline time.Duration // 0: unknown
+	policy   string        // the subscription's failurePolicy
+	answered bool
+	at       time.Time // when it was answered, or gave up at its deadline
+	outcome  string
+	accepted bool // a conforming harness applies the answer
+	failed   bool // an operational failure
+	ends     bool // an accepted deny or flow stop
+	deny     bool
+	flow     string // "stop", "continue" or ""
+
+	state    *tap.Value // params.state of the request
+	input    *tap.Value // event.tool.input of the request
+	effInput *tap.Value // the effective input an accepted modify(input) produced
+	contrib  contribution
+}
+
+// contribution is what an accepted answer adds to the chained state.
+type contribution struct {
+	permission   string // deny, ask, allow or ""
+	instructions []string
+	injections   int
+}
+
+// frameRef is what a finding needs of a frame.
+type frameRef struct {
+	seq              uint64
+	conn             string
+	dir              tap.Direction
+	time             time.Time
+	rpcID            string
+	eventID, evType  string
+	traceParent, ptr string
+}
+
+func refOf(f *tap.Frame, evID, evType string) frameRef {
+	return frameRef{seq: f.Seq, conn: f.Conn, dir: f.Dir, time: f.Time, rpcID: tap.IDText(f.RPCID()), eventID: evID, evType: evType}
+}
+
+// An event is one event's chain: every delivery of it.
+type event struct {
+	key        tap.EventKey
+	typ        string
+	first      time.Time
+	deliveries []*delivery
+	// interceptors are the hooks that subscribe to the event as
+	// interceptors, in registration order; skip says why the chain is
+	// not judged ("" when it is).
+	interceptors []interceptor
+	skip         string
+
+	endAt  time.Time // when the chain ended (zero: it did not)
+	endBy  *delivery
+	endWhy string
+
+	callID string // call.id of a tool event
+	turn   string // turn.id of a turn.finish.before
+
+	reported map[string]bool // rule IDs reported for this event
+	gone     bool            // judged and forgotten
+}
+
+// take takes one frame a link judged.
+func (t *Timeline) take(hookID string, f *tap.Frame, x *tap.Exchange) {
+	if f == nil || f.Unchecked() || f.Msg == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	h := t.reg.byID[hookID]
+	if h == nil {
+		return
+	}
+	if f.Time.After(t.now) {
+		t.now = f.Time
+	}
+	switch m := f.Msg.(type) {
+	case *tap.Request:
+		if m.Method == "hooks/intercept" && x != nil {
+			t.intercept(h, f, x)
+		}
+	case *tap.Notification:
+		if m.Method == "hooks/observe" {
+			t.observe(h, f)
+		}
+	case *tap.Response:
+		if x != nil && x.Method == "hooks/intercept" { // x is set only for a response that matched
+			t.answer(h, f, x)
+		}
+	}
+}
+
+// eventOf returns the chain of the event a frame carries, creating it.
+func (t *Timeline) eventOf(ev *tap.Value, at time.Time) (*event, bool) {
+	id, ok := ev.Get("id").Text()
+	if !ok || id == "" {
+		return nil, false
+	}
+	src, _ := ev.Get("source").Text()
+	k := tap.EventKey{Source: src, ID: id}
+	if e := t.events[k]; e != nil {
+		return e, false
+	}
+	typ, _ := ev.Get("type").Text()
+	e := &event{key: k, typ: typ, first: at, reported: map[string]bool{}}
+	e.interceptors = t.reg.interceptors(typ)
+	if miss := untapped(e.interceptors); len(miss) > 0 {
+		e.skip = "hooks not tapped: " + strings.Join(miss, ", ")
+		for _, m := range miss {
+			t.partialBy[m] = true
+		}
+	}
+	t.events[k] = e
+	t.order = append(t.order, e)
+	t.bound()
+	return e, true
+}
+
+// bound judges and forgets the oldest events past MaxEvents.
+func (t *Timeline) bound() {
+	for len(t.events) > t.cfg.MaxEvents && len(t.order) > 0 {
+		e := t.order[0]
+		t.order = t.order[1:]
+		if !e.gone {
+			t.advance(e, t.now)
+			t.finish(e)
+		}
+	}
+	if len(t.order) > 2*t.cfg.MaxEvents {
+		t.order = slices.DeleteFunc(t.order, func(e *event) bool { return e.gone })
+	}
+}
+
+// advance ends, as of time now, every intercept of e still outstanding
+// past its deadline: the harness gave up on it (AHP-FAIL-002), an
+// operational failure under the subscription's policy.
+func (t *Timeline) advance(e *event, now time.Time) {
+	for _, d := range e.deliveries {
+		if d.method != "hooks/intercept" || d.answered || d.deadline <= 0 {
+			continue
+		}
+		if limit := d.sent.Add(d.deadline); now.After(limit.Add(t.cfg.Skew)) {
+			d.answered, d.at, d.outcome, d.failed = true, limit, tap.OutcomeUnanswered, true
+			t.settleFailure(e, d)
+		}
+	}
+}
+
+// settleFailure applies d's failure policy to the chain: fail-closed ends
+// it (and denies).
+func (t *Timeline) settleFailure(e *event, d *delivery) {
+	if d.policy == "fail-closed" && e.endAt.IsZero() {
+		e.endAt, e.endBy = d.at, d
+		e.endWhy = fmt.Sprintf("a failure (%s) of %s's fail-closed subscription", d.outcome, d.hook.id)
+		t.markDenied(e)
+	}
+}
+
+// markDenied remembers that e, a *.before event, was denied (COND-8).
+func (t *Timeline) markDenied(e *event) {
+	k, ok := t.known[e.key.ID]
+	if !ok {
+		return
+	}
+	k.denied = true
+	t.known[e.key.ID] = k
+	if c := t.calls[e.callID]; c != nil && e.typ == "tool.before" && c.before == e.key.ID {
+		c.denied = true
+	}
+}
+
+// intercept takes a hooks/intercept request sent to h.
+func (t *Timeline) intercept(h *hook, f *tap.Frame, x *tap.Exchange) {
+	ev := x.Event
+	e, fresh := t.eventOf(ev, f.Time)
+	if e == nil {
+		return
+	}
+	if fresh {
+		t.lineage(e, ev, f)
+	}
+	t.advance(e, f.Time)
+	d := &delivery{hook: h, method: "hooks/intercept", ref: refOf(f, e.key.ID, e.typ), sent: f.Time,
+		deadline: x.Deadline, state: f.Params().Get("state"), input: ev.Path("tool", "input")}
+	d.policy, _ = x.Subscription.Get("failurePolicy").Text()
+	for _, o := range e.deliveries {
+		if o.method == "hooks/intercept" && o.hook == h {
+			d.retry = true // BASE-6 judges retries (identity, deadline)
+		}
+	}
+	if fresh && e.typ == "turn.finish.before" {
+		t.continuations(e, f)
+	}
+	if e.skip == "" && !d.retry {
+		t.judgeIntercept(e, d, f)
+	}
+	e.deliveries = append(e.deliveries, d)
+}
+
+// judgeIntercept judges an intercept of e to a backend that had not had
+// it: order (COND-1), stop (COND-2), observers (COND-4), state (COND-5).
+func (t *Timeline) judgeIntercept(e *event, d *delivery, f *tap.Frame) {
+	skew := t.cfg.Skew
+	if !e.endAt.IsZero() && d.sent.Sub(e.endAt) > skew {
+		t.report(e, rules.CondAfterStop, d.ref, "",
+			"%s (position %d in hooks) received event %q as hooks/intercept after %s ended the chain; no later interceptor receives the event (a best-effort hooks/observe is allowed)",
+			d.hook.id, d.hook.pos+1, e.key.ID, e.endWhy)
+	}
+	var prev *delivery
+	for _, o := range e.deliveries {
+		if o.method == "hooks/intercept" && !o.retry && o.hook != d.hook {
+			if o.hook.pos > d.hook.pos && d.sent.Sub(o.sent) > skew {
+				t.report(e, rules.CondOrder, d.ref, "",
+					"%s (position %d in hooks) received event %q after %s (position %d) had it at %s; interceptors run in the order of the registration's hooks array",
+					d.hook.id, d.hook.pos+1, e.key.ID, o.hook.id, o.hook.pos+1, o.sent.Format(time.RFC3339Nano))
+			}
+			if prev == nil || o.sent.After(prev.sent) {
+				prev = o
+			}
+		}
+		if o.method == "hooks/observe" && d.sent.Sub(o.sent) > skew {
+			t.report(e, rules.CondObserveEarly, o.ref, "",
+				"%s received event %q as hooks/observe before the chain settled: %s (position %d) received it as hooks/intercept %v later; observers come after settlement",
+				o.hook.id, e.key.ID, d.hook.id, d.hook.pos+1, d.sent.Sub(o.sent).Round(time.Millisecond))
+		}
+	}
+	if prev != nil {
+		t.chainedState(e, prev, d, f)
+	}
+}
+
+// answer takes h's answer to an intercept.
+func (t *Timeline) answer(h *hook, f *tap.Frame, x *tap.Exchange) {
+	id, _ := x.Event.Get("id").Text()
+	src, _ := x.Event.Get("source").Text()
+	e := t.events[tap.EventKey{Source: src, ID: id}]
+	if e == nil {
+		return
+	}
+	var d *delivery
+	for _, o := range e.deliveries {
+		if o.method == "hooks/intercept" && o.hook == h && (!o.answered || o.outcome == tap.OutcomeUnanswered) {
+			d = o
+			break
+		}
+	}
+	if d == nil {
+		return
+	}
+	gaveUp := d.answered // advance already ended it at its deadline
+	d.answered, d.outcome = true, x.Outcome
+	if !gaveUp {
+		d.at = f.Time
+	}
+	res, hasEdit := x.Edit.(rules.EditResult)
+	switch x.Outcome {
+	case tap.OutcomeNoEffect, tap.OutcomeEffects, tap.OutcomeDeny:
+		d.accepted = !hasEdit || res.Accepted
+	}
+	if !d.accepted {
+		d.failed = true
+		if x.Outcome == tap.OutcomeLate && d.deadline > 0 {
+			d.at = d.sent.Add(d.deadline) // the harness gave up at the deadline
+		}
+	}
+	if d.accepted {
+		d.contrib, d.flow, d.deny = contributionOf(f)
+		d.ends = d.deny || d.flow == "stop"
+		if hasEdit {
+			d.ends = res.Ends
+			d.effInput = res.Effective["input"]
+		}
+	}
+	if e.skip == "" && !d.retry {
+		t.judgeOverlap(e, d)
+	}
+	if e.turn != "" {
+		t.resolveTurn(e, d)
+	}
+	switch {
+	case d.failed && !gaveUp:
+		t.settleFailure(e, d)
+	case d.ends && e.endAt.IsZero():
+		e.endAt, e.endBy = d.at, d
+		what := "an accepted flow stop"
+		if d.deny {
+			what = "an accepted deny"
+			t.markDenied(e)
+		}
+		e.endWhy = what + " from " + d.hook.id
+	}
+}
+
+// judgeOverlap judges, once d is answered, every intercept of e to another
+// backend sent while d was outstanding (COND-1), and every observe sent
+// before d settled (COND-4).
+func (t *Timeline) judgeOverlap(e *event, d *delivery) {
+	skew := t.cfg.Skew
+	for _, o := range e.deliveries {
+		if o == d || o.hook == d.hook || o.sent.Before(d.sent) {
+			continue
+		}
+		switch {
+		case o.method == "hooks/intercept" && !o.retry && d.at.Sub(o.sent) > skew:
+			t.report(e, rules.CondConcurrent, o.ref, "",
+				"%s received event %q as hooks/intercept while %s still had it outstanding (answered %v later); interceptors run one at a time, never concurrently",
+				o.hook.id, e.key.ID, d.hook.id, d.at.Sub(o.sent).Round(time.Millisecond))
+		case o.method == "hooks/observe" && d.at.Sub(o.sent) > skew:
+			t.report(e, rules.CondObserveEarly, o.ref, "",
+				"%s received event %q as hooks/observe while %s still had it as hooks/intercept (answered %v later); observers come after settlement",
+				o.hook.id, e.key.ID, d.hook.id, d.at.Sub(o.sent).Round(time.Millisecond))
+		}
+	}
+}
+
+// observe takes a hooks/observe notification to h.
+func (t *Timeline) observe(h *hook, f *tap.Frame) {
+	ev := f.Event()
+	e, fresh := t.eventOf(ev, f.Time)
+	if e == nil {
+		return
+	}
+	if fresh {
+		t.lineage(e, ev, f)
+	}
+	t.advance(e, f.Time)
+	d := &delivery{hook: h, method: "hooks/observe", ref: refOf(f, e.key.ID, e.typ), sent: f.Time, answered: true, at: f.Time}
+	called := false
+	for _, o := range e.deliveries {
+		if o.method == "hooks/intercept" && o.hook == h {
+			called = true
+		}
+	}
+	if called && !h.observes(e.typ) && e.skip == "" {
+		t.report(e, rules.CondSecondCopy, d.ref, "",
+			"%s received event %q as hooks/observe after it was called with it as hooks/intercept, and has no observe subscription for %s; only uncalled intercept subscriptions get the short-circuit observe",
+			h.id, e.key.ID, e.typ)
+	}
+	// An intercept still outstanding is judged when it is answered
+	// (judgeOverlap); a later intercept, when it arrives (judgeIntercept).
+	e.deliveries = append(e.deliveries, d)
+}
+
+// contributionOf reads what an accepted intercept result adds to the
+// chained state, and its flow and deny effects.
+func contributionOf(f *tap.Frame) (c contribution, flow string, deny bool) {
+	m, ok := f.Msg.(*tap.Response)
+	if !ok {
+		return
+	}
+	for _, eff := range m.Result.Get("effects").Elems() {
+		typ, _ := eff.Get("type").Text()
+		switch typ {
+		case "deny", "ask", "allow":
+			c.permission = stickier(c.permission, typ)
+			deny = deny || typ == "deny"
+		case "flow":
+			op, _ := eff.Get("operation").Text()
+			switch {
+			case op == "stop":
+				flow = "stop"
+			case op == "continue" && flow != "stop":
+				flow = "continue"
+				if s, ok := eff.Get("instruction").Text(); ok {
+					c.instructions = append(c.instructions, s)
+				}
+			}
+		case "inject":
+			c.injections++
+		}
+	}
+	return
+}
+
+// permissionRank orders permissions: deny over ask over allow over none.
+var permissionRank = map[string]int{"": 0, "none": 0, "allow": 1, "ask": 2, "deny": 3}
+
+func stickier(a, b string) string {
+	if permissionRank[b] > permissionRank[a] {
+		return b
+	}
+	return a
+}
+
+// chainedState judges d's request state and tool input against the
+// previous interceptor's request and answer (COND-5).
+func (t *Timeline) chainedState(e *event, prev, d *delivery, f *tap.Frame) {
+	if !prev.answered {
+		return // concurrent: COND-1 says so
+	}
+	if prev.state.Is(tap.Object) && d.state.Is(tap.Object) {
+		was, _ := prev.state.Get("permission").Text()
+		want := was
+		if prev.accepted {
+			want = stickier(was, prev.contrib.permission)
+		}
+		if got, ok := d.state.Get("permission").Text(); ok && permissionRank[got] != permissionRank[want] {
+			t.report(e, rules.CondPermission, d.ref, "/params/state/permission",
+				"state.permission sent to %s is %q, but the chain so far decided %q (%s had %q and answered %s); permission is sticky: deny over ask over allow over none, and a failed answer contributes nothing",
+				d.hook.id, got, want, prev.hook.id, was, describeAnswer(prev))
+		}
+		for _, acc := range []struct {
+			name string
+			add  int
+			list []string
+		}{{"instructions", len(prev.contrib.instructions), prev.contrib.instructions}, {"injections", prev.contrib.injections, nil}} {
+			before := prev.state.Get(acc.name).Elems()
+			after := d.state.Get(acc.name).Elems()
+			want := len(before)
+			if prev.accepted {
+				want += acc.add
+			}
+			bad := len(after) != want
+			for i := 0; !bad && i < len(before); i++ {
+				bad = before[i].Digest() != after[i].Digest()
+			}
+			if bad {
+				t.report(e, rules.CondAccumulate, d.ref, "/params/state/"+acc.name,
+					"state.%s sent to %s has %d entries, want %d: the %d %s had, kept in order, plus what its answer (%s) added; a failed or rejected answer adds nothing",
+					acc.name, d.hook.id, len(after), want, len(before), prev.hook.id, describeAnswer(prev))
+			}
+		}
+	}
+	if prev.accepted && prev.effInput != nil && d.input != nil && prev.effInput.Digest() != d.input.Digest() {
+		t.report(e, rules.CondInput, d.ref, "/params/event/tool/input",
+			"the tool input sent to %s is not the effective input after %s's accepted modify(input); each later interceptor sees the accepted effective content",
+			d.hook.id, prev.hook.id)
+	}
+}
+
+func describeAnswer(d *delivery) string {
+	switch {
+	case d.failed:
+		return "with a failure (" + d.outcome + ")"
+	case d.contrib.permission != "":
+		return d.contrib.permission
+	}
+	return d.outcome
+}
+
+// continuations judges remainingContinuations of a turn.finish.before
+// against the turn's previous one (COND-7), and remembers this one.
+func (t *Timeline) continuations(e *event, f *tap.Frame) {
+	turn, ok := f.Event().Path("turn", "id").Text()
+	if !ok {
+		return
+	}
+	rem, has := f.Params().Path("capabilities", "flow", "remainingContinuations").Int()
+	prev, seen := t.turns[turn]
+	if seen && prev.has && has {
+		want := prev.remaining
+		if prev.resolution == "continue" {
+			want--
+		}
+		if prev.resolution != "" && rem != want {
+			t.report(e, rules.CondContinuation, refOf(f, e.key.ID, e.typ), "/params/capabilities/flow/remainingContinuations",
+				"remainingContinuations is %d in turn %q's next turn.finish.before, want %d: the previous chain resolved to %s with %d remaining (a continue costs exactly one, a stop none)",
+				rem, turn, want, prev.resolution, prev.remaining)
+		}
+	}
+	// The resolution is known once the chain settles: finish fills it.
+	if len(t.turns) > maxKnown {
+		clear(t.turns)
+	}
+	e.turn = turn
+	t.turns[turn] = turnRecord{event: e.key.ID, remaining: rem, has: has}
+}
+
+// lineage judges the first sight of an event against the events seen
+// before (COND-8, COND-9), and remembers it.
+func (t *Timeline) lineage(e *event, ev *tap.Value, f *tap.Frame) {
+	ref := refOf(f, e.key.ID, e.typ)
+	parent, hasParent := ev.Get("parentEventId").Text()
+	callID, hasCall := ev.Path("call", "id").Text()
+	if hasParent {
+		p, known := t.known[parent]
+		_, isCall := t.calls[parent]
+		switch {
+		case parent == e.key.ID:
+			t.report(e, rules.CondParent, ref, "/params/event/parentEventId", "event %q names itself as its parent; lineage forms no cycle", e.key.ID)
+		case !known && isCall:
+			t.report(e, rules.CondParent, ref, "/params/event/parentEventId", "parentEventId %q is a call id, not an event id; a parent is an event", parent)
+		case known && p.source != e.key.Source:
+			t.report(e, rules.CondParent, ref, "/params/event/parentEventId", "parentEventId %q names an event of source %q, not this event's source %q", parent, p.source, e.key.Source)
+		case known && e.typ == "user.elicitation.result" && p.typ != "user.elicitation.request":
+			t.report(e, rules.CondParent, ref, "/params/event/parentEventId", "the parent of a user.elicitation.result is its user.elicitation.request, not a %s", p.typ)
+		case known && t.cycle(parent, e.key.ID):
+			t.report(e, rules.CondParent, ref, "/params/event/parentEventId", "parentEventId %q leads back to event %q; lineage forms no cycle", parent, e.key.ID)
+		}
+		if known && p.denied && strings.HasSuffix(e.typ, ".after") && afterOf(p.typ) == e.typ && e.typ != "tool.after" {
+			t.report(e, rules.CondDenyRan, ref, "/params/event/parentEventId",
+				"a %s follows the denied %s %q: evidence the denied operation ran (AHP-DEC-002: after an accepted deny the operation does not run)", e.typ, p.typ, parent)
+		}
+	}
+	if hasCall {
+		e.callID = callID
+	}
+	if hasCall && e.typ == "tool.before" {
+		t.rememberCall(callID).before = e.key.ID
+	}
+	if hasCall && e.typ == "tool.after" {
+		c := t.calls[callID]
+		outcome, _ := ev.Get("outcome").Text()
+		switch {
+		case c == nil && t.toolBeforeCovered():
+			t.report(e, rules.CondAfterUnknown, ref, "/params/event/call/id",
+				"tool.after for call %q, but no tool.before with that call.id was dispatched to the tapped backends, which subscribe to every tool.before", callID)
+		case c != nil && c.after != "" && c.after != e.key.ID:
+			t.report(e, rules.CondSecondAfter, ref, "/params/event/call/id", "a second tool.after (event %q) for call %q, which already had tool.after %q; each call gets one tool.after", e.key.ID, callID, c.after)
+		}
+		if c != nil && c.denied && outcome != "denied" {
+			t.report(e, rules.CondDenyRan, ref, "/params/event/outcome",
+				"tool.after for call %q has outcome %q, but its tool.before %q was denied: evidence the denied call ran (AHP-DEC-002)", callID, outcome, c.before)
+		}
+		if c == nil {
+			c = t.rememberCall(callID)
+		}
+		if c.after == "" {
+			c.after = e.key.ID
+		}
+	}
+	t.remember(e.key.ID, knownEvent{source: e.key.Source, typ: e.typ, parent: parent})
+}
+
+// afterOf names the after event of a before event ("tool.before" →
+// "tool.after"; "config.change.before" → "config.change.after").
+func afterOf(before string) string {
+	if s, ok := strings.CutSuffix(before, ".before"); ok {
+		return s + ".after"
+	}
+	return ""
+}
+
+// cycle reports whether following parents from parent reaches id.
+func (t *Timeline) cycle(parent, id string) bool {
+	for range 64 {
+		p, ok := t.known[parent]
+		if !ok || p.parent == "" {
+			return false
+		}
+		if p.parent == id {
+			return true
+		}
+		parent = p.parent
+	}
+	return false
+}
+
+// toolBeforeCovered reports whether every tool.before reaches a tapped
+// backend: a tapped hook subscribes to it without filters, and no hook
+// of the registration is untapped.
+func (t *Timeline) toolBeforeCovered() bool {
+	covered := false
+	for _, h := range t.reg.hooks {
+		if !h.tapped {
+			return false
+		}
+		for _, mode := range []string{"intercept", "observe"} {
+			if s := tap.MatchSubscription(h.entry, "tool.before", mode); s != nil && !s.Has("filters") {
+				covered = true
+			}
+		}
+	}
+	return covered
+}
+
+func (t *Timeline) remember(id string, k knownEvent) {
+	if _, ok := t.known[id]; !ok {
+		t.knownFIF = append(t.knownFIF, id)
+		if len(t.knownFIF) > maxKnown {
+			delete(t.known, t.knownFIF[0])
+			t.knownFIF = t.knownFIF[1:]
+		}
+	}
+	t.known[id] = k
+}
+
+func (t *Timeline) rememberCall(id string) *call {
+	c := t.calls[id]
+	if c == nil {
+		c = &call{}
+		t.calls[id] = c
+		t.callFIF = append(t.callFIF, id)
+		if len(t.callFIF) > maxKnown {
+			delete(t.calls, t.callFIF[0])
+			t.callFIF = t.callFIF[1:]
+		}
+	}
+	return c
+}
+
+// finish judges what needs the whole chain (COND-3), records the chain,
+// and forgets the event.
+func (t *Timeline) finish(e *event) {
+	e.gone = true
+	delete(t.events, e.key)
+	if e.skip != "" {
+		t.partial++
+		return
+	}
+	t.judged++
+	var failOpen *delivery
+	called := map[*hook]bool{}
+	for _, d := range e.deliveries {
+		if d.method != "hooks/intercept" {
+			continue
+		}
+		called[d.hook] = true
+		if d.failed && d.policy == "fail-open" && failOpen == nil {
+			failOpen = d
+		}
+	}
+	if failOpen != nil && e.endAt.IsZero() {
+		for _, i := range e.interceptors {
+			if i.hook.pos > failOpen.hook.pos && !i.filtered && !called[i.hook] {
+				t.report(e, rules.CondFailOpen, failOpen.ref, "",
+					"after %s's fail-open subscription failed (%s), the chain did not go on to %s (position %d), which subscribes to %s: fail-open continues with the next interceptor (unless the harness was interrupted, which the wire does not show)",
+					failOpen.hook.id, failOpen.outcome, i.hook.id, i.hook.pos+1, e.typ)
+				break
+			}
+		}
+	}
+	t.chains = append(t.chains, chainOf(e))
+	if len(t.chains) > maxChains {
+		t.chains = t.chains[len(t.chains)-maxChains:]
+	}
+}
+
+// resolveTurn records how an accepted answer d resolves e, a
+// turn.finish.before, for COND-7: stop beats continue.
+func (t *Timeline) resolveTurn(e *event, d *delivery) {
+	r, ok := t.turns[e.turn]
+	if !ok || r.event != e.key.ID || !d.accepted {
+		return
+	}
+	switch {
+	case d.flow == "stop":
+		r.resolution = "stop"
+	case d.flow == "continue" && r.resolution == "":
+		r.resolution = "continue"
+	}
+	t.turns[e.turn] = r
+}
+
+// report writes one finding under ri about ref, at most once per event
+// and rule.
+func (t *Timeline) report(e *event, ri tap.RuleInfo, ref frameRef, ptr, format string, args ...any) {
+	if e.reported[ri.ID] {
+		return
+	}
+	e.reported[ri.ID] = true
+	t.sink.Write(tap.Finding{Check: ri.Check, Requirement: ri.Requirement, Rule: ri.ID, Level: ri.Level,
+		Message: fmt.Sprintf(format, args...), Pointer: ptr, Seq: ref.seq, Dir: ref.dir, Conn: ref.conn, Time: ref.time,
+		RPCID: ref.rpcID, EventID: ref.eventID, EventType: ref.evType, Binds: tap.FromHarness})
+}
+
+// Close judges every event still held. Findings after Close are dropped.
+func (t *Timeline) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	for _, e := range t.order {
+		if !e.gone {
+			t.advance(e, e.lastTime().Add(24*time.Hour))
+			t.finish(e)
+		}
+	}
+	t.order = nil
+	t.closed = true
+}
+
+func (e *event) lastTime() time.Time {
+	last := e.first
+	for _, d := range e.deliveries {
+		if d.sent.After(last) {
+			last = d.sent
+		}
+	}
+	return last
+}
+
+// NotChecked says which conduct checks some events could not get, and why.
+func (t *Timeline) NotChecked() []tap.NotChecked {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.partial == 0 {
+		return nil
+	}
+	var miss []string
+	for id := range t.partialBy {
+		miss = append(miss, id)
+	}
+	slices.Sort(miss)
+	reason := fmt.Sprintf("%d of %d events had a matching intercept subscription on a hook that is not tapped (%s)",
+		t.partial, t.partial+t.judged, strings.Join(miss, ", "))
+	var out []tap.NotChecked
+	for _, c := range []string{"COND-1", "COND-2", "COND-3", "COND-4", "COND-5"} {
+		out = append(out, tap.NotChecked{Check: c, Reason: reason})
+	}
+	return out
+}
