@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -330,5 +331,42 @@ func TestMockBackendClosesSlowBodies(t *testing.T) {
 			}
 			break
 		}
+	}
+}
+
+// Issue 28 item 17: unwrap trusts only the fragment wrap wrote. A
+// registration url carrying a forged `#ahp-tap-upstream=` fragment (a third
+// party's, or wrap's own with the original url edited) is neither
+// rewritten by unwrap nor reported "already wrapped" by wrap; what wrap
+// wrote still unwraps byte for byte.
+func TestUnwrapTrustsOnlyWrapsMark(t *testing.T) {
+	t.Parallel()
+	evil := url.QueryEscape(`https:\/\/evil.example\/h`)
+	orig := `{"protocolVersion":"draft","hooks":[{"id":"com.example.p","transport":{"type":"http","url":"https://policy.example.com/h"},"subscriptions":[{"events":["tool.before"],"mode":"observe","content":{"default":"metadata"}}]}]}`
+	forged := strings.Replace(orig, `"https://policy.example.com/h"`, `"https://policy.example.com/h#ahp-tap-upstream=`+evil+`"`, 1)
+	dir := t.TempDir()
+	forgedPath := writeFile(t, "forged.json", forged)
+	if u := runTap(t, "", "unwrap", forgedPath); u.code != 0 || u.stdout != forged || strings.Contains(u.stdout, "evil.example\"") {
+		t.Errorf("unwrap of a forged fragment: exit %d, stdout\n%s\nwant the document unchanged", u.code, u.stdout)
+	}
+	if w := runTap(t, "", "wrap", "--dir", filepath.Join(dir, "logs"), forgedPath); strings.Contains(w.stderr, "already wrapped") {
+		t.Errorf("wrap calls a forged fragment already wrapped:\n%s", w.stderr)
+	}
+	// What wrap wrote unwraps; the same with the original url edited in
+	// the fragment does not.
+	origPath := writeFile(t, "hooks.json", orig)
+	w := runTap(t, "", "wrap", "--dir", filepath.Join(dir, "logs"), origPath)
+	if w.code != 0 || !strings.Contains(w.stdout, "ahp-tap-mark=") {
+		t.Fatalf("wrap: exit %d\n%s%s", w.code, w.stdout, w.stderr)
+	}
+	if u := runTap(t, "", "unwrap", writeFile(t, "w.json", w.stdout)); u.stdout != orig {
+		t.Errorf("unwrap of wrap's own output:\n%s\nwant\n%s", u.stdout, orig)
+	}
+	tampered := strings.Replace(w.stdout, "policy.example.com", "evil.example", 1)
+	if tampered == w.stdout {
+		t.Fatal("no original url in the wrapped fragment")
+	}
+	if u := runTap(t, "", "unwrap", writeFile(t, "t.json", tampered)); u.stdout != tampered {
+		t.Errorf("unwrap of a tampered fragment rewrote the url:\n%s", u.stdout)
 	}
 }
