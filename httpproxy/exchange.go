@@ -195,10 +195,17 @@ func (p *Proxy) newExchangeHead(method string, target *url.URL, h http.Header, h
 type requestBody struct {
 	rc io.ReadCloser
 	x  *exchange
+	// pace, when set, bounds a slow body (Proxy.bodyPace).
+	pace func(got int64)
+	got  int64
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {
+	if b.pace != nil {
+		b.pace(b.got)
+	}
 	n, err := b.rc.Read(p)
+	b.got += int64(n)
 	if n > 0 {
 		b.x.copyBytes(false, p[:n])
 	}
@@ -206,6 +213,10 @@ func (b *requestBody) Read(p []byte) (int, error) {
 		b.x.mu.Lock()
 		b.x.reqEOF = true
 		b.x.mu.Unlock()
+		if b.pace != nil {
+			b.pace(-1)
+			b.pace = nil
+		}
 	}
 	return n, err
 }

@@ -71,6 +71,12 @@ type Config struct {
 	// Redact says which headers and query parameters are redacted besides
 	// the Authorization credential (zero value: the defaults).
 	Redact Redaction
+	// ReadTimeout bounds how long a harness may take to send a request
+	// head, and is the base allowance of its body, which gets one more
+	// second per BodyMinRate bytes received (0: DefaultReadTimeout). A
+	// connection past it is closed: slow heads and slow bodies hold a
+	// connection (and an upstream connection) no longer.
+	ReadTimeout time.Duration
 	// MaxCredentials bounds how many credentials are remembered for
 	// redaction (0: httpaudit.DefaultMaxCredentials).
 	MaxCredentials int
@@ -80,16 +86,46 @@ type Config struct {
 // (--redact-header, --no-redact): the HTTP audit-frame builder's.
 type Redaction = httpaudit.Redaction
 
+// DefaultReadTimeout is Config.ReadTimeout's default: a harness sends a
+// request head within it, and a body within it plus a second per
+// BodyMinRate bytes.
+const DefaultReadTimeout = relayHeadWait
+
+// BodyMinRate is the slowest a request body may arrive, in bytes per
+// second, past the first ReadTimeout: a 16 MiB body may take 30 s + 17 min,
+// one byte every 5 s (slowloris) at most about 30 s.
+const BodyMinRate = 16 << 10
+
+// A readDeadliner is a harness connection, or net/http's control of one.
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
+
+// bodyPace returns the pace of a request body read from c: before each
+// read that could wait, the read deadline is the body's start plus
+// ReadTimeout plus a second per BodyMinRate bytes received so far. Called
+// with -1 once the body has been read, it clears the deadline: a slow
+// upstream answer must not look like a slow harness.
+func (p *Proxy) bodyPace(c readDeadliner) func(got int64) {
+	start := time.Now()
+	return func(got int64) {
+		if got < 0 {
+			_ = c.SetReadDeadline(time.Time{})
+			return
+		}
+		_ = c.SetReadDeadline(start.Add(p.readTimeout + time.Duration(got)*time.Second/BodyMinRate))
+	}
+}
+
 // A Proxy forwards AHP traffic and feeds the auditor. It is an
 // http.Handler; Serve runs it on a listener.
 type Proxy struct {
-	upstream *url.URL
-	forward  bool
-	maxAudit int
-	drain    time.Duration
-	auditor  *tap.Auditor
-	metrics  *Metrics
-	log      zerolog.Logger
+	upstream    *url.URL
+	forward     bool
+	maxAudit    int
+	drain       time.Duration
+	readTimeout time.Duration // Config.ReadTimeout
+	auditor     *tap.Auditor
+	metrics     *Metrics
+	log         zerolog.Logger
 
 	tr    *http.Transport          // upstream transport: verifies TLS, never compresses, never follows redirects
 	gp    *goproxy.ProxyHttpServer // the goproxy front: forward requests, CONNECT, and NonproxyHandler for reverse mode
@@ -138,6 +174,9 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	if p.drain <= 0 {
 		p.drain = DefaultDrain
+	}
+	if p.readTimeout = cfg.ReadTimeout; p.readTimeout <= 0 {
+		p.readTimeout = DefaultReadTimeout
 	}
 	timeout := cfg.UpstreamTimeout
 	if timeout <= 0 {
@@ -267,7 +306,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	srv := &http.Server{
 		Handler:           p,
-		ReadHeaderTimeout: 30 * time.Second,
+		ReadHeaderTimeout: p.readTimeout,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          log.New(serverLog{p}, "", 0),
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
@@ -360,7 +399,7 @@ func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 	out = out.WithContext(r.Context())
 	var body *requestBody
 	if r.ContentLength != 0 {
-		body = &requestBody{rc: r.Body, x: x}
+		body = &requestBody{rc: r.Body, x: x, pace: p.bodyPace(http.NewResponseController(w))}
 		out.Body = body
 	}
 	out.Header = withoutHopHeaders(r.Header)

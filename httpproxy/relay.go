@@ -39,11 +39,11 @@ import (
 // without keep-alive, or sent a close-delimited body.
 
 const (
-	relayReadBuf    = 8 << 10  // bufio.Reader per side: a 1 KiB AHP request arrives whole in one
-	relayOutBuf     = 4 << 10  // pending output per direction: heads, framing lines and small bodies; larger reads go out without a copy (issue 10: 1,000 large uploads in flight held 64 MiB at 32 KiB)
-	maxRequestHead  = 64 << 10 // a larger head is declined to net/http (its limit is 1 MiB)
-	maxResponseHead = 1 << 20  // a larger response head is a 502
-	relayHeadWait   = 30 * time.Second
+	relayReadBuf    = 8 << 10          // bufio.Reader per side: a 1 KiB AHP request arrives whole in one
+	relayOutBuf     = 4 << 10          // pending output per direction: heads, framing lines and small bodies; larger reads go out without a copy (issue 10: 1,000 large uploads in flight held 64 MiB at 32 KiB)
+	maxRequestHead  = 64 << 10         // a larger head is declined to net/http (its limit is 1 MiB)
+	maxResponseHead = 1 << 20          // a larger response head is a 502
+	relayHeadWait   = 30 * time.Second // DefaultReadTimeout: Config.ReadTimeout replaces it
 	relayIdleWait   = 120 * time.Second
 	upstreamDialTO  = 10 * time.Second
 )
@@ -69,7 +69,7 @@ func (p *Proxy) serveRelay(ctx context.Context, ln net.Listener) error {
 	r.declined = &connQueue{ch: make(chan net.Conn), done: make(chan struct{}), addr: ln.Addr()}
 	r.srv = &http.Server{
 		Handler:           p,
-		ReadHeaderTimeout: relayHeadWait,
+		ReadHeaderTimeout: p.readTimeout,
 		IdleTimeout:       relayIdleWait,
 		ErrorLog:          log.New(serverLog{p}, "", 0),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
@@ -248,7 +248,7 @@ func (c *relayConn) serve() {
 			return // the harness closed (or half-closed) an idle connection, or shutdown did
 		}
 		c.setIdle(false)
-		_ = c.nc.SetReadDeadline(time.Now().Add(relayHeadWait))
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.r.p.readTimeout))
 		raw, _, err := readHead(c.br, c.hbuf, maxRequestHead)
 		c.hbuf = raw[:0]
 		if errors.Is(err, errHeadTooLarge) {
@@ -513,8 +513,7 @@ func (c *relayConn) failBeforeResponse(x *exchange, cp *requestCopier, err error
 		// Drain the body for the audit copy (and to keep the connection
 		// in step), as far as the audit copy goes.
 		bc := bodyCopy{dst: &discardUpTo{int64(p.maxAudit)}, src: c.br, out: (*c.out)[:0],
-			audit: func(b []byte) { x.copyBytes(false, b) }}
-		_ = c.nc.SetReadDeadline(time.Now().Add(relayHeadWait))
+			audit: func(b []byte) { x.copyBytes(false, b) }, pace: p.bodyPace(c.nc)}
 		if bc.copyBody(rq.framing, rq.length) == nil {
 			bodyRead = true
 			x.requestEnded()
@@ -600,7 +599,7 @@ func (c *relayConn) startCopier(up *upstreamConn, x *exchange) *requestCopier {
 		// connection the response told to stay open: a reused connection
 		// that fails with EOF, found by bench/soak).
 		bc := bodyCopy{dst: up.nc, src: c.br, out: (*buf)[:0], audit: func(b []byte) { x.copyBytes(false, b) },
-			read: func() { cp.readAll.Store(true) }}
+			read: func() { cp.readAll.Store(true) }, pace: c.r.p.bodyPace(c.nc)}
 		var err error
 		switch rq.framing {
 		case fixedBody:
@@ -608,6 +607,7 @@ func (c *relayConn) startCopier(up *upstreamConn, x *exchange) *requestCopier {
 		case chunked:
 			err = bc.chunked()
 		}
+		bc.pace(-1) // the body is read (or broken off): the deadline was for it
 		if err == nil {
 			cp.readAll.Store(true)
 			x.requestEnded()

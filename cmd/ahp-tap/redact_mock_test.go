@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -368,5 +369,82 @@ func TestUnwrapTrustsOnlyWrapsMark(t *testing.T) {
 	}
 	if u := runTap(t, "", "unwrap", writeFile(t, "t.json", tampered)); u.stdout != tampered {
 		t.Errorf("unwrap of a tampered fragment rewrote the url:\n%s", u.stdout)
+	}
+}
+
+// Issue 28 item 19: harnesses trickling request bodies (a byte now and
+// then) hold the HTTP tap's connections, and the upstream connections
+// behind them, no longer than --read-timeout plus a second per 16 KiB
+// received, as slow heads are bounded; a request sent meanwhile is served.
+func TestHTTPTapClosesSlowBodies(t *testing.T) {
+	t.Parallel()
+	var open atomic.Int64
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":"c","result":{"protocolVersion":"draft"}}`)
+	}))
+	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}
+	up.Start()
+	defer up.Close()
+	lt := startHTTPTap(t, "--upstream", up.URL, "--read-timeout", "1s")
+	addr := lt.waitFor(t, "listening on", "http://")
+	defer func() { lt.cmd.Process.Signal(syscall.SIGTERM); <-lt.done; lt.cmd.Wait() }()
+	var slow []net.Conn
+	for range 20 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /h HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+		slow = append(slow, c)
+	}
+	// Keep trickling, one byte per connection every 200 ms, until the tap
+	// closes each (a write or read fails), within a bound far above 1 s.
+	deadline := time.Now().Add(time.Minute)
+	closed := make([]bool, len(slow))
+	for left := len(slow); left > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slow-body connections still open after a minute", left)
+		}
+		time.Sleep(200 * time.Millisecond)
+		for i, c := range slow {
+			if closed[i] {
+				continue
+			}
+			c.SetReadDeadline(time.Now().Add(time.Millisecond))
+			var b [256]byte
+			_, rerr := c.Read(b[:])
+			_, werr := c.Write([]byte(" "))
+			if ne, ok := rerr.(net.Error); (rerr != nil && !(ok && ne.Timeout())) || werr != nil {
+				closed[i] = true
+				left--
+			}
+		}
+	}
+	// The upstream connections behind them are closed too.
+	for open.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := open.Load(); n > 0 {
+		t.Errorf("%d upstream connections still open", n)
+	}
+	// A request sent in time is served.
+	resp, err := http.Post("http://"+addr+"/h", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":"c","method":"hooks/capabilities","params":{"protocolVersion":"draft"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"result"`) {
+		t.Errorf("a legitimate request: %d %s", resp.StatusCode, body)
 	}
 }
