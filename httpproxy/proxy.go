@@ -134,6 +134,7 @@ type Proxy struct {
 	bufs  sync.Pool                // *[]byte copy buffers for reverse-mode responses
 	certs certStore                // MITM leaf certificates by host
 	own   ownConns                 // local addresses of open upstream connections: loop detection
+	hops  *hops                    // loops through chains of taps (hops.go)
 	bg    sync.WaitGroup           // audit facts handed over off the request path; Serve waits for them
 
 	// Reverse mode's relay (relay.go).
@@ -193,6 +194,7 @@ func New(cfg Config) (*Proxy, error) {
 				"ahp-tap remembers at most %d credentials for redaction and has begun to forget the oldest: one of those appearing in a body from now on is neither redacted nor reported (AUTH-1)", max)})
 		}()
 	}
+	p.hops = newHops()
 	p.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	p.tr = &http.Transport{
 		// Proxy is nil: the tap's own HTTP_PROXY must not reroute (or loop)

@@ -311,6 +311,18 @@ func (c *relayConn) answerLoop() {
 
 const loopMessage = "ahp-tap: --upstream points at this tap itself (a request loop)\n"
 
+// answerChainLoop answers a request that came back through a chain of
+// taps (hops.go).
+func (c *relayConn) answerChainLoop() {
+	c.r.p.log.Warn().Str("conn", c.id).Msg("a request came back through a chain of taps pointing at each other (" + HopField + "); answering 508 Loop Detected")
+	_, _ = c.nc.Write([]byte(chainLoopResponse))
+}
+
+const chainLoopMessage = "ahp-tap: this request came back through a chain of ahp-tap taps pointing at each other (a request loop), or went through more than 8\n"
+
+var chainLoopResponse = "HTTP/1.1 508 Loop Detected\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
+	strconv.Itoa(len(chainLoopMessage)) + "\r\nConnection: close\r\n\r\n" + chainLoopMessage
+
 var loopResponse = "HTTP/1.1 508 Loop Detected\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
 	strconv.Itoa(len(loopMessage)) + "\r\nConnection: close\r\n\r\n" + loopMessage
 
@@ -323,6 +335,16 @@ func (c *relayConn) exchange() (keep bool) {
 	c.out = c.r.outs.Get().(*[]byte)
 	defer func() { c.r.outs.Put(c.out); c.out = nil }()
 	rq := &c.req
+	var whole []byte // the body, when it came with the head
+	if rq.framing == fixedBody && int64(c.br.Buffered()) >= rq.length {
+		whole, _ = c.br.Peek(int(rq.length))
+	}
+	hc := p.hops.check(rq, whole)
+	if hc.loop {
+		c.answerChainLoop()
+		return false
+	}
+	defer p.hops.release(hc)
 	method := rq.raw[rq.parts[0].s:rq.parts[0].e]
 	target := rq.raw[rq.parts[1].s:rq.parts[1].e]
 	upTarget := p.relayTarget(target)
@@ -332,6 +354,9 @@ func (c *relayConn) exchange() (keep bool) {
 		upTarget = nil
 	}
 	out := rq.appendForwarded((*c.out)[:0], upTarget, p.upstreamHost)
+	if hc.field != nil {
+		out = withHopField(out, hc.field) // a loop is possible (hops.go)
+	}
 
 	// A body already in the buffer goes out with the head, in one write,
 	// and can be sent again on a fresh connection; any other body is

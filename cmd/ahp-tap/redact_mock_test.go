@@ -448,3 +448,59 @@ func TestHTTPTapClosesSlowBodies(t *testing.T) {
 		t.Errorf("a legitimate request: %d %s", resp.StatusCode, body)
 	}
 }
+
+// freePort returns a loopback port nothing listens on now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// openFDs counts a process's open descriptors (Linux).
+func openFDs(pid int) int {
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(ents)
+}
+
+// Issue 28 item 15: two taps pointing at each other. One request used to
+// go round until each tap held ~10k descriptors; now it comes back once
+// marked with the hop field and is answered 508 Loop Detected, and the
+// taps are left with a handful of descriptors.
+func TestHTTPTapsPointingAtEachOther(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc")
+	}
+	a, b := freePort(t), freePort(t)
+	ta := startHTTPTap(t, "--listen", a, "--upstream", "http://"+b)
+	ta.waitFor(t, "listening on", "http://")
+	tb := startHTTPTap(t, "--listen", b, "--upstream", "http://"+a)
+	tb.waitFor(t, "listening on", "http://")
+	defer func() {
+		for _, lt := range []*liveTap{ta, tb} {
+			lt.cmd.Process.Signal(syscall.SIGTERM)
+			<-lt.done
+			lt.cmd.Wait()
+		}
+	}()
+	client := &http.Client{Timeout: time.Minute}
+	resp, err := client.Post("http://"+a+"/h", "application/json",
+		strings.NewReader(`{"jsonrpc":"2.0","id":"c","method":"hooks/capabilities","params":{"protocolVersion":"draft"}}`))
+	if err != nil {
+		t.Fatalf("the request did not come back: %v (fds: a %d, b %d)", err, openFDs(ta.cmd.Process.Pid), openFDs(tb.cmd.Process.Pid))
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusLoopDetected || !strings.Contains(string(body), "chain of ahp-tap taps") {
+		t.Errorf("got %d %q, want 508 naming the chain of taps", resp.StatusCode, body)
+	}
+	for name, lt := range map[string]*liveTap{"a": ta, "b": tb} {
+		if n := openFDs(lt.cmd.Process.Pid); n > 64 {
+			t.Errorf("tap %s holds %d descriptors after the loop", name, n)
+		}
+	}
+}
