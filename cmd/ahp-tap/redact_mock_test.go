@@ -394,8 +394,13 @@ func TestHTTPTapClosesSlowBodies(t *testing.T) {
 	}
 	up.Start()
 	defer up.Close()
-	lt := startHTTPTap(t, "--upstream", up.URL, "--read-timeout", "1s")
+	const upKey = "upstream-api-key-0123456789"
+	lt := startHTTPTap(t, "--upstream", up.URL+"/?api_key="+upKey, "--read-timeout", "1s")
 	addr := lt.waitFor(t, "listening on", "http://")
+	// (A credential in --upstream's query is not printed either.)
+	if strings.Contains(lt.stderrText(), upKey) {
+		t.Errorf("the --upstream query credential is on stderr:\n%s", lt.stderrText())
+	}
 	defer func() { lt.cmd.Process.Signal(syscall.SIGTERM); <-lt.done; lt.cmd.Wait() }()
 	var slow []net.Conn
 	for range 20 {
