@@ -184,15 +184,18 @@ func (c *Credentials) Add(h http.Header) {
 	}
 }
 
-// AddURL remembers the values of credential query parameters of u, and
-// its userinfo (user name and password).
+// AddURL remembers the values of credential query parameters of u (the
+// defaults: DefaultRedactParams), and the password of its userinfo, as
+// the user:password of a Basic credential is. Other secret-like
+// parameters and the user name are hidden wherever the URL is shown
+// (RedactURL), but not searched for in bodies: an ordinary value there
+// would make every body holding it an AUTH-1 finding.
 func (c *Credentials) AddURL(u *url.URL) {
 	c.once.Do(c.setup)
 	if u == nil {
 		return
 	}
 	if u.User != nil {
-		c.remember(u.User.Username())
 		if p, ok := u.User.Password(); ok {
 			c.remember(p)
 		}
@@ -202,7 +205,10 @@ func (c *Credentials) AddURL(u *url.URL) {
 	}
 	for _, part := range strings.Split(u.RawQuery, "&") {
 		name, val, _ := strings.Cut(part, "=")
-		if !c.secretParam(name) {
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if !c.params[strings.ToLower(name)] {
 			continue
 		}
 		c.remember(val)

@@ -112,6 +112,16 @@ func TestBuilderRedactsAsTheTap(t *testing.T) {
 		m.Header["Authorization"][0] != "Bearer "+tap.RedactedCredential || m.AuthorizationCount != 1 {
 		t.Errorf("request meta %+v", m)
 	}
+	// A secret-like parameter outside the defaults is hidden in the URL but
+	// not searched for in bodies: an ordinary value would be AUTH-1
+	// everywhere it appears. Nor is the user name.
+	t2, _ := url.Parse("http://svc-user-name@h/hooks?tokenizer=cl100k_base")
+	if m := b.Request("POST", t2, http.Header{}, ""); strings.Contains(m.URL, "cl100k_base") || strings.Contains(m.URL, "svc-user-name") {
+		t.Errorf("URL %s", m.URL)
+	}
+	if f := b.Frame(tap.FromHarness, time.Now(), "c", Body{Bytes: []byte(`{"m":"cl100k_base svc-user-name"}`)}, &tap.HTTPMeta{}); f.HTTP.CredentialInBody != 0 {
+		t.Errorf("an ordinary value counted as a credential: %s", f.Raw)
+	}
 	for _, secret := range []string{"header-token-01", "query-token-01", "api-key-value-01", "userinfo-pass-01"} {
 		body := `{"jsonrpc":"2.0","id":1,"result":{"a":"` + secret + `","b":"` + strings.ReplaceAll(uEsc(secret), `\`, `\\`) + `","c":"` + url.QueryEscape(secret) + `"}}`
 		f := b.Frame(tap.FromBackend, time.Now(), "c", Body{Bytes: []byte(body)}, &tap.HTTPMeta{})
