@@ -313,9 +313,16 @@ func (r *mockRun) serveStdio(in io.Reader, out io.Writer, conn string) error {
 	buf := make([]byte, 1<<16)
 	for {
 		n, err := in.Read(buf)
-		if n > 0 {
-			s.Stream(conn, tap.FromHarness, time.Now(), buf[:n])
-			sp.Write(buf[:n])
+		// Line by line, so that the audit sees each request before its
+		// answer, as the wire had them.
+		for p := buf[:n]; len(p) > 0; {
+			seg := p
+			if i := bytes.IndexByte(p, '\n'); i >= 0 {
+				seg = p[:i+1]
+			}
+			s.Stream(conn, tap.FromHarness, time.Now(), seg)
+			sp.Write(seg)
+			p = p[len(seg):]
 		}
 		if err != nil {
 			break
