@@ -147,6 +147,10 @@ type Proxy struct {
 
 type connKey struct{}
 
+// netConnKey holds a forward-mode request's harness connection in its
+// context, for the read deadlines of a slow body.
+type netConnKey struct{}
+
 // New builds a Proxy from cfg.
 func New(cfg Config) (*Proxy, error) {
 	if cfg.Auditor == nil {
@@ -259,8 +263,15 @@ func New(cfg Config) (*Proxy, error) {
 			if !mitmd {
 				conn = connID(req.Context())
 			}
+			var pace func(int64)
+			if nc, ok := req.Context().Value(netConnKey{}).(net.Conn); ok && !mitmd {
+				// Plain HTTP: a slow body is bounded as in reverse mode.
+				// (An intercepted request is read by goproxy from its
+				// tunnel: heads only are bounded there.)
+				pace = p.bodyPace(nc)
+			}
 			ctx.RoundTripper = goproxy.RoundTripperFunc(func(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
-				resp := p.forwardRoundTrip(req, conn)
+				resp := p.forwardRoundTrip(req, conn, pace)
 				if rb, ok := resp.Body.(*responseBody); ok {
 					// Plain HTTP runs on the server's goroutine, where a
 					// panic aborts the response; goproxy's MITM loop has
@@ -311,7 +322,8 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: p.readTimeout,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          log.New(serverLog{p}, "", 0),
-		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+		ConnContext: func(ctx context.Context, nc net.Conn) context.Context {
+			ctx = context.WithValue(ctx, netConnKey{}, nc)
 			return context.WithValue(ctx, connKey{}, "http/"+strconv.FormatUint(p.conns.Add(1), 10))
 		},
 	}
@@ -471,11 +483,11 @@ func copyBody(dst io.Writer, src io.Reader, buf []byte) (n int64, readErr, write
 
 // forwardRoundTrip is forward mode (plain HTTP, or HTTPS with MITM):
 // goproxy calls it to send req upstream.
-func (p *Proxy) forwardRoundTrip(req *http.Request, conn string) *http.Response {
+func (p *Proxy) forwardRoundTrip(req *http.Request, conn string, pace func(int64)) *http.Response {
 	x := p.newExchange(req, conn, req.URL.Redacted())
 	var body *requestBody
 	if req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0 {
-		body = &requestBody{rc: req.Body, x: x}
+		body = &requestBody{rc: req.Body, x: x, pace: pace}
 		req.Body = body
 	}
 	// Hop-by-hop fields stop here; Proxy-Authorization was for this proxy

@@ -412,29 +412,8 @@ func TestHTTPTapClosesSlowBodies(t *testing.T) {
 		fmt.Fprintf(c, "POST /h HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
 		slow = append(slow, c)
 	}
-	// Keep trickling, one byte per connection every 200 ms, until the tap
-	// closes each (a write or read fails), within a bound far above 1 s.
 	deadline := time.Now().Add(time.Minute)
-	closed := make([]bool, len(slow))
-	for left := len(slow); left > 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d slow-body connections still open after a minute", left)
-		}
-		time.Sleep(200 * time.Millisecond)
-		for i, c := range slow {
-			if closed[i] {
-				continue
-			}
-			c.SetReadDeadline(time.Now().Add(time.Millisecond))
-			var b [256]byte
-			_, rerr := c.Read(b[:])
-			_, werr := c.Write([]byte(" "))
-			if ne, ok := rerr.(net.Error); (rerr != nil && !(ok && ne.Timeout())) || werr != nil {
-				closed[i] = true
-				left--
-			}
-		}
-	}
+	trickleUntilClosed(t, slow)
 	// The upstream connections behind them are closed too.
 	for open.Load() > 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
@@ -508,4 +487,55 @@ func TestHTTPTapsPointingAtEachOther(t *testing.T) {
 			t.Errorf("tap %s holds %d descriptors after the loop", name, n)
 		}
 	}
+}
+
+// trickleUntilClosed keeps trickling, one byte per connection every
+// 200 ms, until the tap closes each (a write or read fails), within a
+// bound far above the timeouts the tests give.
+func trickleUntilClosed(t *testing.T, slow []net.Conn) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	closed := make([]bool, len(slow))
+	for left := len(slow); left > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slow-body connections still open after a minute", left)
+		}
+		time.Sleep(200 * time.Millisecond)
+		for i, c := range slow {
+			if closed[i] {
+				continue
+			}
+			c.SetReadDeadline(time.Now().Add(time.Millisecond))
+			var b [256]byte
+			_, rerr := c.Read(b[:])
+			_, werr := c.Write([]byte(" "))
+			if ne, ok := rerr.(net.Error); (rerr != nil && !(ok && ne.Timeout())) || werr != nil {
+				closed[i] = true
+				left--
+			}
+		}
+	}
+}
+
+// Issue 28 item 19, forward mode: plain-HTTP requests through
+// `http --forward` with trickled bodies are closed the same way.
+func TestHTTPForwardClosesSlowBodies(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(io.Discard, r.Body) }))
+	defer up.Close()
+	lt := startHTTPTap(t, "--forward", "--read-timeout", "1s")
+	addr := lt.waitFor(t, "forward proxy on", "HTTP_PROXY/HTTPS_PROXY=http://")
+	defer func() { lt.cmd.Process.Signal(syscall.SIGTERM); <-lt.done; lt.cmd.Wait() }()
+	host := strings.TrimPrefix(up.URL, "http://")
+	var slow []net.Conn
+	for range 10 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST %s/h HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", up.URL, host)
+		slow = append(slow, c)
+	}
+	trickleUntilClosed(t, slow)
 }
