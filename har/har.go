@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -113,8 +114,8 @@ type (
 type Reader struct {
 	dec       *json.Decoder
 	stats     Stats
-	endpoints map[string]bool // URLs an AHP message was posted to
-	creds     credentials
+	endpoints map[string]bool   // URLs an AHP message was posted to
+	creds     httpaudit.Builder // the audit copy of each exchange, redacted as the HTTP tap's
 	done      bool
 }
 
@@ -217,19 +218,13 @@ func (r *Reader) exchange(e *entry) ([]tap.Item, error) {
 		// Some exporters keep the request's content type only here.
 		reqHeader.Set("Content-Type", e.Request.PostData.MimeType)
 	}
-	r.creds.add(reqHeader)
 	conn := "har"
 	if e.Connection != "" {
 		conn = "har:" + e.Connection
 	}
-	url := r.creds.redactString(e.Request.URL)
-	reqMeta := &tap.HTTPMeta{
-		Method:             strings.ToUpper(e.Request.Method),
-		URL:                url,
-		Header:             r.creds.metaHeader(reqHeader),
-		Upstream:           url,
-		AuthorizationCount: len(reqHeader.Values("Authorization")),
-	}
+	reqMeta := r.creds.RequestText(strings.ToUpper(e.Request.Method), e.Request.URL, reqHeader)
+	url := reqMeta.URL
+	reqMeta.Upstream = url
 	items := []tap.Item{{Frame: r.frame(tap.FromHarness, start, conn, reqBody, reqMeta)}}
 
 	status := e.Response.Status
@@ -245,12 +240,8 @@ func (r *Reader) exchange(e *entry) ([]tap.Item, error) {
 	if err != nil {
 		return nil, fmt.Errorf("response body: %v", err)
 	}
-	respMeta := &tap.HTTPMeta{
-		Status:    status,
-		Header:    r.creds.metaHeader(header(e.Response.Headers)),
-		Upstream:  url,
-		LatencyMs: latency(e),
-	}
+	respMeta := r.creds.Response(status, header(e.Response.Headers), url, 0)
+	respMeta.LatencyMs = latency(e)
 	at := end(start, e)
 	if status == http.StatusOK && len(respBody) > 0 {
 		items = append(items, tap.Item{Frame: r.frame(tap.FromBackend, at, conn, respBody, respMeta)})
@@ -258,21 +249,16 @@ func (r *Reader) exchange(e *entry) ([]tap.Item, error) {
 	}
 	// A response without a JSON-RPC message: a note, its body still
 	// searched for credentials (AUTH-1), as the HTTP tap does.
-	_, leaks := r.creds.redact(respBody)
-	respMeta.BodySize, respMeta.CredentialInBody = int64(len(respBody)), leaks
-	items = append(items, tap.Item{Note: &tap.Note{Kind: tap.NoteHTTPResponse, Time: at, Conn: conn, HTTP: respMeta}})
+	items = append(items, tap.Item{Note: r.creds.ResponseNote(at, conn, httpaudit.Body{Bytes: respBody}, respMeta)})
 	return items, nil
 }
 
 func (r *Reader) frame(dir tap.Direction, t time.Time, conn string, body []byte, m *tap.HTTPMeta) *tap.Frame {
-	size := len(body)
-	raw, leaks := r.creds.redact(body)
-	truncated := len(raw) > MaxAuditBody
-	if truncated {
-		raw = raw[:MaxAuditBody]
+	f := r.creds.Frame(dir, t, conn, httpaudit.Body{Bytes: body}, m)
+	if len(f.Raw) > MaxAuditBody {
+		f.Raw, f.Truncated = f.Raw[:MaxAuditBody], true
 	}
-	m.BodySize, m.CredentialInBody = int64(size), leaks
-	return &tap.Frame{Dir: dir, Time: t, Transport: tap.HTTP, Conn: conn, Raw: raw, HTTP: m, Truncated: truncated, Size: size}
+	return f
 }
 
 // isAHPMessage reports whether body is a JSON-RPC message (or a batch of

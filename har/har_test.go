@@ -244,3 +244,35 @@ func TestNotAHAR(t *testing.T) {
 		}
 	}
 }
+
+// Issue 20 item 5: a HAR is audited as the HTTP tap audits the same
+// exchange (one builder, httpaudit): a credential query parameter and an
+// X-Api-Key header are redacted from the envelope, and found in a body,
+// escaped or not, as AUTH-1. The HAR reader used to redact the
+// Authorization credential only, as written.
+func TestHARRedactsAsTheTap(t *testing.T) {
+	const (
+		queryTok = "har-query-token-0123456789"
+		apiKey   = "har-api-key-0123456789"
+	)
+	var esc strings.Builder
+	for _, c := range []byte(apiKey) {
+		fmt.Fprintf(&esc, `\\u%04x`, c)
+	}
+	e := entryJSON("https://policy.example/h?access_token="+queryTok, `{"jsonrpc":"2.0","id":"1","method":"hooks/capabilities","params":{"protocolVersion":"draft"}}`,
+		200, `{"jsonrpc":"2.0","id":"1","result":{"protocolVersion":"draft","note":"`+esc.String()+` `+queryTok+`"}}`, 5)
+	e = strings.Replace(e, `"headers":[{"name":"content-type"`, `"headers":[{"name":"x-api-key","value":"`+apiKey+`"},{"name":"content-type"`, 1)
+	items, _ := readAll(t, strings.NewReader(harOf(e)))
+	all, _ := json.Marshal(items)
+	for _, secret := range []string{queryTok, apiKey} {
+		if bytes.Contains(all, []byte(secret)) {
+			t.Errorf("%s reaches the audit copy: %s", secret, all)
+		}
+	}
+	if len(items) != 2 || items[1].Frame == nil || items[1].Frame.HTTP.CredentialInBody != 2 {
+		t.Fatalf("want the response frame with 2 credentials found: %s", all)
+	}
+	if got := checks(audit(t, harOf(e), tap.Config{})); got["AUTH-1"] == 0 {
+		t.Errorf("no AUTH-1 for the credentials in the response: %v", got)
+	}
+}

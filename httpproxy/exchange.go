@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -174,8 +175,6 @@ func (p *Proxy) newExchange(r *http.Request, conn, upstream string) *exchange {
 // target, header, whether a body follows and its Content-Length (-1 when
 // unknown). The relay and the net/http paths both start here.
 func (p *Proxy) newExchangeHead(method string, target *url.URL, h http.Header, hasBody bool, contentLength int64, conn, upstream string) *exchange {
-	p.creds.add(h)
-	p.creds.addURL(target)
 	x := &exchange{p: p, conn: conn, start: time.Now(), httpVerb: method}
 	x.req.limit, x.resp.limit = p.maxAudit, p.maxAudit
 	if !p.auditor.Complete() {
@@ -185,13 +184,7 @@ func (p *Proxy) newExchangeHead(method string, target *url.URL, h http.Header, h
 	if hasBody {
 		x.req.presize(contentLength)
 	}
-	x.reqMeta = &tap.HTTPMeta{
-		Method:             method,
-		URL:                p.creds.redactURL(target),
-		Header:             p.creds.metaHeader(h),
-		Upstream:           p.creds.redactURLString(upstream),
-		AuthorizationCount: len(h.Values("Authorization")),
-	}
+	x.reqMeta = p.creds.Request(method, target, h, upstream)
 	return x
 }
 
@@ -202,10 +195,17 @@ func (p *Proxy) newExchangeHead(method string, target *url.URL, h http.Header, h
 type requestBody struct {
 	rc io.ReadCloser
 	x  *exchange
+	// pace, when set, bounds a slow body (Proxy.bodyPace).
+	pace func(got int64)
+	got  int64
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {
+	if b.pace != nil {
+		b.pace(b.got)
+	}
 	n, err := b.rc.Read(p)
+	b.got += int64(n)
 	if n > 0 {
 		b.x.copyBytes(false, p[:n])
 	}
@@ -213,6 +213,10 @@ func (b *requestBody) Read(p []byte) (int, error) {
 		b.x.mu.Lock()
 		b.x.reqEOF = true
 		b.x.mu.Unlock()
+		if b.pace != nil {
+			b.pace(-1)
+			b.pace = nil
+		}
 	}
 	return n, err
 }
@@ -255,7 +259,7 @@ func (b *responseBody) Read(p []byte) (int, error) {
 		b.once.Do(b.x.finish)
 	case err != nil && b.abort:
 		b.x.p.log.Warn().Str("conn", b.x.conn).Str("upstream", b.x.reqMeta.Upstream).
-			Msg(b.x.p.creds.redactString("the upstream broke off the response body: " + err.Error()))
+			Msg(b.x.p.creds.Text("the upstream broke off the response body: " + err.Error()))
 		panic(http.ErrAbortHandler)
 	}
 	return n, err
@@ -288,12 +292,7 @@ func (x *exchange) responseHeaders(resp *http.Response) {
 // header and Content-Length (-1 when unknown).
 func (x *exchange) responseHead(status int, h http.Header, contentLength int64) {
 	now := time.Now()
-	m := &tap.HTTPMeta{
-		Status:    status,
-		Header:    x.p.creds.metaHeader(h),
-		Upstream:  x.reqMeta.Upstream,
-		LatencyMs: float64(now.Sub(x.start).Microseconds()) / 1000,
-	}
+	m := x.p.creds.Response(status, h, x.reqMeta.Upstream, now.Sub(x.start))
 	x.mu.Lock()
 	x.respMeta, x.respTime = m, now
 	if !x.finished {
@@ -355,25 +354,12 @@ func (x *exchange) finish() {
 		x.p.metrics.countRequest(x.httpVerb, m.Status)
 		// A response without a JSON-RPC message: its body is not a frame,
 		// but it is still searched for credentials (AUTH-1).
-		_, leaks := x.p.creds.redact(c.buf)
-		m.BodySize, m.CredentialInBody = c.size, leaks
-		items = append(items, tap.Item{Note: &tap.Note{Kind: tap.NoteHTTPResponse, Time: t, Conn: x.conn, HTTP: m}})
+		items = append(items, tap.Item{Note: x.p.creds.ResponseNote(t, x.conn, httpaudit.Body{Bytes: c.buf, Size: c.size}, m)})
 	}
 	x.p.auditor.SubmitAll(items...)
 }
 
 // frame builds the audit frame of one body: its redacted copy and envelope.
 func (x *exchange) frame(dir tap.Direction, t time.Time, c *auditCopy, m *tap.HTTPMeta) *tap.Frame {
-	raw, leaks := x.p.creds.redact(c.buf)
-	m.BodySize, m.CredentialInBody = c.size, leaks
-	return &tap.Frame{
-		Dir:       dir,
-		Time:      t,
-		Transport: tap.HTTP,
-		Conn:      x.conn,
-		Raw:       raw,
-		HTTP:      m,
-		Truncated: c.truncated,
-		Size:      int(c.size),
-	}
+	return x.p.creds.Frame(dir, t, x.conn, httpaudit.Body{Bytes: c.buf, Size: c.size, Truncated: c.truncated}, m)
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/elazarl/goproxy"
 	"github.com/rs/zerolog"
 
+	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -70,29 +71,70 @@ type Config struct {
 	// Redact says which headers and query parameters are redacted besides
 	// the Authorization credential (zero value: the defaults).
 	Redact Redaction
+	// ReadTimeout bounds how long a harness may take to send a request
+	// head, and is the base allowance of its body, which gets one more
+	// second per BodyMinRate bytes received (0: DefaultReadTimeout). A
+	// connection past it is closed: slow heads and slow bodies hold a
+	// connection (and an upstream connection) no longer.
+	ReadTimeout time.Duration
 	// MaxCredentials bounds how many credentials are remembered for
-	// redaction (0: DefaultMaxCredentials).
+	// redaction (0: httpaudit.DefaultMaxCredentials).
 	MaxCredentials int
+}
+
+// Redaction says what is redacted besides the Authorization credential
+// (--redact-header, --no-redact): the HTTP audit-frame builder's.
+type Redaction = httpaudit.Redaction
+
+// DefaultReadTimeout is Config.ReadTimeout's default: a harness sends a
+// request head within it, and a body within it plus a second per
+// BodyMinRate bytes.
+const DefaultReadTimeout = relayHeadWait
+
+// BodyMinRate is the slowest a request body may arrive, in bytes per
+// second, past the first ReadTimeout: a 16 MiB body may take 30 s + 17 min,
+// one byte every 5 s (slowloris) at most about 30 s.
+const BodyMinRate = 16 << 10
+
+// A readDeadliner is a harness connection, or net/http's control of one.
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
+
+// bodyPace returns the pace of a request body read from c: before each
+// read that could wait, the read deadline is the body's start plus
+// ReadTimeout plus a second per BodyMinRate bytes received so far. Called
+// with -1 once the body has been read, it clears the deadline: a slow
+// upstream answer must not look like a slow harness.
+func (p *Proxy) bodyPace(c readDeadliner) func(got int64) {
+	start := time.Now()
+	return func(got int64) {
+		if got < 0 {
+			_ = c.SetReadDeadline(time.Time{})
+			return
+		}
+		_ = c.SetReadDeadline(start.Add(p.readTimeout + time.Duration(got)*time.Second/BodyMinRate))
+	}
 }
 
 // A Proxy forwards AHP traffic and feeds the auditor. It is an
 // http.Handler; Serve runs it on a listener.
 type Proxy struct {
-	upstream *url.URL
-	forward  bool
-	maxAudit int
-	drain    time.Duration
-	auditor  *tap.Auditor
-	metrics  *Metrics
-	log      zerolog.Logger
+	upstream    *url.URL
+	forward     bool
+	maxAudit    int
+	drain       time.Duration
+	readTimeout time.Duration // Config.ReadTimeout
+	auditor     *tap.Auditor
+	metrics     *Metrics
+	log         zerolog.Logger
 
 	tr    *http.Transport          // upstream transport: verifies TLS, never compresses, never follows redirects
 	gp    *goproxy.ProxyHttpServer // the goproxy front: forward requests, CONNECT, and NonproxyHandler for reverse mode
-	creds credentials              // credentials seen, for redaction and AUTH-1; memory only
+	creds httpaudit.Builder        // the audit copy of each exchange: credentials seen, for redaction and AUTH-1; memory only
 	conns atomic.Uint64            // numbers accepted connections
 	bufs  sync.Pool                // *[]byte copy buffers for reverse-mode responses
 	certs certStore                // MITM leaf certificates by host
 	own   ownConns                 // local addresses of open upstream connections: loop detection
+	hops  *hops                    // loops through chains of taps (hops.go)
 	bg    sync.WaitGroup           // audit facts handed over off the request path; Serve waits for them
 
 	// Reverse mode's relay (relay.go).
@@ -104,6 +146,10 @@ type Proxy struct {
 }
 
 type connKey struct{}
+
+// netConnKey holds a forward-mode request's harness connection in its
+// context, for the read deadlines of a slow body.
+type netConnKey struct{}
 
 // New builds a Proxy from cfg.
 func New(cfg Config) (*Proxy, error) {
@@ -134,12 +180,15 @@ func New(cfg Config) (*Proxy, error) {
 	if p.drain <= 0 {
 		p.drain = DefaultDrain
 	}
+	if p.readTimeout = cfg.ReadTimeout; p.readTimeout <= 0 {
+		p.readTimeout = DefaultReadTimeout
+	}
 	timeout := cfg.UpstreamTimeout
 	if timeout <= 0 {
 		timeout = DefaultUpstreamTimeout
 	}
-	p.creds.configure(cfg.Redact, cfg.MaxCredentials)
-	p.creds.forgotten = func(max int) {
+	p.creds.Configure(cfg.Redact, cfg.MaxCredentials)
+	p.creds.Forgotten = func(max int) {
 		// Off the request path: Note waits for room in the audit queue.
 		// Serve waits for it before returning, so the fact is not lost.
 		p.bg.Add(1)
@@ -149,6 +198,7 @@ func New(cfg Config) (*Proxy, error) {
 				"ahp-tap remembers at most %d credentials for redaction and has begun to forget the oldest: one of those appearing in a body from now on is neither redacted nor reported (AUTH-1)", max)})
 		}()
 	}
+	p.hops = newHops()
 	p.bufs.New = func() any { b := make([]byte, 32<<10); return &b }
 	p.tr = &http.Transport{
 		// Proxy is nil: the tap's own HTTP_PROXY must not reroute (or loop)
@@ -213,8 +263,15 @@ func New(cfg Config) (*Proxy, error) {
 			if !mitmd {
 				conn = connID(req.Context())
 			}
+			var pace func(int64)
+			if nc, ok := req.Context().Value(netConnKey{}).(net.Conn); ok && !mitmd {
+				// Plain HTTP: a slow body is bounded as in reverse mode.
+				// (An intercepted request is read by goproxy from its
+				// tunnel: heads only are bounded there.)
+				pace = p.bodyPace(nc)
+			}
 			ctx.RoundTripper = goproxy.RoundTripperFunc(func(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
-				resp := p.forwardRoundTrip(req, conn)
+				resp := p.forwardRoundTrip(req, conn, pace)
 				if rb, ok := resp.Body.(*responseBody); ok {
 					// Plain HTTP runs on the server's goroutine, where a
 					// panic aborts the response; goproxy's MITM loop has
@@ -262,10 +319,11 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	srv := &http.Server{
 		Handler:           p,
-		ReadHeaderTimeout: 30 * time.Second,
+		ReadHeaderTimeout: p.readTimeout,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          log.New(serverLog{p}, "", 0),
-		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+		ConnContext: func(ctx context.Context, nc net.Conn) context.Context {
+			ctx = context.WithValue(ctx, netConnKey{}, nc)
 			return context.WithValue(ctx, connKey{}, "http/"+strconv.FormatUint(p.conns.Add(1), 10))
 		},
 	}
@@ -355,7 +413,7 @@ func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 	out = out.WithContext(r.Context())
 	var body *requestBody
 	if r.ContentLength != 0 {
-		body = &requestBody{rc: r.Body, x: x}
+		body = &requestBody{rc: r.Body, x: x, pace: p.bodyPace(http.NewResponseController(w))}
 		out.Body = body
 	}
 	out.Header = withoutHopHeaders(r.Header)
@@ -374,13 +432,13 @@ func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case readErr != nil:
 		p.log.Warn().Str("conn", x.conn).Str("upstream", x.reqMeta.Upstream).Int64("bytes", n).
-			Msg(p.creds.redactString("the upstream broke off the response body: " + readErr.Error()))
+			Msg(p.creds.Text("the upstream broke off the response body: " + readErr.Error()))
 		// Abort the harness's response rather than end it cleanly: a
 		// short body must look broken, never complete. The deferred Close
 		// still finishes the exchange (as a truncated audit copy).
 		panic(http.ErrAbortHandler)
 	case writeErr != nil:
-		p.log.Debug().Str("conn", x.conn).Msg(p.creds.redactString("the harness stopped reading the response: " + writeErr.Error()))
+		p.log.Debug().Str("conn", x.conn).Msg(p.creds.Text("the harness stopped reading the response: " + writeErr.Error()))
 		return
 	}
 	for k, vs := range resp.Trailer {
@@ -425,11 +483,11 @@ func copyBody(dst io.Writer, src io.Reader, buf []byte) (n int64, readErr, write
 
 // forwardRoundTrip is forward mode (plain HTTP, or HTTPS with MITM):
 // goproxy calls it to send req upstream.
-func (p *Proxy) forwardRoundTrip(req *http.Request, conn string) *http.Response {
+func (p *Proxy) forwardRoundTrip(req *http.Request, conn string, pace func(int64)) *http.Response {
 	x := p.newExchange(req, conn, req.URL.Redacted())
 	var body *requestBody
 	if req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0 {
-		body = &requestBody{rc: req.Body, x: x}
+		body = &requestBody{rc: req.Body, x: x, pace: pace}
 		req.Body = body
 	}
 	// Hop-by-hop fields stop here; Proxy-Authorization was for this proxy
@@ -534,7 +592,7 @@ func (p *Proxy) failed(req *http.Request, x *exchange, body *requestBody, err er
 // says the harness went away first (499, an info fact).
 func (p *Proxy) upstreamFailure(x *exchange, err error, gone bool) (status int, msg string) {
 	status, kind, cause := classify(err, p.tr.ResponseHeaderTimeout)
-	cause = p.creds.redactString(cause)
+	cause = p.creds.Text(cause)
 	if gone {
 		status, kind, cause = 499, "harness_gone", "the harness closed the connection before the upstream answered"
 	}
@@ -563,13 +621,13 @@ func (p *Proxy) upstreamFailure(x *exchange, err error, gone bool) (status int, 
 type goproxyLogger struct{ p *Proxy }
 
 func (l goproxyLogger) Printf(format string, v ...any) {
-	l.p.log.Debug().Msg(l.p.creds.redactString(strings.TrimSpace(fmt.Sprintf(format, v...))))
+	l.p.log.Debug().Msg(l.p.creds.Text(strings.TrimSpace(fmt.Sprintf(format, v...))))
 }
 
 // serverLog sends net/http's server errors to the diagnostic log.
 type serverLog struct{ p *Proxy }
 
 func (l serverLog) Write(b []byte) (int, error) {
-	l.p.log.Debug().Msg(l.p.creds.redactString(strings.TrimSpace(string(b))))
+	l.p.log.Debug().Msg(l.p.creds.Text(strings.TrimSpace(string(b))))
 	return len(b), nil
 }

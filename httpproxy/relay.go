@@ -39,11 +39,11 @@ import (
 // without keep-alive, or sent a close-delimited body.
 
 const (
-	relayReadBuf    = 8 << 10  // bufio.Reader per side: a 1 KiB AHP request arrives whole in one
-	relayOutBuf     = 4 << 10  // pending output per direction: heads, framing lines and small bodies; larger reads go out without a copy (issue 10: 1,000 large uploads in flight held 64 MiB at 32 KiB)
-	maxRequestHead  = 64 << 10 // a larger head is declined to net/http (its limit is 1 MiB)
-	maxResponseHead = 1 << 20  // a larger response head is a 502
-	relayHeadWait   = 30 * time.Second
+	relayReadBuf    = 8 << 10          // bufio.Reader per side: a 1 KiB AHP request arrives whole in one
+	relayOutBuf     = 4 << 10          // pending output per direction: heads, framing lines and small bodies; larger reads go out without a copy (issue 10: 1,000 large uploads in flight held 64 MiB at 32 KiB)
+	maxRequestHead  = 64 << 10         // a larger head is declined to net/http (its limit is 1 MiB)
+	maxResponseHead = 1 << 20          // a larger response head is a 502
+	relayHeadWait   = 30 * time.Second // DefaultReadTimeout: Config.ReadTimeout replaces it
 	relayIdleWait   = 120 * time.Second
 	upstreamDialTO  = 10 * time.Second
 )
@@ -69,7 +69,7 @@ func (p *Proxy) serveRelay(ctx context.Context, ln net.Listener) error {
 	r.declined = &connQueue{ch: make(chan net.Conn), done: make(chan struct{}), addr: ln.Addr()}
 	r.srv = &http.Server{
 		Handler:           p,
-		ReadHeaderTimeout: relayHeadWait,
+		ReadHeaderTimeout: p.readTimeout,
 		IdleTimeout:       relayIdleWait,
 		ErrorLog:          log.New(serverLog{p}, "", 0),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
@@ -248,7 +248,7 @@ func (c *relayConn) serve() {
 			return // the harness closed (or half-closed) an idle connection, or shutdown did
 		}
 		c.setIdle(false)
-		_ = c.nc.SetReadDeadline(time.Now().Add(relayHeadWait))
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.r.p.readTimeout))
 		raw, _, err := readHead(c.br, c.hbuf, maxRequestHead)
 		c.hbuf = raw[:0]
 		if errors.Is(err, errHeadTooLarge) {
@@ -311,6 +311,18 @@ func (c *relayConn) answerLoop() {
 
 const loopMessage = "ahp-tap: --upstream points at this tap itself (a request loop)\n"
 
+// answerChainLoop answers a request that came back through a chain of
+// taps (hops.go).
+func (c *relayConn) answerChainLoop() {
+	c.r.p.log.Warn().Str("conn", c.id).Msg("a request came back through a chain of taps pointing at each other (" + HopField + "); answering 508 Loop Detected")
+	_, _ = c.nc.Write([]byte(chainLoopResponse))
+}
+
+const chainLoopMessage = "ahp-tap: this request came back through a chain of ahp-tap taps pointing at each other (a request loop), or went through more than 8\n"
+
+var chainLoopResponse = "HTTP/1.1 508 Loop Detected\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
+	strconv.Itoa(len(chainLoopMessage)) + "\r\nConnection: close\r\n\r\n" + chainLoopMessage
+
 var loopResponse = "HTTP/1.1 508 Loop Detected\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
 	strconv.Itoa(len(loopMessage)) + "\r\nConnection: close\r\n\r\n" + loopMessage
 
@@ -323,6 +335,16 @@ func (c *relayConn) exchange() (keep bool) {
 	c.out = c.r.outs.Get().(*[]byte)
 	defer func() { c.r.outs.Put(c.out); c.out = nil }()
 	rq := &c.req
+	var whole []byte // the body, when it came with the head
+	if rq.framing == fixedBody && int64(c.br.Buffered()) >= rq.length {
+		whole, _ = c.br.Peek(int(rq.length))
+	}
+	hc := p.hops.check(rq, whole)
+	if hc.loop {
+		c.answerChainLoop()
+		return false
+	}
+	defer p.hops.release(hc)
 	method := rq.raw[rq.parts[0].s:rq.parts[0].e]
 	target := rq.raw[rq.parts[1].s:rq.parts[1].e]
 	upTarget := p.relayTarget(target)
@@ -332,6 +354,9 @@ func (c *relayConn) exchange() (keep bool) {
 		upTarget = nil
 	}
 	out := rq.appendForwarded((*c.out)[:0], upTarget, p.upstreamHost)
+	if hc.field != nil {
+		out = withHopField(out, hc.field) // a loop is possible (hops.go)
+	}
 
 	// A body already in the buffer goes out with the head, in one write,
 	// and can be sent again on a fresh connection; any other body is
@@ -409,7 +434,7 @@ func (c *relayConn) exchange() (keep bool) {
 		keep, upKeep = false, false
 	case err != nil:
 		p.log.Warn().Str("conn", c.id).Str("upstream", x.reqMeta.Upstream).
-			Msg(p.creds.redactString("the upstream broke off the response body: " + err.Error()))
+			Msg(p.creds.Text("the upstream broke off the response body: " + err.Error()))
 		// The harness sees a broken-off body as broken: the connection
 		// closes before the framing is complete.
 		keep, upKeep = false, false
@@ -513,8 +538,7 @@ func (c *relayConn) failBeforeResponse(x *exchange, cp *requestCopier, err error
 		// Drain the body for the audit copy (and to keep the connection
 		// in step), as far as the audit copy goes.
 		bc := bodyCopy{dst: &discardUpTo{int64(p.maxAudit)}, src: c.br, out: (*c.out)[:0],
-			audit: func(b []byte) { x.copyBytes(false, b) }}
-		_ = c.nc.SetReadDeadline(time.Now().Add(relayHeadWait))
+			audit: func(b []byte) { x.copyBytes(false, b) }, pace: p.bodyPace(c.nc)}
 		if bc.copyBody(rq.framing, rq.length) == nil {
 			bodyRead = true
 			x.requestEnded()
@@ -544,7 +568,7 @@ func (c *relayConn) failBeforeResponse(x *exchange, cp *requestCopier, err error
 // harnessGone records that the harness went away before the exchange was
 // over (an info fact for the audit, 499 in the metrics).
 func (p *Proxy) harnessGone(x *exchange, detail string) {
-	detail = p.creds.redactString(detail)
+	detail = p.creds.Text(detail)
 	x.mu.Lock()
 	if x.failure == nil {
 		x.failure = &tap.Note{Kind: tap.NoteHarnessGone, Time: time.Now(), Conn: x.conn, Detail: detail}
@@ -600,7 +624,7 @@ func (c *relayConn) startCopier(up *upstreamConn, x *exchange) *requestCopier {
 		// connection the response told to stay open: a reused connection
 		// that fails with EOF, found by bench/soak).
 		bc := bodyCopy{dst: up.nc, src: c.br, out: (*buf)[:0], audit: func(b []byte) { x.copyBytes(false, b) },
-			read: func() { cp.readAll.Store(true) }}
+			read: func() { cp.readAll.Store(true) }, pace: c.r.p.bodyPace(c.nc)}
 		var err error
 		switch rq.framing {
 		case fixedBody:
@@ -608,6 +632,7 @@ func (c *relayConn) startCopier(up *upstreamConn, x *exchange) *requestCopier {
 		case chunked:
 			err = bc.chunked()
 		}
+		bc.pace(-1) // the body is read (or broken off): the deadline was for it
 		if err == nil {
 			cp.readAll.Store(true)
 			x.requestEnded()

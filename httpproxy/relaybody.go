@@ -33,6 +33,11 @@ type bodyCopy struct {
 	// relay's keep-alive decision race otherwise).
 	read    func()
 	chunkIn bool // inside chunked framing: data() is one chunk, not the body
+	// pace, when set, is called with the bytes read so far before every
+	// read that could wait: a request body's copier sets the harness
+	// connection's read deadline from it (slow bodies are bounded).
+	pace func(got int64)
+	got  int64 // bytes read from src so far
 }
 
 // ended calls read, once.
@@ -102,6 +107,9 @@ func (b *bodyCopy) fill() error {
 	if err := b.flush(); err != nil {
 		return err
 	}
+	if b.pace != nil {
+		b.pace(b.got)
+	}
 	_, err := b.src.Peek(1)
 	return err
 }
@@ -124,6 +132,7 @@ func (b *bodyCopy) data(n int64) error {
 			return err
 		}
 		b.src.Discard(len(p))
+		b.got += int64(len(p))
 		n -= int64(len(p))
 	}
 	return nil
@@ -144,6 +153,7 @@ func (b *bodyCopy) untilEOF() error {
 			return err
 		}
 		b.src.Discard(len(p))
+		b.got += int64(len(p))
 	}
 }
 
@@ -158,8 +168,12 @@ func (b *bodyCopy) lineOf(limit int, last bool) ([]byte, error) {
 		if err := b.flush(); err != nil {
 			return nil, err
 		}
+		if b.pace != nil {
+			b.pace(b.got)
+		}
 	}
 	l, err := b.src.ReadSlice('\n')
+	b.got += int64(len(l))
 	switch {
 	case err == bufio.ErrBufferFull || len(l) > limit:
 		return nil, errors.New("chunked framing: line too long")

@@ -31,6 +31,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -122,13 +123,18 @@ func New(cfg Config) (*Exporter, error) {
 			u.Path = "/v1/logs"
 		}
 		opts = append(opts, otlploghttp.WithEndpointURL(u.String()))
-		target = u.Redacted()
+		target = u.String()
 	} else {
 		target = firstEnv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-		if u, err := url.Parse(target); err == nil {
-			target = u.Redacted()
-		}
 	}
+	// The endpoint's userinfo and credential query parameters (api_key,
+	// token…) are hidden wherever it is named, and remembered, so that an
+	// exporter error quoting them has them redacted too.
+	var secrets httpaudit.Builder
+	if u, err := url.Parse(target); err == nil {
+		secrets.AddURL(u)
+	}
+	target = httpaudit.URL(target)
 	exp, err := otlploghttp.New(context.Background(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("OTLP exporter: %v", err)
@@ -148,6 +154,7 @@ func New(cfg Config) (*Exporter, error) {
 		}
 	}
 	p := newProcessor(exp, cfg, target)
+	p.secrets = &secrets
 	lp := sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(p))
 	x := &Exporter{cfg: cfg, provider: lp, proc: p, target: target,
 		logger: lp.Logger("github.com/ahp-tap/ahp-tap", otellog.WithInstrumentationVersion(cfg.Version))}
@@ -346,6 +353,7 @@ type processor struct {
 	timeout time.Duration
 	diag    io.Writer
 	target  string
+	secrets *httpaudit.Builder // the endpoint's credentials, redacted from diagnostics
 
 	ctx      context.Context // cancelled when the drain at stop runs out of time
 	cancel   context.CancelFunc
@@ -471,6 +479,9 @@ func (p *processor) export(deadline time.Time) {
 			msg := err.Error()
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 				msg = "no answer in time"
+			}
+			if p.secrets != nil {
+				msg = p.secrets.Text(msg)
 			}
 			if len(msg) > 200 {
 				msg = msg[:200] + "…"

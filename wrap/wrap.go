@@ -11,12 +11,20 @@
 //     original command's JSON text after "--" and the original args after it;
 //   - an HTTP backend's url points at a tap listener on loopback, with the
 //     original url's JSON text, percent-encoded, in the fragment
-//     `#ahp-tap-upstream=...`. HTTP clients never send a fragment, so the
-//     harness's requests are unchanged apart from where they go.
+//     `#ahp-tap-upstream=...`, followed by wrap's mark `&ahp-tap-mark=...`:
+//     a digest of the entry's id, the tap's url and the original url's
+//     text. HTTP clients never send a fragment, so the harness's requests
+//     are unchanged apart from where they go. Unwrap (and Wrap's "already
+//     wrapped") trust only a fragment whose mark matches the rest of the
+//     entry and whose tap url has the original's path and query: a url
+//     that merely carries an `#ahp-tap-upstream=` fragment is left alone.
 package wrap
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -30,6 +38,18 @@ import (
 
 // FragmentKey starts the fragment of a wrapped HTTP url.
 const FragmentKey = "ahp-tap-upstream="
+
+// MarkKey follows the original url in that fragment: wrap's mark.
+const MarkKey = "&ahp-tap-mark="
+
+// mark is wrap's mark of an HTTP entry: the first 128 bits of the SHA-256
+// of the entry's id, the url the harness now posts to (the tap's, without
+// the fragment) and the original url's JSON text. It cannot appear by
+// accident, and it does not survive an edit of any of the three.
+func mark(hook, local, rawInner string) string {
+	sum := sha256.Sum256([]byte("ahp-tap wrap 1\x00" + hook + "\x00" + local + "\x00" + rawInner))
+	return hex.EncodeToString(sum[:16])
+}
 
 // Options say where the wrapped backends send their findings.
 type Options struct {
@@ -144,9 +164,12 @@ func Unwrap(doc []byte, tapPath string) ([]byte, []Change, error) {
 				es, c.Action = unwrapStdio(doc, tr), "unwrapped"
 			}
 		case "http":
-			if raw, ok := wrappedUpstream(tr); ok {
+			switch raw, ok, frag := wrappedUpstream(tr, c.Hook); {
+			case ok:
 				u := tr.Get("url")
 				es, c.Action = []edit{{u.Start + 1, u.End - 1, raw}}, "unwrapped"
+			case frag:
+				c.Action, c.Detail = "skipped", "its url carries an #"+FragmentKey+" fragment that ahp-tap wrap did not write (no valid mark): left as it is"
 			}
 		}
 		edits = append(edits, es...)
@@ -333,28 +356,56 @@ func allStrings(v *tap.Value) bool {
 	return true
 }
 
-// wrappedUpstream returns the original url text of a wrapped HTTP
-// transport, and false when it is not wrapped.
-func wrappedUpstream(tr *tap.Value) (string, bool) {
-	u, ok := tr.Get("url").Text()
-	if !ok {
-		return "", false
+// wrappedUpstream returns the original url text of an HTTP transport
+// wrapped by Wrap, and false when it is not wrapped. hasFragment says the
+// url carries an `#ahp-tap-upstream=` fragment at all (trusted or not).
+//
+// Only what Wrap wrote is trusted: the fragment's mark must match the
+// entry's id, the url before the fragment and the original url's text, and
+// the original must be an absolute http(s) URL whose path and query are
+// the ones the harness posts to. Anything else (a forged or hand-edited
+// fragment, one that arrived with a third party's registration) is not
+// wrapped: Unwrap leaves it alone and Wrap does not call it wrapped.
+func wrappedUpstream(tr *tap.Value, hook string) (raw string, ok, hasFragment bool) {
+	u, isText := tr.Get("url").Text()
+	if !isText {
+		return "", false, false
 	}
 	i := strings.Index(u, "#"+FragmentKey)
 	if i < 0 {
-		return "", false
+		return "", false, false
 	}
-	raw, err := url.QueryUnescape(u[i+1+len(FragmentKey):])
+	local, frag := u[:i], u[i+1+len(FragmentKey):]
+	enc, sum, found := strings.Cut(frag, MarkKey)
+	if !found {
+		return "", false, true
+	}
+	raw, err := url.QueryUnescape(enc)
+	if err != nil || subtle.ConstantTimeCompare([]byte(sum), []byte(mark(hook, local, raw))) != 1 {
+		return "", false, true
+	}
+	inner, _, err := tap.ParseJSON([]byte(`"` + raw + `"`))
 	if err != nil {
-		return "", false
+		return "", false, true
 	}
-	return raw, true
+	innerText, _ := inner.Text()
+	orig, err1 := url.Parse(innerText)
+	lu, err2 := url.Parse(local)
+	if err1 != nil || err2 != nil || (orig.Scheme != "http" && orig.Scheme != "https") || orig.Host == "" ||
+		lu.EscapedPath() != orig.EscapedPath() || lu.RawQuery != orig.RawQuery {
+		return "", false, true
+	}
+	return raw, true, true
 }
 
 func wrapHTTP(doc []byte, tr *tap.Value, o Options, port int, c Change) ([]edit, Change) {
 	uv := tr.Get("url")
-	if _, ok := wrappedUpstream(tr); ok {
+	switch _, ok, frag := wrappedUpstream(tr, c.Hook); {
+	case ok:
 		c.Action, c.Detail = "already wrapped", "its url already points at an ahp-tap listener"
+		return nil, c
+	case frag:
+		c.Action, c.Detail = "skipped", "its url carries an #"+FragmentKey+" fragment that ahp-tap wrap did not write (no valid mark): fix the url by hand"
 		return nil, c
 	}
 	if !uv.Is(tap.String) {
@@ -380,7 +431,7 @@ func wrapHTTP(doc []byte, tr *tap.Value, o Options, port int, c Change) ([]edit,
 		local += "?" + u.RawQuery
 	}
 	rawInner := string(doc[uv.Start+1 : uv.End-1])
-	local += "#" + FragmentKey + url.QueryEscape(rawInner)
+	local += "#" + FragmentKey + url.QueryEscape(rawInner) + MarkKey + mark(c.Hook, local, rawInner)
 	base := fileBase(o.Dir, c.Hook)
 	c.Command = []string{o.Tap, "http", "--listen", listen, "--upstream", upstream,
 		"--registration", o.Registration, "--hook", c.Hook,

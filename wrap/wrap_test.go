@@ -247,3 +247,36 @@ func TestShellQuote(t *testing.T) {
 		t.Errorf("ShellQuote = %s, want %s", got, want)
 	}
 }
+
+// Only what Wrap wrote unwraps: a fragment without wrap's mark, with a
+// mark of another entry, or whose tap url lost the original's path, is
+// left alone by Unwrap and not "already wrapped" for Wrap.
+func TestUnwrapTrustsOnlyTheMark(t *testing.T) {
+	orig := []byte(`{"protocolVersion":"draft","hooks":[{"id":"a.b","transport":{"type":"http","url":"https://policy.example.com/h?t=1"}}]}`)
+	w, _, err := Wrap(orig, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, changes, _ := Unwrap(w, opts.Tap); string(back) != string(orig) || changes[0].Action != "unwrapped" {
+		t.Fatalf("Unwrap(Wrap(doc)) = %s (%+v)", back, changes)
+	}
+	forged := map[string]string{
+		"no mark":            strings.Replace(string(orig), `?t=1"`, `?t=1#`+FragmentKey+`%22https%3A%2F%2Fevil%2Fh%22"`, 1),
+		"another entry's id": strings.Replace(string(w), `"id":"a.b"`, `"id":"x.y"`, 1),
+		"original edited":    strings.Replace(string(w), "policy.example.com", "evil.example.com", 1),
+		"path changed":       strings.Replace(string(w), "8787/h?t=1", "8787/other?t=1", 1),
+		"mark edited":        strings.Replace(string(w), MarkKey, MarkKey+"0", 1),
+	}
+	for name, doc := range forged {
+		if doc == string(w) || doc == string(orig) {
+			t.Fatalf("%s: the forgery changed nothing", name)
+		}
+		back, changes, err := Unwrap([]byte(doc), opts.Tap)
+		if err != nil || string(back) != doc || changes[0].Action != "skipped" || !strings.Contains(changes[0].Detail, "did not write") {
+			t.Errorf("%s: Unwrap = %s, %+v, %v; want the document unchanged and the entry skipped", name, back, changes, err)
+		}
+		if _, changes, _ := Wrap([]byte(doc), opts); changes[0].Action == "already wrapped" {
+			t.Errorf("%s: Wrap says already wrapped", name)
+		}
+	}
+}

@@ -4,9 +4,9 @@ import (
 	"flag"
 	"io"
 	"os"
-	"strings"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -102,38 +102,18 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	return nil
 }
 
-// credentialKeys are registration keys whose values are literal secrets
-// (AHP-SEC-001: a registration references credentials, never holds them).
-var credentialKeys = map[string]bool{
-	"token": true, "bearertoken": true, "accesstoken": true, "access_token": true,
-	"password": true, "secret": true, "clientsecret": true, "apikey": true, "api_key": true, "value": true,
-}
-
-// redactRegistration returns reg as canonical JSON with the string values
-// of credential-like keys replaced by tap.RedactedCredential.
+// redactRegistration returns reg as canonical JSON with the secrets a
+// registration may hold replaced by tap.RedactedCredential
+// (httpaudit.RedactDocument: the schema's credential locations, secret-like
+// names, URL userinfo and query parameters). AHP-SEC-001: a registration
+// references credentials, never holds them; one that does must not leak
+// through a capture header.
 func redactRegistration(reg *tap.Value) []byte {
-	var walk func(v *tap.Value)
-	walk = func(v *tap.Value) {
-		switch {
-		case v.Is(tap.Object):
-			for i, m := range v.Obj {
-				if credentialKeys[strings.ToLower(m.Key)] && !m.Val.Is(tap.Object) && !m.Val.Is(tap.Array) {
-					v.Obj[i].Val = &tap.Value{Kind: tap.String, Str: tap.RedactedCredential}
-					continue
-				}
-				walk(m.Val)
-			}
-		case v.Is(tap.Array):
-			for _, e := range v.Arr {
-				walk(e)
-			}
-		}
-	}
 	// Work on a copy: the engine keeps the original tree.
 	cp, _, err := tap.ParseJSON(reg.Canonical())
 	if err != nil {
 		return nil
 	}
-	walk(cp)
+	httpaudit.RedactDocument(cp)
 	return cp.Canonical()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/httpproxy"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -51,6 +52,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	fs.Var(&mode, "audit", "`MODE`: best-effort (drop audit copies rather than slow traffic) or complete (requests wait for the audit: every body checked, at the cost of latency and throughput)")
 	budgetFlag := fs.String("audit-budget", "64MiB", "cap the bytes of the audit copies of bodies, in flight and waiting for the audit, at `SIZE` (1MiB to 64GiB; beyond it a body is audited only as its first 4 KiB or dropped from the audit, and reported, TAP-1; with --audit complete requests wait for room instead)")
 	drain := fs.Duration("drain", httpproxy.DefaultDrain, "on SIGINT/SIGTERM, wait up to `D` for requests in flight")
+	readTimeout := fs.Duration("read-timeout", httpproxy.DefaultReadTimeout, "close a harness connection whose request head has not arrived within `D`, or whose body arrives slower (D, plus a second per 16 KiB received)")
 	var redact httpproxy.Redaction
 	fs.Func("redact-header", "also redact the values of header `NAME` in captures and logs, and find them in bodies like a bearer token (repeatable)", func(v string) error {
 		if v == "" || strings.ContainsAny(v, " \t:") {
@@ -85,7 +87,11 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if int64(*maxAudit) > budget/2 {
 		*maxAudit = int(budget / 2) // a request and its response must fit the budget together
 	}
-	cfg := httpproxy.Config{Forward: *forward, MaxAuditBody: *maxAudit, UpstreamTimeout: *upTimeout, Drain: *drain, Redact: redact}
+	if *readTimeout <= 0 {
+		return usageError("http: --read-timeout must be positive")
+	}
+	cfg := httpproxy.Config{Forward: *forward, MaxAuditBody: *maxAudit, UpstreamTimeout: *upTimeout, Drain: *drain, Redact: redact,
+		ReadTimeout: *readTimeout}
 	switch {
 	case *forward && *upstream != "":
 		return usageError("http: give --upstream (reverse mode) or --forward, not both")
@@ -267,7 +273,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(m.diag(), "ahp-tap http: forward proxy on %s (%s); set HTTP_PROXY/HTTPS_PROXY=http://%s\n", ln.Addr(), mode, ln.Addr())
 	} else {
-		fmt.Fprintf(m.diag(), "ahp-tap http: listening on http://%s, forwarding to %s\n", ln.Addr(), cfg.Upstream.Redacted())
+		fmt.Fprintf(m.diag(), "ahp-tap http: listening on http://%s, forwarding to %s\n", ln.Addr(), httpaudit.URL(cfg.Upstream.String()))
 	}
 
 	// Issue 8 item 5: --drain bounds the whole shutdown, from the signal:

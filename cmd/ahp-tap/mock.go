@@ -12,12 +12,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/mock"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -29,6 +29,10 @@ const mockUsage = `usage: ahp-tap mock backend [flags] (--stdio | --listen ADDR)
 
 // mockMaxBody caps one HTTP body a mock side reads.
 const mockMaxBody = 16 << 20
+
+// mockReadTimeout is how long a harness may take to send one request, head
+// and body, to mock backend --listen (--read-timeout).
+const mockReadTimeout = 30 * time.Second
 
 // mockStopGrace is how long mock harness waits for a backend to end after
 // SIGTERM before it kills the backend's process group.
@@ -81,6 +85,9 @@ type mockRun struct {
 	collector *report.Collector
 	log       *report.Log
 	diag      *lockedWriter // stderr: findings, the mock's results, the summary
+	// audit builds the audit copy of HTTP exchanges as the HTTP tap does,
+	// and redacts the credentials it has seen from every line written.
+	audit httpaudit.Builder
 }
 
 // runMock dispatches `ahp-tap mock backend|harness`.
@@ -136,7 +143,7 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 		collector: &report.Collector{}, diag: &lockedWriter{w: m.Stderr}}
 	sink := tap.MultiSink{r.collector}
 	if !mf.quiet {
-		sink = append(sink, tap.SinkFunc(func(f tap.Finding) { fmt.Fprintf(r.diag, "ahp-tap %s ▸ %s\n", name, f) }))
+		sink = append(sink, tap.SinkFunc(func(f tap.Finding) { fmt.Fprintf(r.diag, "ahp-tap %s ▸ %s\n", name, r.audit.Text(f.String())) }))
 	}
 	if mf.logPath != "" {
 		if r.log, err = report.OpenLog(mf.logPath, m.Stderr); err != nil {
@@ -144,7 +151,7 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 		}
 		sink = append(sink, r.log)
 	}
-	r.session = l.session(cfg, sink, nil, conn, 0)
+	r.session = l.session(cfg, sink, nil, conn, mockMaxBody) // a line's audit copy is capped as the stdio tap's
 	return r, nil
 }
 
@@ -171,7 +178,9 @@ func (m *Main) runMockBackend(ctx context.Context, args []string) error {
 	var mf mockFlags
 	mf.register(fs)
 	useStdio := fs.Bool("stdio", false, "serve on standard input and output, as a stdio backend the harness starts")
-	listen := fs.String("listen", "", "serve HTTP on `ADDR` (host:port), as an HTTP backend")
+	listen := fs.String("listen", "", "serve HTTP on `ADDR` (host:port), as an HTTP backend; loopback only unless --allow-remote")
+	allowRemote := fs.Bool("allow-remote", false, "let --listen serve on an address other than loopback (anyone who can reach it may read the recording: tool inputs, file contents)")
+	readTimeout := fs.Duration("read-timeout", mockReadTimeout, "with --listen: close a connection whose request (head and body) has not arrived within `DURATION`")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
@@ -189,16 +198,28 @@ func (m *Main) runMockBackend(ctx context.Context, args []string) error {
 		}
 		return r.serveStdio(m.Stdin, m.Stdout, conn)
 	}
+	if *readTimeout <= 0 {
+		return usageError("mock backend: --read-timeout must be positive")
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return usageError("mock backend: --listen: %v", err)
 	}
 	defer ln.Close()
+	// Issue 28 item 11: the recording holds tool inputs and file contents;
+	// off loopback it is served to everyone who can reach the address, so
+	// that takes --allow-remote, as the HTTP tap's --forward and --metrics do.
+	if !isLoopback(ln.Addr()) {
+		if !*allowRemote {
+			return usageError("mock backend: --listen on %s (not loopback) would serve the recording to everyone who can reach it; listen on 127.0.0.1, or give --allow-remote", ln.Addr())
+		}
+		fmt.Fprintf(m.Stderr, "ahp-tap mock backend: WARNING: --allow-remote: the recording on %s is served to everyone who can reach that address\n", ln.Addr())
+	}
 	r, err := m.prepareMock("mock backend", fs, &mf, fs.Arg(0), tap.HTTP, "")
 	if err != nil {
 		return err
 	}
-	return r.serveHTTP(ctx, ln)
+	return r.serveHTTP(ctx, ln, *readTimeout)
 }
 
 // backendSide answers the harness's requests from the recording.
@@ -228,8 +249,8 @@ func (b *backendSide) answer(f *tap.Frame) (lines [][]byte, resp []byte, status 
 		if t, ok := f.Event().Get("type").Text(); ok {
 			desc += " " + t
 		}
-		fmt.Fprintf(b.r.diag, "ahp-tap mock backend ▸ unmatched: %s id %s: no recorded exchange matches (--match %s); answered with a JSON-RPC error\n",
-			desc, tap.IDText(f.RPCID()), b.r.match)
+		fmt.Fprintf(b.r.diag, "ahp-tap mock backend ▸ unmatched: %s: no recorded exchange matches (--match %s); answered with a JSON-RPC error\n",
+			b.r.audit.Text(desc+" id "+tap.IDText(f.RPCID())), b.r.match)
 		e := b.matcher.Unmatched(f)
 		return [][]byte{append(bytes.Clone(e), '\n')}, e, http.StatusOK
 	}
@@ -276,21 +297,38 @@ func (r *mockRun) serveStdio(in io.Reader, out io.Writer, conn string) error {
 	for _, p := range r.rec.Prelude {
 		emit(p)
 	}
-	br := bufio.NewReaderSize(in, 1<<16)
+	// A line is kept up to mockMaxBody bytes (tap.Splitter, as the stdio
+	// tap cuts lines): a longer one is audited as truncated and not
+	// answered, never held whole (a 2 GiB line without "\n" was).
+	sp := &tap.Splitter{Max: mockMaxBody, Emit: func(line []byte, _ tap.Framing, size int, truncated bool) {
+		if truncated {
+			fmt.Fprintf(r.diag, "ahp-tap mock backend ▸ a harness line of %d bytes is longer than the %d the mock reads; not answered\n", size, mockMaxBody)
+			return
+		}
+		lines, _, _ := b.answer(&tap.Frame{Raw: bytes.Clone(line)})
+		for _, p := range lines {
+			emit(p)
+		}
+	}}
+	buf := make([]byte, 1<<16)
 	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			s.Stream(conn, tap.FromHarness, time.Now(), line)
-			f := &tap.Frame{Raw: bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))}
-			lines, _, _ := b.answer(f)
-			for _, p := range lines {
-				emit(p)
+		n, err := in.Read(buf)
+		// Line by line, so that the audit sees each request before its
+		// answer, as the wire had them.
+		for p := buf[:n]; len(p) > 0; {
+			seg := p
+			if i := bytes.IndexByte(p, '\n'); i >= 0 {
+				seg = p[:i+1]
 			}
+			s.Stream(conn, tap.FromHarness, time.Now(), seg)
+			sp.Write(seg)
+			p = p[len(seg):]
 		}
 		if err != nil {
 			break
 		}
 	}
+	sp.Close()
 	now := time.Now()
 	s.Note(tap.Note{Kind: tap.NoteEOF, Time: now, Conn: conn, Dir: tap.FromHarness})
 	s.Note(tap.Note{Kind: tap.NoteEOF, Time: now, Conn: conn, Dir: tap.FromBackend})
@@ -299,13 +337,16 @@ func (r *mockRun) serveStdio(in io.Reader, out io.Writer, conn string) error {
 }
 
 // serveHTTP answers harnesses over HTTP until ctx ends.
-func (r *mockRun) serveHTTP(ctx context.Context, ln net.Listener) error {
+func (r *mockRun) serveHTTP(ctx context.Context, ln net.Listener, readTimeout time.Duration) error {
 	b := &backendSide{r: r, matcher: mock.NewMatcher(r.rec, r.match, r.ignore)}
 	aud := r.session.Audit(tap.AuditorConfig{Queue: httpAuditQueue})
 	var conns atomic.Uint64
 	type connKey struct{}
 	srv := &http.Server{
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(10*time.Second, readTimeout),
+		// A body trickled in byte by byte holds a connection no longer than
+		// this (200 slow-body connections were still open after 25 s).
+		ReadTimeout: readTimeout,
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, fmt.Sprintf("http/%d", conns.Add(1)))
 		},
@@ -321,17 +362,17 @@ func (r *mockRun) serveHTTP(ctx context.Context, ln net.Listener) error {
 			if err != nil {
 				return
 			}
-			auditCopy, meta := harnessMeta(req, body)
-			reqFrame := &tap.Frame{Dir: tap.FromHarness, Time: start, Transport: tap.HTTP, Conn: conn, Raw: auditCopy, HTTP: meta}
+			reqFrame := r.audit.Frame(tap.FromHarness, start, conn, httpaudit.Body{Bytes: body}, r.audit.Request(req.Method, req.URL, req.Header, ""))
 			_, resp, status := b.answer(&tap.Frame{Raw: body})
 			items := []tap.Item{{Frame: reqFrame}}
-			rmeta := &tap.HTTPMeta{Status: status, BodySize: int64(len(resp))}
 			if resp != nil {
 				w.Header().Set("Content-Type", "application/json")
-				rmeta.Header = map[string][]string{"Content-Type": {"application/json"}}
-				items = append(items, tap.Item{Frame: &tap.Frame{Dir: tap.FromBackend, Time: time.Now(), Transport: tap.HTTP, Conn: conn, Raw: resp, HTTP: rmeta}})
+			}
+			rmeta := r.audit.Response(status, w.Header(), "", time.Since(start))
+			if resp != nil {
+				items = append(items, tap.Item{Frame: r.audit.Frame(tap.FromBackend, time.Now(), conn, httpaudit.Body{Bytes: resp}, rmeta)})
 			} else {
-				items = append(items, tap.Item{Note: &tap.Note{Kind: tap.NoteHTTPResponse, Time: time.Now(), Conn: conn, HTTP: rmeta}})
+				items = append(items, tap.Item{Note: r.audit.ResponseNote(time.Now(), conn, httpaudit.Body{}, rmeta)})
 			}
 			w.WriteHeader(status)
 			w.Write(resp)
@@ -355,33 +396,6 @@ func (r *mockRun) serveHTTP(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("mock backend: %w", err)
 	}
 	return r.finish(b.missed, fmt.Sprintf("%d requests answered from the recording, %d unmatched", b.served, b.missed))
-}
-
-// harnessMeta returns the audit copy of a request body and its envelope,
-// with the bearer credential redacted from both (AHP-AUTH-001: a
-// credential never reaches a log or a finding).
-func harnessMeta(req *http.Request, body []byte) ([]byte, *tap.HTTPMeta) {
-	meta := &tap.HTTPMeta{Method: req.Method, URL: req.URL.Redacted(), Header: map[string][]string{},
-		AuthorizationCount: len(req.Header.Values("Authorization")), BodySize: int64(len(body))}
-	auditCopy := body
-	for k, vs := range req.Header {
-		if strings.EqualFold(k, "Authorization") {
-			for _, v := range vs {
-				scheme, cred, ok := strings.Cut(strings.TrimSpace(v), " ")
-				if !ok {
-					scheme, cred = "", scheme // no scheme: the whole value is the credential
-				}
-				meta.Header[k] = append(meta.Header[k], strings.TrimSpace(scheme+" "+tap.RedactedCredential))
-				if cred = strings.TrimSpace(cred); len(cred) >= 8 {
-					meta.CredentialInBody += bytes.Count(auditCopy, []byte(cred))
-					auditCopy = bytes.ReplaceAll(auditCopy, []byte(cred), []byte(tap.RedactedCredential))
-				}
-			}
-			continue
-		}
-		meta.Header[k] = vs
-	}
-	return auditCopy, meta
 }
 
 // runMockHarness plays the harness side of a capture against a live
@@ -468,9 +482,9 @@ func (h *harnessSide) compare() int {
 			continue
 		}
 		differing++
-		fmt.Fprintf(h.r.diag, "ahp-tap mock harness ▸ difference: %s\n", st.Describe())
+		fmt.Fprintf(h.r.diag, "ahp-tap mock harness ▸ difference: %s\n", h.r.audit.Text(st.Describe()))
 		for _, d := range diffs {
-			fmt.Fprintf(h.r.diag, "    %s\n", d)
+			fmt.Fprintf(h.r.diag, "    %s\n", h.r.audit.Text(fmt.Sprint(d)))
 		}
 	}
 	return differing
@@ -650,36 +664,33 @@ func (r *mockRun) playHTTP(ctx context.Context, url, token string, wait time.Dur
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(st.Request.Raw))
 		if err != nil {
-			return usageError("mock harness: --url: %v", err)
+			return usageError("mock harness: --url: %v", r.audit.Text(err.Error()))
 		}
 		req.Header.Set("Content-Type", "application/json")
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		start := time.Now()
-		auditCopy, reqMeta := harnessMeta(req, st.Request.Raw)
-		s.Frame(&tap.Frame{Dir: tap.FromHarness, Time: start, Transport: tap.HTTP, Conn: conn, Raw: auditCopy, HTTP: reqMeta})
+		// AHP-AUTH-001: the audit copy is the HTTP tap's: the token, the
+		// URL's credentials and every escaped form of them redacted.
+		reqMeta := r.audit.Request(http.MethodPost, req.URL, req.Header, "")
+		s.Frame(r.audit.Frame(tap.FromHarness, start, conn, httpaudit.Body{Bytes: st.Request.Raw}, reqMeta))
 		resp, err := client.Do(req)
 		if err != nil {
 			failed++
-			fmt.Fprintf(r.diag, "ahp-tap mock harness: %s: %v\n", st.Describe(), err)
-			s.Note(tap.Note{Kind: tap.NoteUpstreamFailure, Time: time.Now(), Conn: conn, Detail: err.Error()})
+			detail := r.audit.Text(err.Error())
+			fmt.Fprintf(r.diag, "ahp-tap mock harness: %s: %s\n", r.audit.Text(st.Describe()), detail)
+			s.Note(tap.Note{Kind: tap.NoteUpstreamFailure, Time: time.Now(), Conn: conn, Detail: detail})
 			continue
 		}
 		body, rerr := io.ReadAll(io.LimitReader(resp.Body, mockMaxBody))
 		resp.Body.Close()
-		meta := &tap.HTTPMeta{Status: resp.StatusCode, Header: resp.Header, BodySize: int64(len(body)),
-			LatencyMs: float64(time.Since(start).Microseconds()) / 1000}
-		if len(token) >= 8 {
-			// AHP-AUTH-001: the credential never reaches the audit copy.
-			meta.CredentialInBody = bytes.Count(body, []byte(token))
-			body = bytes.ReplaceAll(body, []byte(token), []byte(tap.RedactedCredential))
-		}
+		meta := r.audit.Response(resp.StatusCode, resp.Header, "", time.Since(start))
 		if rerr != nil || resp.StatusCode != http.StatusOK || len(body) == 0 {
-			s.Note(tap.Note{Kind: tap.NoteHTTPResponse, Time: time.Now(), Conn: conn, HTTP: meta})
+			s.Note(*r.audit.ResponseNote(time.Now(), conn, httpaudit.Body{Bytes: body}, meta))
 			continue
 		}
-		f := &tap.Frame{Dir: tap.FromBackend, Time: time.Now(), Transport: tap.HTTP, Conn: conn, Raw: body, HTTP: meta}
+		f := r.audit.Frame(tap.FromBackend, time.Now(), conn, httpaudit.Body{Bytes: body}, meta)
 		s.Frame(f)
 		h.take(f, "")
 	}

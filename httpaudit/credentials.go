@@ -1,4 +1,4 @@
-package httpproxy
+package httpaudit
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ const MinCredentialLen = 8
 
 // DefaultMaxCredentials bounds how many distinct credentials a tap
 // remembers (as keyed hashes, about 100 bytes each). Past it the oldest is
-// forgotten, and the first time that happens the audit reports it (TAP-1).
+// Forgotten, and the first time that happens the audit reports it (TAP-1).
 const DefaultMaxCredentials = 100_000
 
 // DefaultRedactHeaders are the request and response headers whose values
@@ -55,7 +55,7 @@ type Redaction struct {
 	NoDefaults bool
 }
 
-// credentials remembers every credential the harness has sent (the
+// Credentials remembers every credential the harness has sent (the
 // Authorization and Proxy-Authorization credentials, the values of
 // X-Api-Key and --redact-header headers, credential query parameters), so
 // that the audit copy of every body, header, URL and diagnostic can be
@@ -69,14 +69,14 @@ type Redaction struct {
 //
 // The zero value redacts the defaults; configure sets it up otherwise
 // before first use. Methods are safe for concurrent use.
-type credentials struct {
+type Credentials struct {
 	max     int             // how many credentials to keep (0: DefaultMaxCredentials)
 	headers map[string]bool // lower-case names of redacted headers besides Authorization; nil: the defaults
 	params  map[string]bool // lower-case names of redacted query parameters; nil: the defaults
 	learn   map[string]bool // lower-case names of headers whose values are remembered as credentials
-	// forgotten is called once, off the caller's locks, when the first
-	// credential is forgotten to keep within max.
-	forgotten func(max int)
+	// Forgotten is called once, off the caller's locks, when the first
+	// credential is Forgotten to keep within max.
+	Forgotten func(max int)
 
 	once sync.Once    // runs setup
 	seed uint64       // keys the anchor hash
@@ -92,7 +92,7 @@ type credentials struct {
 	anchor map[uint64]*credBucket // credentials by the hash of their first 8 bytes
 	order  []credRef              // credentials in the order learned: a ring once full
 	next   int                    // where the next credential goes in order once full
-	warned bool                   // forgotten has been called
+	warned bool                   // Forgotten has been called
 }
 
 // A credKey is one remembered credential: its length and keyed digest.
@@ -120,9 +120,9 @@ const (
 	filterWords = 1 << filterBits / 64
 )
 
-// configure sets what is redacted and how many credentials are kept. It
+// Configure sets what is redacted and how many credentials are kept. It
 // must run before the first use.
-func (c *credentials) configure(r Redaction, max int) {
+func (c *Credentials) Configure(r Redaction, max int) {
 	c.max = max
 	c.headers, c.params, c.learn = map[string]bool{}, map[string]bool{}, map[string]bool{"authorization": true}
 	if !r.NoDefaults {
@@ -140,9 +140,9 @@ func (c *credentials) configure(r Redaction, max int) {
 	}
 }
 
-func (c *credentials) setup() {
+func (c *Credentials) setup() {
 	if c.headers == nil {
-		c.configure(Redaction{}, c.max)
+		c.Configure(Redaction{}, c.max)
 	}
 	if c.max <= 0 {
 		c.max = DefaultMaxCredentials
@@ -154,11 +154,11 @@ func (c *credentials) setup() {
 	c.anchor = make(map[uint64]*credBucket)
 }
 
-// add remembers the credentials in the headers of a request: what follows
+// Add remembers the credentials in the headers of a request: what follows
 // the scheme in Authorization and Proxy-Authorization (after any white
 // space, "Bearer\tabc" as "Bearer abc"; the user:password of Basic too), and
 // the whole values of X-Api-Key and the --redact-header headers.
-func (c *credentials) add(h http.Header) {
+func (c *Credentials) Add(h http.Header) {
 	c.once.Do(c.setup)
 	for k, vs := range h {
 		lk := strings.ToLower(k)
@@ -184,15 +184,31 @@ func (c *credentials) add(h http.Header) {
 	}
 }
 
-// addURL remembers the values of credential query parameters of u.
-func (c *credentials) addURL(u *url.URL) {
+// AddURL remembers the values of credential query parameters of u (the
+// defaults: DefaultRedactParams), and the password of its userinfo, as
+// the user:password of a Basic credential is. Other secret-like
+// parameters and the user name are hidden wherever the URL is shown
+// (RedactURL), but not searched for in bodies: an ordinary value there
+// would make every body holding it an AUTH-1 finding.
+func (c *Credentials) AddURL(u *url.URL) {
 	c.once.Do(c.setup)
-	if u == nil || u.RawQuery == "" {
+	if u == nil {
+		return
+	}
+	if u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			c.remember(p)
+		}
+	}
+	if u.RawQuery == "" {
 		return
 	}
 	for _, part := range strings.Split(u.RawQuery, "&") {
 		name, val, _ := strings.Cut(part, "=")
-		if !c.secretParam(name) {
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if !c.params[strings.ToLower(name)] {
 			continue
 		}
 		c.remember(val)
@@ -202,11 +218,14 @@ func (c *credentials) addURL(u *url.URL) {
 	}
 }
 
-func (c *credentials) secretParam(name string) bool {
-	if n, err := url.QueryUnescape(name); err == nil {
-		name = n
+// secretParam says whether the value of the query parameter name is
+// redacted: one of the defaults or a secret-like name (SecretName), unless
+// --no-redact.
+func (c *Credentials) secretParam(name string) bool {
+	if len(c.params) == 0 {
+		return false
 	}
-	return c.params[strings.ToLower(name)]
+	return secretParamName(name)
 }
 
 // splitAuthorization splits an Authorization value into its scheme and
@@ -222,19 +241,19 @@ func splitAuthorization(v string) (scheme, cred string) {
 
 // digest is a credential's keyed 64-bit hash: the seed is random per
 // process and never leaves memory.
-func (c *credentials) digest(b []byte) uint64 { return maphash.Bytes(c.key, b) }
+func (c *Credentials) digest(b []byte) uint64 { return maphash.Bytes(c.key, b) }
 
 // anchorOf hashes 8 bytes read as a little-endian word. Multiplying by an
 // odd constant is a bijection: distinct anchors never share a map key.
-func (c *credentials) anchorOf(w uint64) uint64 { return (w ^ c.seed) * 0x9E3779B97F4A7C15 }
+func (c *Credentials) anchorOf(w uint64) uint64 { return (w ^ c.seed) * 0x9E3779B97F4A7C15 }
 
-func (c *credentials) filterHas(h uint64) bool {
+func (c *Credentials) filterHas(h uint64) bool {
 	i := h >> (64 - filterBits)
 	return c.filter[i/64].Load()&(1<<(i%64)) != 0
 }
 
 // remember adds one credential.
-func (c *credentials) remember(cred string) {
+func (c *Credentials) remember(cred string) {
 	if len(cred) < MinCredentialLen {
 		return
 	}
@@ -282,8 +301,8 @@ func (c *credentials) remember(cred string) {
 	i := h >> (64 - filterBits)
 	c.filter[i/64].Or(1 << (i % 64))
 	c.mu.Unlock()
-	if warn && c.forgotten != nil {
-		c.forgotten(c.max)
+	if warn && c.Forgotten != nil {
+		c.Forgotten(c.max)
 	}
 }
 
@@ -307,7 +326,7 @@ type span struct {
 // whatever the number of credentials: one hash per byte, and only where
 // a credential's first 8 bytes are, one digest per distinct length of the
 // credentials starting so.
-func (c *credentials) scan(b []byte, out []span) []span {
+func (c *Credentials) scan(b []byte, out []span) []span {
 	if c.count.Load() == 0 {
 		return out
 	}
@@ -348,14 +367,14 @@ const maxEscapeDepth = 3
 
 // find returns the merged spans of b that hold a credential, as written or
 // once its escapes are decoded.
-func (c *credentials) find(b []byte) []span {
+func (c *Credentials) find(b []byte) []span {
 	if c.count.Load() == 0 || len(b) < MinCredentialLen {
 		return nil
 	}
 	return mergeSpans(c.findIn(b, 0, nil))
 }
 
-func (c *credentials) findIn(b []byte, depth int, out []span) []span {
+func (c *Credentials) findIn(b []byte, depth int, out []span) []span {
 	n := len(out)
 	out = c.scan(b, out)
 	if depth == 0 {
@@ -427,13 +446,13 @@ func mergeSpans(ss []span) []span {
 	return out
 }
 
-// redact returns b with every remembered credential replaced by
+// Redact returns b with every remembered credential replaced by
 // tap.RedactedCredential, as written or escaped, and how many it replaced.
 // b itself is returned, unchanged, when nothing matched; it is never
 // modified. A JSON body stays JSON: a credential outside a string (a
 // numeric key written as a number, say) takes the whole value it is in
 // with it, replaced by the marker as a JSON string.
-func (c *credentials) redact(b []byte) ([]byte, int) {
+func (c *Credentials) Redact(b []byte) ([]byte, int) {
 	c.once.Do(c.setup)
 	spans := c.find(b)
 	if len(spans) == 0 {
@@ -498,63 +517,43 @@ func valueSpans(v *tap.Value, spans []span) []span {
 	return mergeSpans(out)
 }
 
-// redactString is redact for text (URLs, error messages, diagnostics).
-func (c *credentials) redactString(s string) string {
+// RedactString is redact for text (URLs, error messages, diagnostics).
+func (c *Credentials) RedactString(s string) string {
 	c.once.Do(c.setup)
 	if c.count.Load() == 0 {
 		return s
 	}
-	b, n := c.redact([]byte(s))
+	b, n := c.Redact([]byte(s))
 	if n == 0 {
 		return s
 	}
 	return string(b)
 }
 
-// redactURL renders u for a capture or log: its password hidden, the
+// RedactURL renders u for a capture or log: its userinfo hidden, the
 // values of credential query parameters replaced, and every remembered
 // credential elsewhere replaced.
-func (c *credentials) redactURL(u *url.URL) string {
+func (c *Credentials) RedactURL(u *url.URL) string {
 	c.once.Do(c.setup)
 	if u == nil {
 		return ""
 	}
-	cp := *u
-	cp.RawQuery = c.redactQuery(u.RawQuery)
-	return c.redactString(cp.Redacted())
+	return c.RedactString(renderURL(u, redactQueryWith(u.RawQuery, tap.RedactedCredential, c.secretParam), false))
 }
 
-func (c *credentials) redactQuery(q string) string {
-	if q == "" || len(c.params) == 0 {
-		return q
-	}
-	parts := strings.Split(q, "&")
-	changed := false
-	for i, part := range parts {
-		name, _, hasVal := strings.Cut(part, "=")
-		if hasVal && c.secretParam(name) {
-			parts[i], changed = name+"="+tap.RedactedCredential, true
-		}
-	}
-	if !changed {
-		return q
-	}
-	return strings.Join(parts, "&")
-}
-
-// redactURLString is redactURL for a URL already rendered as text.
-func (c *credentials) redactURLString(s string) string {
+// RedactURLString is redactURL for a URL already rendered as text.
+func (c *Credentials) RedactURLString(s string) string {
 	if u, err := url.Parse(s); err == nil {
-		return c.redactURL(u)
+		return c.RedactURL(u)
 	}
-	return c.redactString(s)
+	return c.RedactString(s)
 }
 
-// metaHeader copies h for a tap.HTTPMeta: Authorization values (and
+// MetaHeader copies h for a tap.HTTPMeta: Authorization values (and
 // Proxy-Authorization, unless --no-redact) keep only their scheme, the
 // values of the other redacted headers are replaced whole, and every
 // remembered credential elsewhere is replaced.
-func (c *credentials) metaHeader(h http.Header) map[string][]string {
+func (c *Credentials) MetaHeader(h http.Header) map[string][]string {
 	c.once.Do(c.setup)
 	out := make(map[string][]string, len(h))
 	for k, vs := range h {
@@ -568,7 +567,7 @@ func (c *credentials) metaHeader(h http.Header) map[string][]string {
 			case c.headers[lk]:
 				cp[i] = tap.RedactedCredential
 			default:
-				cp[i] = c.redactString(v)
+				cp[i] = c.RedactString(v)
 			}
 		}
 		out[k] = cp

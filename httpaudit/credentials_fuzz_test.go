@@ -1,4 +1,4 @@
-package httpproxy
+package httpaudit
 
 import (
 	"bytes"
@@ -70,9 +70,9 @@ func FuzzRedact(f *testing.F) {
 		}
 		pos := min(int(at), len(body))
 		in := append(append(append([]byte{}, body[:pos]...), enc...), body[pos:]...)
-		var c credentials
+		var c Credentials
 		c.remember(cred)
-		out, n := c.redact(in)
+		out, n := c.Redact(in)
 		for level, form := range decodedForms(out) {
 			if bytes.Contains(form, []byte(cred)) {
 				t.Fatalf("the credential %q is left in %q (decoding level %d) of %q", cred, out, level, in)
