@@ -158,13 +158,12 @@ type contribution struct {
 
 // frameRef is what a finding needs of a frame.
 type frameRef struct {
-	seq              uint64
-	conn             string
-	dir              tap.Direction
-	time             time.Time
-	rpcID            string
-	eventID, evType  string
-	traceParent, ptr string
+	seq             uint64
+	conn            string
+	dir             tap.Direction
+	time            time.Time
+	rpcID           string
+	eventID, evType string
 }
 
 func refOf(f *tap.Frame, evID, evType string) frameRef {
