@@ -19,6 +19,7 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
+	"github.com/ahp-tap/ahp-tap/vocab"
 )
 
 // DefaultSkew is the clock tolerance between links. The taps of one
@@ -832,8 +833,8 @@ func (t *Timeline) NotChecked() []tap.NotChecked {
 	reason := fmt.Sprintf("%d of %d events had a matching intercept subscription on a hook that is not tapped (%s)",
 		t.partial, t.partial+t.judged, strings.Join(miss, ", "))
 	var out []tap.NotChecked
-	for _, c := range []string{"COND-1", "COND-2", "COND-3", "COND-4", "COND-5"} {
-		out = append(out, tap.NotChecked{Check: c, Reason: reason})
+	for _, c := range []vocab.CheckID{vocab.Cond1, vocab.Cond2, vocab.Cond3, vocab.Cond4, vocab.Cond5} {
+		out = append(out, tap.NotChecked{Check: string(c), Reason: reason})
 	}
 	return out
 }
