@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/ahp-tap/ahp-tap/conduct"
 	"io"
 	"path/filepath"
 	"slices"
@@ -176,6 +177,7 @@ type Run struct {
 	seen      map[string]int // fingerprint -> occurrences, for --write-baseline and stale entries
 	examples  map[string]BaselineEntry
 	claim     *claimState
+	chains    []conduct.Chain // the conduct timeline's most recent chains
 }
 
 type inputState struct {
@@ -251,6 +253,25 @@ func (r *Run) Note(registration, hook, deadline bool, lifecycle string) {
 		st.facts.lifecycles[lifecycle] = true
 	}
 }
+
+// Conduct says the current input is the conduct timeline across the
+// links of a registration (issue 23), which judged chains: the COND-*
+// checks are exercised by it when it judged an event.
+func (r *Run) Conduct(chains []conduct.Chain) {
+	if r == nil {
+		return
+	}
+	st := r.input()
+	st.facts.conduct = true
+	st.facts.events += len(chains)
+	r.chains = append(r.chains, chains...)
+	if len(r.chains) > maxRunChains {
+		r.chains = r.chains[len(r.chains)-maxRunChains:]
+	}
+}
+
+// maxRunChains bounds the conduct chains a run keeps for its reports.
+const maxRunChains = 256
 
 // Findings feeds findings of the current input, in the order produced.
 func (r *Run) Findings(fs []tap.Finding) {
