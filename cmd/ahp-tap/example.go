@@ -28,6 +28,7 @@ var exampleModes = []struct{ name, help string }{
 	{"crash", "exit 1 on the first request without answering (STDIO-2, CORR-2)"},
 	{"silent", "never answer (deadline handling, CORR-2/CORR-3)"},
 	{"slow", "answer correctly after --delay (CORR-3)"},
+	{"error", "answer every intercept with a JSON-RPC error (an operational failure: the harness applies the failure policy)"},
 }
 
 func modeHelp() string {
@@ -134,6 +135,8 @@ func (b *exampleBackend) handle(line []byte) error {
 			"data": map[string]any{"supported": []string{b.snapshot}}})
 	case req.Method == "hooks/capabilities":
 		b.reply(req.ID, "result", map[string]any{"protocolVersion": version, "manifest": exampleManifest})
+	case req.Method == "hooks/intercept" && b.mode == "error":
+		b.reply(req.ID, "error", map[string]any{"code": -32603, "message": "policy engine unavailable (--mode error)"})
 	case req.Method == "hooks/intercept":
 		b.n++
 		b.reply(req.ID, "result", b.decide(&req, version))
@@ -235,8 +238,16 @@ func (m *Main) runExampleHarness(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("example-harness", flag.ContinueOnError)
 	snapshot := fs.String("protocol-version", tap.DefaultSnapshot, "protocol snapshot `V` to send")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each response")
+	regPath := fs.String("registration", "", "dispatch to every backend of the registration `FILE` (as a harness does: serial, in order), instead of one backend")
+	fault := fs.String("fault", "none", "with --registration, a deliberate conduct `FAULT`, one of:"+faultHelp())
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
+	}
+	if *regPath != "" {
+		if fs.NArg() > 0 {
+			return usageError("example-harness: --registration starts the registration's backends; give no CMD")
+		}
+		return m.runConductHarness(*regPath, *fault, *snapshot)
 	}
 	in, out := m.Stdin, m.Stdout
 	var backend *exec.Cmd

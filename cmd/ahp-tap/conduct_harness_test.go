@@ -1,0 +1,153 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// conductHook is one backend of a test registration.
+type conductHook struct {
+	id, lifecycle, mode, policy string
+	observeAfter                bool
+}
+
+// conductRegistration writes a registration whose backends are the example
+// backend (run by the test binary's ahp-tap) in the given modes, each an
+// interceptor of tool.before, wraps it with `ahp-tap wrap --dir`, and
+// returns the wrapped registration and the taps' directory.
+func conductRegistration(t *testing.T, hooks ...conductHook) (tapped, taps string) {
+	t.Helper()
+	dir := t.TempDir()
+	var hs []string
+	for _, h := range hooks {
+		args := []string{"example-backend", "--mode", h.mode}
+		if h.mode == "slow" {
+			// Long enough that a concurrent intercept is seen beyond the
+			// clock tolerance (5 ms); no test asserts a duration.
+			args = append(args, "--delay", "40ms")
+		}
+		a, _ := json.Marshal(args)
+		subs := fmt.Sprintf(`{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":%q,"content":{"default":"body"}}`, h.policy)
+		if h.observeAfter {
+			subs += `,{"events":["tool.after"],"mode":"observe","content":{"default":"body"}}`
+		}
+		hs = append(hs, fmt.Sprintf(`{"id":%q,"transport":{"type":"stdio","command":%q,"args":%s,"lifecycle":%q},"subscriptions":[%s]}`,
+			h.id, tapBinary, a, h.lifecycle, subs))
+	}
+	in := filepath.Join(dir, "hooks.json")
+	if err := os.WriteFile(in, []byte(`{"protocolVersion":"draft","hooks":[`+strings.Join(hs, ",")+`]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	taps = filepath.Join(dir, "taps")
+	tapped = filepath.Join(dir, "hooks.tapped.json")
+	if r := runTap(t, "", "wrap", "--dir", taps, "--tap", tapBinary, "-o", tapped, in); r.code != 0 {
+		t.Fatalf("wrap: exit %d: %s", r.code, r.stderr)
+	}
+	return tapped, taps
+}
+
+// conductFindings runs the example harness with fault against the wrapped
+// registration, then replays the taps' captures together, and returns the
+// checks of the conduct findings and the replay's findings by check.
+func conductFindings(t *testing.T, tapped, taps, fault string) (cond []string, all map[string]int, harness string) {
+	t.Helper()
+	r := runTap(t, "", "example-harness", "--registration", tapped, "--fault", fault)
+	if r.code != 0 {
+		t.Fatalf("example-harness --fault %s: exit %d: %s", fault, r.code, r.stderr)
+	}
+	rules, nc, rr := replayConduct(t, taps)
+	if nc != "" {
+		t.Errorf("every link is tapped, yet: %s", nc)
+	}
+	var doc struct{ Findings []struct{ Check string } }
+	json.Unmarshal([]byte(rr.stdout), &doc)
+	all = map[string]int{}
+	for _, f := range doc.Findings {
+		all[f.Check]++
+	}
+	for _, ru := range rules {
+		c, _, _ := strings.Cut(ru, "/")
+		if !slices.Contains(cond, c) {
+			cond = append(cond, c)
+		}
+	}
+	slices.Sort(cond)
+	return cond, all, r.stderr
+}
+
+// The example harness dispatching to three wrapped backends: a persistent
+// fail-closed interceptor (slow), a per_event fail-open one that always
+// fails, and a persistent fail-closed one that also observes tool.after.
+// Conforming dispatch gives no conduct finding, though the chain goes on
+// past fail-open failures and a deny sends short-circuit observes; each
+// deliberate fault gives its check's finding. Replayed from the captures.
+func TestConductHarnessThreeBackends(t *testing.T) {
+	t.Parallel()
+	hooks := []conductHook{
+		{"com.example.a", "persistent", "slow", "fail-closed", false},
+		{"com.example.b", "per_event", "error", "fail-open", false},
+		{"com.example.c", "persistent", "conforming", "fail-closed", true},
+	}
+	for _, f := range conductFaults {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			tapped, taps := conductRegistration(t, hooks...)
+			cond, all, say := conductFindings(t, tapped, taps, f.name)
+			if f.check == "" {
+				if len(cond) != 0 {
+					t.Errorf("conforming dispatch: conduct findings %v\n%s", cond, say)
+				}
+				if all["BASE-5"] == 0 || !strings.Contains(say, "(fail-open)") || !strings.Contains(say, "the chain stopped: denied by com.example.a") {
+					t.Errorf("the conforming session lacks a short-circuit observe (BASE-5 info), a fail-open failure or a deny:\n%s", say)
+				}
+				return
+			}
+			if !slices.Contains(cond, string(f.check)) {
+				t.Errorf("--fault %s: conduct findings %v, want %s\n%s", f.name, cond, f.check, say)
+			}
+			if f.name != "concurrent" && len(cond) != 1 {
+				// Concurrent dispatch also breaks the order and the stop, as it happens.
+				t.Errorf("--fault %s: conduct findings %v, want only %s", f.name, cond, f.check)
+			}
+		})
+	}
+}
+
+// Two wrapped backends, a persistent and a per_event one, both conforming
+// policies: conforming dispatch gives no conduct finding; the faults that
+// apply to two interceptors give theirs.
+func TestConductHarnessTwoBackends(t *testing.T) {
+	t.Parallel()
+	hooks := []conductHook{
+		{"com.example.a", "persistent", "conforming", "fail-closed", false},
+		{"com.example.b", "per_event", "conforming", "fail-closed", true},
+	}
+	for _, tc := range []struct{ fault, want string }{
+		{"none", ""}, {"out-of-order", "COND-1"}, {"continue-after-deny", "COND-2"}, {"run-denied", "COND-8"},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			t.Parallel()
+			tapped, taps := conductRegistration(t, hooks...)
+			cond, _, say := conductFindings(t, tapped, taps, tc.fault)
+			if strings.Join(cond, " ") != tc.want {
+				t.Errorf("--fault %s: conduct findings %v, want %q\n%s", tc.fault, cond, tc.want, say)
+			}
+		})
+	}
+}
+
+func TestConductHarnessUsage(t *testing.T) {
+	t.Parallel()
+	tapped, _ := conductRegistration(t, conductHook{"com.example.a", "persistent", "conforming", "fail-closed", false})
+	if r := runTap(t, "", "example-harness", "--registration", tapped, "--fault", "sloppy"); r.code != 2 || !strings.Contains(r.stderr, "unknown --fault") {
+		t.Errorf("unknown fault: exit %d, %s", r.code, r.stderr)
+	}
+	if r := runTap(t, "", "example-harness", "--registration", filepath.Join(t.TempDir(), "none.json")); r.code != 2 {
+		t.Errorf("missing registration: exit %d, %s", r.code, r.stderr)
+	}
+}
