@@ -78,6 +78,9 @@ type Timeline struct {
 	partialBy map[string]bool
 	chains    []Chain // most recent judged chains, for reports
 	closed    bool
+	// exercised holds the checks some judged event gave something to
+	// judge (a claim counts a check only when it was exercised).
+	exercised map[vocab.CheckID]bool
 }
 
 type knownEvent struct {
@@ -107,7 +110,7 @@ func New(cfg Config) *Timeline {
 	}
 	t := &Timeline{cfg: cfg, reg: newRegistration(cfg.Registration, cfg.Tapped), sink: cfg.Sink,
 		events: map[tap.EventKey]*event{}, known: map[string]knownEvent{}, calls: map[string]*call{},
-		turns: map[string]turnRecord{}, partialBy: map[string]bool{}}
+		turns: map[string]turnRecord{}, partialBy: map[string]bool{}, exercised: map[vocab.CheckID]bool{}}
 	if t.sink == nil {
 		t.sink = tap.SinkFunc(func(tap.Finding) {})
 	}
@@ -301,6 +304,7 @@ func (t *Timeline) markDenied(e *event) {
 	}
 	k.denied = true
 	t.known[e.key.ID] = k
+	t.exercised[vocab.Cond8] = true
 	if c := t.calls[e.callID]; c != nil && e.typ == "tool.before" && c.before == e.key.ID {
 		c.denied = true
 	}
@@ -584,6 +588,9 @@ func (t *Timeline) continuations(e *event, f *tap.Frame) {
 	}
 	rem, has := f.Params().Path("capabilities", "flow", "remainingContinuations").Int()
 	prev, seen := t.turns[turn]
+	if seen && prev.has && has && prev.resolution != "" {
+		t.exercised[vocab.Cond7] = true
+	}
 	if seen && prev.has && has {
 		want := prev.remaining
 		if prev.resolution == "continue" {
@@ -631,6 +638,9 @@ func (t *Timeline) lineage(e *event, ev *tap.Value, f *tap.Frame) {
 	}
 	if hasCall {
 		e.callID = callID
+	}
+	if hasParent || (hasCall && e.typ == "tool.after") {
+		t.exercised[vocab.Cond9] = true
 	}
 	if hasCall && e.typ == "tool.before" {
 		t.rememberCall(callID).before = e.key.ID
@@ -736,6 +746,7 @@ func (t *Timeline) finish(e *event) {
 		return
 	}
 	t.judged++
+	t.exercise(e)
 	var failOpen *delivery
 	called := map[*hook]bool{}
 	for _, d := range e.deliveries {
@@ -761,6 +772,73 @@ func (t *Timeline) finish(e *event) {
 	if len(t.chains) > maxChains {
 		t.chains = t.chains[len(t.chains)-maxChains:]
 	}
+}
+
+// exercise notes which checks e gave something to judge.
+func (t *Timeline) exercise(e *event) {
+	var intercepts, observes, stated int
+	for _, d := range e.deliveries {
+		switch {
+		case d.method == "hooks/observe":
+			observes++
+		case !d.retry:
+			intercepts++
+			if d.state.Is(tap.Object) {
+				stated++
+			}
+		}
+	}
+	if intercepts == 0 {
+		return
+	}
+	later := func(pos int) bool {
+		return slices.ContainsFunc(e.interceptors, func(i interceptor) bool { return i.hook.pos > pos })
+	}
+	if len(e.interceptors) >= 2 {
+		t.exercised[vocab.Cond1] = true
+	}
+	if e.endBy != nil && later(e.endBy.hook.pos) {
+		t.exercised[vocab.Cond2], t.exercised[vocab.Cond6] = true, true
+	}
+	for _, d := range e.deliveries {
+		if d.method == "hooks/intercept" && d.failed && d.policy == "fail-open" && later(d.hook.pos) {
+			t.exercised[vocab.Cond3] = true
+		}
+	}
+	if observes > 0 {
+		t.exercised[vocab.Cond4] = true
+	}
+	if stated >= 2 {
+		t.exercised[vocab.Cond5] = true
+	}
+}
+
+// conductNeeds says, per check, what traffic exercises it.
+var conductNeeds = map[vocab.CheckID]string{
+	vocab.Cond1: "no event matched two or more interceptors",
+	vocab.Cond2: "no chain was ended (deny, flow stop, fail-closed failure) before a later interceptor",
+	vocab.Cond3: "no fail-open failure before a later interceptor",
+	vocab.Cond4: "no hooks/observe of an intercepted event",
+	vocab.Cond5: "no two interceptors of one event both received params.state",
+	vocab.Cond6: "no chain was short-circuited before a later interceptor",
+	vocab.Cond7: "no turn had two judged turn.finish.before events",
+	vocab.Cond8: "no *.before event was denied",
+	vocab.Cond9: "no tool.after or parentEventId",
+}
+
+// Exercised says, per conduct check, why the judged events did not
+// exercise it ("" when they did).
+func (t *Timeline) Exercised() map[string]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]string{}
+	for c, why := range conductNeeds {
+		if t.exercised[c] {
+			why = ""
+		}
+		out[string(c)] = why
+	}
+	return out
 }
 
 // resolveTurn records how an accepted answer d resolves e, a

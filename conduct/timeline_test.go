@@ -486,3 +486,35 @@ func TestBoundedEvents(t *testing.T) {
 		t.Errorf("%d findings (first %+v), want 100 COND-3", len(found), found)
 	}
 }
+
+// Exercised says which checks the judged events gave something to judge,
+// and a chain lists the rules reported about its event.
+func TestExercisedAndChainFindings(t *testing.T) {
+	r := newRig(t, threeHooks, 0)
+	ev := toolEvent("e1", "call-1", "")
+	r.send(hA, 0, intercept(ev, ""))
+	r.recv(hA, 10, answer("e1"))
+	wantOnly(t, r.close(), "")
+	ex := r.tl.Exercised()
+	if ex["COND-1"] != "" || ex["COND-2"] == "" || ex["COND-3"] == "" || ex["COND-7"] == "" || ex["COND-8"] == "" {
+		t.Errorf("one allowed chain: Exercised() = %v, want only COND-1 (and what every chain gives) exercised", ex)
+	}
+
+	r = newRig(t, threeHooks, 0)
+	r.send(hA, 0, intercept(ev, ""))
+	r.recv(hA, 10, answer("e1", deny))
+	r.send(hB, 20, intercept(ev, "")) // after the deny: COND-2
+	r.recv(hB, 30, answer("e1"))
+	r.send(hD, 31, observe(toolAfter("e2", "call-1", "e1", "denied")))
+	wantOnly(t, r.close(), "COND-2/after-stop")
+	ex = r.tl.Exercised()
+	for _, c := range []string{"COND-1", "COND-2", "COND-6", "COND-8", "COND-9"} {
+		if ex[c] != "" {
+			t.Errorf("deny then a later intercept: %s not exercised: %s", c, ex[c])
+		}
+	}
+	cs := r.tl.Chains()
+	if len(cs) != 2 || strings.Join(cs[0].Findings, " ") != "COND-2/after-stop" || len(cs[1].Findings) != 0 {
+		t.Errorf("Chains() = %+v, want the first with COND-2/after-stop", cs)
+	}
+}

@@ -23,6 +23,9 @@ type facts struct {
 	// conduct: the input is a conduct timeline across the links of a
 	// registration (replay of several captures), not one link.
 	conduct bool
+	// condWhy says, per COND check, why the conduct timeline did not
+	// exercise it ("" when it did).
+	condWhy map[string]string
 }
 
 func (fc *facts) add(f *tap.Frame) {
@@ -83,6 +86,13 @@ func (fc *facts) exercises(id string) (bool, string) {
 		}
 		return false, why
 	}
+	if strings.HasPrefix(id, "COND-") {
+		if !fc.conduct || fc.events == 0 {
+			return false, "one link only: conduct is judged when the captures of a registration's backends are replayed together"
+		}
+		why, ok := fc.condWhy[id]
+		return need(ok && why == "", why)
+	}
 	if fc.frames == 0 && id != "TAP-1" && id != "TAP-2" {
 		return false, "the input held no frames"
 	}
@@ -121,9 +131,6 @@ func (fc *facts) exercises(id string) (bool, string) {
 		return need(fc.modifies > 0, "no modify effect in any response")
 	case "EDIT-8":
 		return need(fc.elicitations > 0 && fc.modifies > 0, "no modify effect at a user.elicitation event")
-	}
-	if strings.HasPrefix(id, "COND-") {
-		return need(fc.conduct && fc.events > 0, "one link only: conduct is judged when the captures of a registration's backends are replayed together")
 	}
 	return true, ""
 }

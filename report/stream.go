@@ -123,6 +123,9 @@ type End struct {
 	Claim *ClaimMatrix
 	// FailOn is the --fail-on level (0: never).
 	FailOn tap.Level
+	// Chains is the per-event view of the conduct timeline, when the run
+	// judged conduct across a registration's links (Run.Conduct).
+	Chains []conduct.Chain
 }
 
 // Failing reports whether the run fails: a counted finding at or above
@@ -257,13 +260,16 @@ func (r *Run) Note(registration, hook, deadline bool, lifecycle string) {
 // Conduct says the current input is the conduct timeline across the
 // links of a registration (issue 23), which judged chains: the COND-*
 // checks are exercised by it when it judged an event.
-func (r *Run) Conduct(chains []conduct.Chain) {
+// notExercised says, per COND check, why no judged event exercised it
+// ("" when one did).
+func (r *Run) Conduct(chains []conduct.Chain, notExercised map[string]string) {
 	if r == nil {
 		return
 	}
 	st := r.input()
 	st.facts.conduct = true
 	st.facts.events += len(chains)
+	st.facts.condWhy = notExercised
 	r.chains = append(r.chains, chains...)
 	if len(r.chains) > maxRunChains {
 		r.chains = r.chains[len(r.chains)-maxRunChains:]
@@ -380,7 +386,7 @@ func (r *Run) Close(notPossible []NotPossible) (*End, error) {
 		r.EndInput(InputEnd{}, notPossible...)
 	}
 	e := &End{Inputs: r.ends, Levels: r.levels, Baselined: r.baselined,
-		ByCheck: sortedCounts(r.byCheck), NotPossible: notPossible, FailOn: r.cfg.FailOn}
+		ByCheck: sortedCounts(r.byCheck), NotPossible: notPossible, FailOn: r.cfg.FailOn, Chains: r.chains}
 	e.Stale = r.cfg.Baseline.Stale(r.seen)
 	if r.claim != nil {
 		e.Claim = r.claim.matrix(r.ends)

@@ -62,6 +62,7 @@ type conductResult struct {
 	chains      []conduct.Chain
 	links       []string // the hooks judged together
 	judged      bool     // a timeline ran
+	exercised   map[string]string
 }
 
 // conductLink is one capture of the links judged together.
@@ -167,7 +168,7 @@ func (rp *replayer) replayConduct(m *Main, names []string, skew time.Duration, a
 		fmt.Fprintf(rp.diag, "ahp-tap: replay: conduct timeline: %v\n", err)
 	}
 	tl.Close()
-	res.judged, res.links, res.chains = true, tapped, tl.Chains()
+	res.judged, res.links, res.chains, res.exercised = true, tapped, tl.Chains(), tl.Exercised()
 	res.notPossible = notPossible(tl.NotChecked())
 	return res
 }
@@ -204,8 +205,8 @@ func (rp *replayer) conductSource(m *Main, names []string, skew time.Duration, a
 		return nil, res.notPossible
 	}
 	rp.run.StartInput(conductSource)
-	rp.run.Conduct(res.chains)
+	rp.run.Conduct(res.chains, res.exercised)
 	rp.run.Findings(res.findings)
 	rp.run.EndInput(report.InputEnd{}, res.notPossible...)
-	return &report.Source{Name: conductSource, Findings: res.findings}, res.notPossible
+	return &report.Source{Name: conductSource, Findings: res.findings, Chains: res.chains}, res.notPossible
 }

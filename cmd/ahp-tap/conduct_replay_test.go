@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +192,71 @@ func TestReplayConductPartial(t *testing.T) {
 	}
 	if r := runTap(t, "", "replay", t.TempDir()); r.code != 2 || !strings.Contains(r.stderr, "no capture") {
 		t.Errorf("empty directory: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// The reports show each event's chain: text one line per chain, JSON a
+// chains list, HTML a conduct section; the harness claim counts the COND
+// checks (failed with a conduct finding, passed without).
+func TestReplayConductReports(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		b        []linkFrame
+		comp     string // the claim's AHP-COMP-001 status
+		stopped  bool
+		findings string
+	}{
+		{"conforming", []linkFrame{at(30, linkFrame{dir: tap.FromHarness, raw: `{"jsonrpc":"2.0","method":"hooks/observe","params":{"protocolVersion":"draft","event":` + conductEvent("e1") + `}}`})},
+			"passed", true, ""},
+		{"after deny", []linkFrame{at(30, conductIntercept("e1")), at(40, conductAnswer("e1", ""))}, "failed", true, "COND-2/after-stop"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			writeLinkCapture(t, dir, "com.example.a", twoHooks, at(0, conductIntercept("e1")), at(10, conductAnswer("e1", `{"type":"deny","reason":"no"}`)))
+			writeLinkCapture(t, dir, "com.example.b", twoHooks, tc.b...)
+			out := t.TempDir()
+			r := runTap(t, "", "replay", "--claim", "role=harness,binding=stdio,profiles=base,tool-interception",
+				"--report", "text", "--report", "json="+filepath.Join(out, "r.json"), "--report", "html="+filepath.Join(out, "r.html"), dir)
+			if r.code == 2 {
+				t.Fatalf("replay: %s", r.stderr)
+			}
+			line := ""
+			for _, l := range strings.Split(r.stdout, "\n") {
+				if strings.HasPrefix(l, "  tool.before e1:") {
+					line = l
+				}
+			}
+			if !strings.Contains(r.stdout, "conduct: 1 chains judged") || !strings.Contains(line, "com.example.a intercept → explicit_deny in 10ms (fail-closed)") ||
+				!strings.Contains(line, "stopped: an accepted deny from com.example.a") || strings.Contains(line, "[COND") != (tc.findings != "") {
+				t.Errorf("text chain view:\n%s", r.stdout)
+			}
+			comp := regexp.MustCompile(`AHP-COMP-001\s+(\S+)`).FindStringSubmatch(r.stdout)
+			if comp == nil || comp[1] != tc.comp {
+				t.Errorf("claim AHP-COMP-001 = %v, want %s:\n%s", comp, tc.comp, r.stdout)
+			}
+			raw, _ := os.ReadFile(filepath.Join(out, "r.json"))
+			var doc struct {
+				Chains []struct {
+					EventID  string
+					Ended    string
+					Findings []string
+					Steps    []struct{ Hook, Method, Outcome string }
+				}
+			}
+			if err := json.Unmarshal(raw, &doc); err != nil || len(doc.Chains) != 1 {
+				t.Fatalf("json chains: %v %s", err, raw)
+			}
+			c := doc.Chains[0]
+			if c.EventID != "e1" || len(c.Steps) != 2 || c.Steps[0].Hook != "com.example.a" || c.Steps[0].Outcome != "explicit_deny" ||
+				c.Ended == "" || strings.Join(c.Findings, " ") != tc.findings {
+				t.Errorf("json chain: %+v", c)
+			}
+			page, _ := os.ReadFile(filepath.Join(out, "r.html"))
+			if !strings.Contains(string(page), `<section id="conduct">`) || !strings.Contains(string(page), "com.example.b: hooks/") {
+				t.Errorf("html: no conduct section with com.example.b's delivery")
+			}
+		})
 	}
 }
