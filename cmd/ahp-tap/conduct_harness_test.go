@@ -3,10 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -149,5 +153,88 @@ func TestConductHarnessUsage(t *testing.T) {
 	}
 	if r := runTap(t, "", "example-harness", "--registration", filepath.Join(t.TempDir(), "none.json")); r.code != 2 {
 		t.Errorf("missing registration: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// A mixed registration: a stdio backend and an HTTP backend (a loopback
+// server behind `ahp-tap http`), the HTTP capture's header naming its
+// hook. Replayed together: conforming dispatch gives no conduct finding,
+// out-of-order dispatch COND-1.
+func TestConductHarnessHTTPBackend(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ fault, want string }{{"none", ""}, {"out-of-order", "COND-1"}} {
+		t.Run(tc.fault, func(t *testing.T) {
+			t.Parallel()
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var req struct {
+					ID     string `json:"id"`
+					Params struct {
+						Event struct {
+							Tool struct{ Input struct{ Command string } }
+						}
+					}
+				}
+				body, _ := io.ReadAll(r.Body)
+				json.Unmarshal(body, &req)
+				if req.ID == "" {
+					w.WriteHeader(http.StatusAccepted) // a notification
+					return
+				}
+				effects := ""
+				if strings.Contains(req.Params.Event.Tool.Input.Command, "--force") {
+					effects = `{"type":"deny","reason":"no force pushes"}`
+				}
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%q,"result":{"protocolVersion":"draft","effects":[%s]}}`, req.ID, effects)
+			}))
+			defer up.Close()
+			dir := t.TempDir()
+			args, _ := json.Marshal([]string{"example-backend"})
+			reg := fmt.Sprintf(`{"protocolVersion":"draft","hooks":[
+ {"id":"com.example.a","transport":{"type":"stdio","command":%q,"args":%s,"lifecycle":"persistent"},"subscriptions":[
+   {"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"fail-closed","content":{"default":"body"}}]},
+ {"id":"com.example.h","transport":{"type":"http","url":%q},"subscriptions":[
+   {"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"fail-closed","content":{"default":"body"}},
+   {"events":["tool.after"],"mode":"observe","content":{"default":"body"}}]}]}`, tapBinary, args, up.URL+"/agent-hooks")
+			in := filepath.Join(dir, "hooks.json")
+			os.WriteFile(in, []byte(reg), 0o600)
+			taps := filepath.Join(dir, "taps")
+			r := runTap(t, "", "wrap", "--dir", taps, "--tap", tapBinary, in)
+			if r.code != 0 {
+				t.Fatalf("wrap: %s", r.stderr)
+			}
+			lt := startHTTPTap(t, "--upstream", up.URL, "--registration", in, "--hook", "com.example.h",
+				"--capture", filepath.Join(taps, "com.example.h.capture"))
+			addr := lt.waitFor(t, "listening on", "http://")
+			var doc map[string]any
+			json.Unmarshal([]byte(r.stdout), &doc)
+			hooks := doc["hooks"].([]any)
+			hooks[1].(map[string]any)["transport"].(map[string]any)["url"] = "http://" + addr + "/agent-hooks"
+			tappedJSON, _ := json.Marshal(doc)
+			tapped := filepath.Join(dir, "hooks.tapped.json")
+			os.WriteFile(tapped, tappedJSON, 0o600)
+
+			h := runTap(t, "", "example-harness", "--registration", tapped, "--fault", tc.fault)
+			if h.code != 0 {
+				t.Fatalf("example-harness: exit %d: %s", h.code, h.stderr)
+			}
+			lt.cmd.Process.Signal(syscall.SIGTERM)
+			<-lt.done
+			lt.cmd.Wait()
+			rules, nc, _ := replayConduct(t, taps)
+			var cond []string
+			for _, ru := range rules {
+				c, _, _ := strings.Cut(ru, "/")
+				if !slices.Contains(cond, c) {
+					cond = append(cond, c)
+				}
+			}
+			if strings.Join(cond, " ") != tc.want || nc != "" {
+				t.Errorf("--fault %s: conduct findings %v (not checked %q), want %q\n%s", tc.fault, rules, nc, tc.want, h.stderr)
+			}
+			if !strings.Contains(h.stderr, "com.example.h: explicit_deny") && !strings.Contains(h.stderr, "com.example.a: explicit_deny") {
+				t.Errorf("no deny in the session:\n%s", h.stderr)
+			}
+		})
 	}
 }
