@@ -1,6 +1,7 @@
 package conduct
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -35,6 +36,34 @@ type rig struct {
 	sessions map[string]*tap.Session
 	found    []tap.Finding
 	t0       time.Time
+	// tl2 is fed the same frames as Facts through JSON, as live conduct
+	// carries them between processes: its findings must be tl's.
+	tl2    *Timeline
+	found2 []tap.Finding
+}
+
+// both feeds a judged frame to the rig's timeline, and as a Fact to tl2.
+type both struct {
+	r    *rig
+	hook string
+}
+
+func (b both) Judged(f *tap.Frame, x *tap.Exchange) {
+	b.r.tl.Link(b.hook).Judged(f, x)
+	if !Relevant(f, x) {
+		return
+	}
+	data, err := json.Marshal(FactOf(b.hook, f, x))
+	if err != nil {
+		b.r.t.Fatal(err)
+	}
+	var ft Fact
+	if err := json.Unmarshal(data, &ft); err != nil {
+		b.r.t.Fatal(err)
+	}
+	if err := b.r.tl2.Take(ft); err != nil {
+		b.r.t.Fatalf("Take: %v", err)
+	}
 }
 
 func newRig(t *testing.T, reg string, skew time.Duration, tapped ...string) *rig {
@@ -49,10 +78,12 @@ func newRig(t *testing.T, reg string, skew time.Duration, tapped ...string) *rig
 	r := &rig{t: t, sessions: map[string]*tap.Session{}, t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	r.tl = New(Config{Registration: doc, Tapped: tapped, Skew: skew,
 		Sink: tap.SinkFunc(func(f tap.Finding) { r.found = append(r.found, f) })})
+	r.tl2 = New(Config{Registration: doc, Tapped: tapped, Skew: skew,
+		Sink: tap.SinkFunc(func(f tap.Finding) { r.found2 = append(r.found2, f) })})
 	for _, h := range tapped {
 		r.sessions[h] = tap.NewSession(tap.SessionConfig{
 			Config: tap.Config{Transport: tap.Stdio, Registration: doc, HookID: h},
-			Rules:  rules.Set(rules.Options{}), Watch: r.tl.Link(h)})
+			Rules:  rules.Set(rules.Options{}), Watch: both{r, h}})
 	}
 	return r
 }
@@ -77,6 +108,17 @@ func (r *rig) close() map[string][]tap.Finding {
 		s.Close()
 	}
 	r.tl.Close()
+	r.tl2.Close()
+	key := func(fs []tap.Finding) string {
+		var ks []string
+		for _, f := range fs {
+			ks = append(ks, fmt.Sprintf("%s %s #%d %s", f.Rule, f.Conn, f.Seq, f.Message))
+		}
+		return strings.Join(ks, "\n")
+	}
+	if a, b := key(r.found), key(r.found2); a != b {
+		r.t.Errorf("the timeline fed Facts disagrees:\n direct:\n%s\n facts:\n%s", a, b)
+	}
 	out := map[string][]tap.Finding{}
 	for _, f := range r.found {
 		out[f.Rule] = append(out[f.Rule], f)
