@@ -51,7 +51,16 @@ type Config struct {
 	Skew time.Duration
 	// MaxEvents bounds the events held at once (0: DefaultMaxEvents).
 	MaxEvents int
+	// Excerpt says the timeline may not have seen the start of the
+	// traffic (a live timeline that started after its links did): the
+	// check that needs the absence of an earlier event (a tool.after
+	// without a tool.before, COND-9) is not made.
+	Excerpt bool
 }
+
+// lossWindow is how long after facts of a link were lost the events first
+// seen are not judged: their earlier deliveries may be among the lost.
+const lossWindow = 10 * time.Second
 
 // A Timeline judges the conduct of a harness across the links of one
 // registration. It is safe for concurrent use: the links may be fed from
@@ -78,6 +87,8 @@ type Timeline struct {
 	partialBy map[string]bool
 	chains    []Chain // most recent judged chains, for reports
 	closed    bool
+	lostUntil time.Time // events first seen before this are not judged (Lost)
+	lostN     int       // events not judged for lost facts
 	// exercised holds the checks some judged event gave something to
 	// judge (a claim counts a check only when it was exercised).
 	exercised map[vocab.CheckID]bool
@@ -249,6 +260,9 @@ func (t *Timeline) eventOf(ev *tap.Value, at time.Time) (*event, bool) {
 		for _, m := range miss {
 			t.partialBy[m] = true
 		}
+	}
+	if e.skip == "" && !t.lostUntil.IsZero() && !at.After(t.lostUntil) {
+		e.skip = "facts of a link were lost"
 	}
 	t.events[k] = e
 	t.order = append(t.order, e)
@@ -649,7 +663,7 @@ func (t *Timeline) lineage(e *event, ev *tap.Value, f *tap.Frame) {
 		c := t.calls[callID]
 		outcome, _ := ev.Get("outcome").Text()
 		switch {
-		case c == nil && t.toolBeforeCovered():
+		case c == nil && !t.cfg.Excerpt && t.toolBeforeCovered():
 			t.report(e, rules.CondAfterUnknown, ref, "/params/event/call/id",
 				"tool.after for call %q, but no tool.before with that call.id was dispatched to the tapped backends, which subscribe to every tool.before", callID)
 		case c != nil && c.after != "" && c.after != e.key.ID:
@@ -741,6 +755,10 @@ func (t *Timeline) rememberCall(id string) *call {
 func (t *Timeline) finish(e *event) {
 	e.gone = true
 	delete(t.events, e.key)
+	if e.skip == "facts of a link were lost" {
+		t.lostN++
+		return
+	}
 	if e.skip != "" {
 		t.partial++
 		return
@@ -896,12 +914,36 @@ func (e *event) lastTime() time.Time {
 	return last
 }
 
+// Lost says facts of a link were lost on their way to the timeline
+// (live conduct: the queue to the timeline's process was full). Events held
+// now and those first seen within 10 s are not judged, lest a missing
+// delivery look like a fault; nor, from now on, is a tool.after without a
+// tool.before.
+func (t *Timeline) Lost() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.events {
+		if e.skip == "" {
+			e.skip = "facts of a link were lost"
+		}
+	}
+	t.lostUntil = t.now.Add(lossWindow)
+	t.cfg.Excerpt = true
+}
+
 // NotChecked says which conduct checks some events could not get, and why.
 func (t *Timeline) NotChecked() []tap.NotChecked {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	var out []tap.NotChecked
+	if t.lostN > 0 {
+		reason := fmt.Sprintf("%d events were not judged: facts of a link were lost on their way to the conduct timeline", t.lostN)
+		for _, c := range []vocab.CheckID{vocab.Cond1, vocab.Cond2, vocab.Cond3, vocab.Cond4, vocab.Cond5} {
+			out = append(out, tap.NotChecked{Check: string(c), Reason: reason})
+		}
+	}
 	if t.partial == 0 {
-		return nil
+		return out
 	}
 	var miss []string
 	for id := range t.partialBy {
@@ -910,7 +952,6 @@ func (t *Timeline) NotChecked() []tap.NotChecked {
 	slices.Sort(miss)
 	reason := fmt.Sprintf("%d of %d events had a matching intercept subscription on a hook that is not tapped (%s)",
 		t.partial, t.partial+t.judged, strings.Join(miss, ", "))
-	var out []tap.NotChecked
 	for _, c := range []vocab.CheckID{vocab.Cond1, vocab.Cond2, vocab.Cond3, vocab.Cond4, vocab.Cond5} {
 		out = append(out, tap.NotChecked{Check: string(c), Reason: reason})
 	}

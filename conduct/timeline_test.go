@@ -560,3 +560,45 @@ func TestExercisedAndChainFindings(t *testing.T) {
 		t.Errorf("Chains() = %+v, want the first with COND-2/after-stop", cs)
 	}
 }
+
+// After facts were lost, the events held and those first seen soon after
+// are not judged (a lost delivery must not look like a fault), and the
+// summary says so; an excerpt never reports a tool.after without its
+// tool.before.
+func TestLostAndExcerpt(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		r := newRig(t, threeHooks, 0)
+		ev := toolEvent("e1", "call-1", "")
+		r.send(hB, 0, intercept(ev, "")) // b before a: COND-1/order
+		r.recv(hB, 10, answer("e1"))
+		if lost {
+			r.tl.Lost()
+			r.tl2.Lost()
+		}
+		r.send(hA, 11, intercept(ev, ""))
+		r.recv(hA, 20, answer("e1"))
+		got := r.close()
+		if lost {
+			wantOnly(t, got, "")
+			if nc := r.tl.NotChecked(); len(nc) == 0 || !strings.Contains(nc[0].Reason, "lost") {
+				t.Errorf("NotChecked() = %v, want the lost facts", nc)
+			}
+		} else {
+			wantOnly(t, got, "COND-1/order")
+		}
+	}
+	for _, excerpt := range []bool{false, true} {
+		doc, _, _ := tap.ParseJSON([]byte(threeHooks))
+		var found []tap.Finding
+		tl := New(Config{Registration: doc, Tapped: []string{hA, hB, hC, hD}, Excerpt: excerpt,
+			Sink: tap.SinkFunc(func(f tap.Finding) { found = append(found, f) })})
+		s := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio, Registration: doc, HookID: hD},
+			Rules: rules.Set(rules.Options{}), Watch: tl.Link(hD)})
+		s.Frame(&tap.Frame{Dir: tap.FromHarness, Time: time.Now(), Transport: tap.Stdio, Conn: "d", Raw: []byte(observe(toolAfter("e2", "call-9", "e1", "ok")))})
+		s.Close()
+		tl.Close()
+		if (len(found) == 0) != excerpt {
+			t.Errorf("excerpt %v: findings %v", excerpt, found)
+		}
+	}
+}
