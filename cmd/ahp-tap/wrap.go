@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/ahp-tap/ahp-tap/conduct/live"
 	"io"
 	iofs "io/fs"
 	"os"
@@ -28,6 +29,7 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 	base := fs.Int("listen-base", 8787, "first `PORT` of the HTTP taps; each HTTP backend gets the next one")
 	snapshot := fs.String("protocol-version", tap.DefaultSnapshot, "protocol snapshot `V` the registration must declare")
 	spec := fs.String("spec", "", "also validate against an upstream schema snapshot in `DIR`")
+	conductLive := fs.Bool("conduct", false, "also judge the harness's conduct across the stdio backends live: every stdio tap feeds one timeline in DIR/conduct (docs/conduct.md)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
@@ -53,6 +55,9 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 	}
 	if o.Tap, err = tapExecutable(*tapPath); err != nil {
 		return usageError("wrap: %v", err)
+	}
+	if *conductLive {
+		o.Conduct = filepath.Join(o.Dir, "conduct")
 	}
 	if *out != "" && sameFile(in, *out) {
 		return usageError("wrap: -o %s is the input: the taps read the original registration, so write the wrapped one elsewhere", *out)
@@ -104,6 +109,12 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 		if c.Command != nil {
 			fmt.Fprintf(m.Stderr, "  the harness now posts to http://%s; start that tap before the harness:\n    %s\n", c.Listen, wrap.ShellQuote(c.Command))
 		}
+		if o.Conduct != "" && c.Transport == "stdio" && c.Action != "wrapped" {
+			fmt.Fprintf(m.Stderr, "ahp-tap wrap: warning: %s is not tapped with --conduct: the live conduct timeline takes every stdio backend as tapped, so judge conduct with replay instead\n", c.Hook)
+		}
+	}
+	if o.Conduct != "" {
+		fmt.Fprintf(m.Stderr, "ahp-tap wrap: conduct findings across the stdio backends in %s\n", live.PathsFor(o.Conduct).Log)
 	}
 	return nil
 }
