@@ -55,6 +55,9 @@ const (
 	MaxFact = 4 << 20
 	// StartWait bounds connecting to, or starting, a server.
 	StartWait = 3 * time.Second
+	// MaxBuffered bounds the bytes of facts a server holds for ordering
+	// (facts stamped far ahead of its clock would otherwise wait).
+	MaxBuffered = 64 << 20
 )
 
 // Paths are the rendezvous files in a conduct directory.
@@ -317,10 +320,11 @@ type Server struct {
 	// Log takes the server's own failures.
 	Log io.Writer
 
-	mu    sync.Mutex
-	buf   []conduct.Fact // waiting for the window, in arrival order
-	links int
-	since time.Time
+	mu       sync.Mutex
+	buf      []conduct.Fact // waiting for the window, in arrival order
+	bufBytes int            // about the bytes buf holds
+	links    int
+	since    time.Time
 }
 
 // Serve listens until idle, then judges what is left and returns. ready
@@ -440,6 +444,10 @@ func (s *Server) serve(c net.Conn) {
 		}
 		if l.Fact != nil {
 			s.buf = append(s.buf, *l.Fact)
+			s.bufBytes += factSize(l.Fact)
+			if s.bufBytes > MaxBuffered {
+				s.flush(time.Time{}) // memory first: order what is there now
+			}
 		}
 		s.mu.Unlock()
 	}
@@ -501,5 +509,14 @@ func (s *Server) flush(before time.Time) {
 			fmt.Fprintf(s.Log, "ahp-tap: conduct server: %v\n", err)
 		}
 	}
+	for i := range s.buf[:n] {
+		s.bufBytes -= factSize(&s.buf[i])
+	}
 	s.buf = append(s.buf[:0], s.buf[n:]...)
+	clear(s.buf[len(s.buf):cap(s.buf)]) // no stale fact keeps its frame alive
+}
+
+// factSize is about the memory a fact holds.
+func factSize(f *conduct.Fact) int {
+	return len(f.Raw) + len(f.Event) + len(f.Sub) + 256
 }
