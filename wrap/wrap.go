@@ -65,8 +65,8 @@ type Options struct {
 	// HTTP backend wrapped gets port ListenBase+n.
 	ListenHost string
 	ListenBase int
-	// Conduct, when set, is given to every stdio tap as --conduct: their
-	// links feed one live conduct timeline (issue 23).
+	// Conduct, when set, is given to every tap as --conduct: their links
+	// feed one live conduct timeline (issue 23).
 	Conduct string
 }
 
@@ -443,6 +443,9 @@ func wrapHTTP(doc []byte, tr *tap.Value, o Options, port int, c Change) ([]edit,
 	c.Command = []string{o.Tap, "http", "--listen", listen, "--upstream", upstream,
 		"--registration", o.Registration, "--hook", c.Hook,
 		"--log", base + ".violations.log", "--capture", base + ".capture"}
+	if o.Conduct != "" {
+		c.Command = append(c.Command, "--conduct", o.Conduct)
+	}
 	c.Listen = listen
 	c.Action = "wrapped"
 	c.Detail = "findings in " + base + ".violations.log, traffic in " + base + ".capture"

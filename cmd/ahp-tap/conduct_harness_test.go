@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -159,7 +161,8 @@ func TestConductHarnessUsage(t *testing.T) {
 // A mixed registration: a stdio backend and an HTTP backend (a loopback
 // server behind `ahp-tap http`), the HTTP capture's header naming its
 // hook. Replayed together: conforming dispatch gives no conduct finding,
-// out-of-order dispatch COND-1.
+// out-of-order dispatch COND-1; live (wrap --conduct, the HTTP tap with
+// --conduct) the same.
 func TestConductHarnessHTTPBackend(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ fault, want string }{{"none", ""}, {"out-of-order", "COND-1"}} {
@@ -199,12 +202,12 @@ func TestConductHarnessHTTPBackend(t *testing.T) {
 			in := filepath.Join(dir, "hooks.json")
 			os.WriteFile(in, []byte(reg), 0o600)
 			taps := filepath.Join(dir, "taps")
-			r := runTap(t, "", "wrap", "--dir", taps, "--tap", tapBinary, in)
+			r := runTap(t, "", "wrap", "--conduct", "--dir", taps, "--tap", tapBinary, in)
 			if r.code != 0 {
 				t.Fatalf("wrap: %s", r.stderr)
 			}
-			lt := startHTTPTap(t, "--upstream", up.URL, "--registration", in, "--hook", "com.example.h",
-				"--capture", filepath.Join(taps, "com.example.h.capture"))
+			lt := startHTTPTapEnv(t, []string{conductIdleEnv + "=300ms"}, "--upstream", up.URL, "--registration", in, "--hook", "com.example.h",
+				"--capture", filepath.Join(taps, "com.example.h.capture"), "--conduct", filepath.Join(taps, "conduct"))
 			addr := lt.waitFor(t, "listening on", "http://")
 			var doc map[string]any
 			json.Unmarshal([]byte(r.stdout), &doc)
@@ -214,14 +217,22 @@ func TestConductHarnessHTTPBackend(t *testing.T) {
 			tapped := filepath.Join(dir, "hooks.tapped.json")
 			os.WriteFile(tapped, tappedJSON, 0o600)
 
-			h := runTap(t, "", "example-harness", "--registration", tapped, "--fault", tc.fault)
-			if h.code != 0 {
-				t.Fatalf("example-harness: exit %d: %s", h.code, h.stderr)
+			hc := exec.Command(tapBinary, "example-harness", "--registration", tapped, "--fault", tc.fault)
+			hc.Env = append(os.Environ(), conductIdleEnv+"=300ms")
+			var hstderr strings.Builder
+			hc.Stderr = &hstderr
+			if err := hc.Run(); err != nil {
+				t.Fatalf("example-harness: %v: %s", err, hstderr.String())
 			}
+			h := result{stderr: hstderr.String()}
 			lt.cmd.Process.Signal(syscall.SIGTERM)
 			<-lt.done
 			lt.cmd.Wait()
 			rules, nc, _ := replayConduct(t, taps)
+			// Live, the HTTP tap fed the same timeline as the stdio one.
+			if liveRules := waitConductServer(t, filepath.Join(taps, "conduct")); strings.Join(sorted(liveRules), " ") != strings.Join(sorted(rules), " ") {
+				t.Errorf("--fault %s: live %v, replay %v", tc.fault, liveRules, rules)
+			}
 			var cond []string
 			for _, ru := range rules {
 				c, _, _ := strings.Cut(ru, "/")
@@ -237,4 +248,41 @@ func TestConductHarnessHTTPBackend(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startHTTPTapEnv is startHTTPTap with env added to the tap's environment.
+func startHTTPTapEnv(t *testing.T, env []string, args ...string) *liveTap {
+	t.Helper()
+	lt := &liveTap{cmd: exec.Command(tapBinary, append([]string{"http", "--listen", "127.0.0.1:0"}, args...)...),
+		lines: make(chan string, 100), done: make(chan struct{})}
+	lt.cmd.Env = append(os.Environ(), env...)
+	pipe, err := lt.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lt.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(lt.done)
+		defer close(lt.lines)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lt.mu.Lock()
+			lt.stderr.WriteString(sc.Text() + "\n")
+			lt.mu.Unlock()
+			select {
+			case lt.lines <- sc.Text():
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() { lt.cmd.Process.Kill(); lt.cmd.Wait() })
+	return lt
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
 }

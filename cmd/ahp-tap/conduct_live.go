@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,7 +37,13 @@ const conductIdleEnv = "AHP_TAP_CONDUCT_IDLE"
 // conductClient is the live conduct client of a tap with --conduct (nil
 // without): its session's judged frames go to the registration's server.
 func (sf *stdioFlags) conductClient(l *loaded, diag io.Writer) *live.Client {
-	if sf.conduct == "" || l.cfg.Registration == nil {
+	return conductClientFor(sf.conduct, sf.registration, sf.hook, l, diag)
+}
+
+// conductClientFor is the live conduct client of a tap of hook with
+// --conduct dir (nil when dir is "").
+func conductClientFor(dir, reg, hook string, l *loaded, diag io.Writer) *live.Client {
+	if dir == "" || l.cfg.Registration == nil {
 		return nil
 	}
 	exe, err := os.Executable()
@@ -43,14 +51,13 @@ func (sf *stdioFlags) conductClient(l *loaded, diag io.Writer) *live.Client {
 		fmt.Fprintf(diag, "ahp-tap: conduct: %v; this link's conduct is not judged live\n", err)
 		return nil
 	}
-	reg, dir := sf.registration, sf.conduct
 	if abs, err := filepath.Abs(reg); err == nil {
 		reg = abs
 	}
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return live.NewClient(live.ClientConfig{Dir: dir, Key: l.cfg.Registration.Digest(), Hook: sf.hook, Diag: diag,
+	return live.NewClient(live.ClientConfig{Dir: dir, Key: l.cfg.Registration.Digest(), Hook: hook, Diag: diag,
 		Argv: []string{exe, conductServerCommand, "--dir", dir, "--registration", reg}})
 }
 
@@ -85,14 +92,19 @@ func (m *Main) runConductServer(_ context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	// Live, every stdio backend of the registration is taken as tapped
-	// (`wrap --conduct` taps them all); an HTTP backend is not, so the
-	// events it intercepts are not judged live (replay judges them).
-	var tapped []string
-	for _, h := range reg.Get("hooks").Elems() {
-		if t, _ := h.Path("transport", "type").Text(); t == "stdio" {
-			id, _ := h.Get("id").Text()
-			tapped = append(tapped, id)
+	// The hooks tapped with --conduct: as `wrap --conduct` listed them,
+	// else every stdio backend of the registration (an HTTP backend is
+	// then not, and the events it intercepts are not judged live).
+	tapped, err := readTapped(p.Tapped)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ahp-tap: conduct server: %v; every stdio backend is taken as tapped\n", err)
+	}
+	if tapped == nil {
+		for _, h := range reg.Get("hooks").Elems() {
+			if t, _ := h.Path("transport", "type").Text(); t == "stdio" {
+				id, _ := h.Get("id").Text()
+				tapped = append(tapped, id)
+			}
 		}
 	}
 	tl := conduct.New(conduct.Config{Registration: reg, Tapped: tapped, Sink: lg,
@@ -107,6 +119,35 @@ func (m *Main) runConductServer(_ context.Context, args []string) error {
 		err = cerr
 	}
 	return err
+}
+
+// readTapped reads the hooks `wrap --conduct` tapped (nil: no list).
+func readTapped(path string) ([]string, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer f.Close()
+	var hooks []string
+	if err := json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&hooks); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return hooks, nil
+}
+
+// writeTapped writes the list of hooks tapped with --conduct, for the
+// conduct server (mode 0600, never through a link).
+func writeTapped(path string, hooks []string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	data, _ := json.Marshal(hooks)
+	_, err = f.Write(append(data, '\n'))
+	return errors.Join(err, f.Close())
 }
 
 // restarted reports whether a conduct server of this directory started

@@ -50,22 +50,7 @@ func TestConductLive(t *testing.T) {
 				t.Fatalf("example-harness: %v\n%s", err, stderr.String())
 			}
 			p := live.PathsFor(filepath.Join(taps, "conduct"))
-			// The server ends once idle, having judged every event.
-			for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-				_, errPid := os.Stat(p.Pid)
-				_, errStarted := os.Stat(p.Started)
-				if os.IsNotExist(errPid) && errStarted == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the conduct server did not end; %s: %v, %s: %v", p.Pid, errPid, p.Started, errStarted)
-				}
-			}
-			logData, _ := os.ReadFile(p.Log)
-			var liveRules []string
-			for _, m := range ruleField.FindAllStringSubmatch(string(logData), -1) {
-				liveRules = append(liveRules, m[1])
-			}
+			liveRules := waitConductServer(t, filepath.Join(taps, "conduct"))
 			replayRules, _, _ := replayConduct(t, taps)
 			slices.Sort(liveRules)
 			slices.Sort(replayRules)
@@ -87,4 +72,28 @@ func TestConductLive(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitConductServer waits until the conduct server of dir has ended (it
+// judges every event left when it ends) and returns the rules of its
+// findings.
+func waitConductServer(t *testing.T, dir string) []string {
+	t.Helper()
+	p := live.PathsFor(dir)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		_, errPid := os.Stat(p.Pid)
+		_, errStarted := os.Stat(p.Started)
+		if os.IsNotExist(errPid) && errStarted == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the conduct server did not end; %s: %v, %s: %v", p.Pid, errPid, p.Started, errStarted)
+		}
+	}
+	logData, _ := os.ReadFile(p.Log)
+	var rules []string
+	for _, m := range ruleField.FindAllStringSubmatch(string(logData), -1) {
+		rules = append(rules, m[1])
+	}
+	return rules
 }

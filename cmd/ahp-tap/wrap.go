@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/ahp-tap/ahp-tap/auditlink"
 	"github.com/ahp-tap/ahp-tap/conduct/live"
 	"io"
 	iofs "io/fs"
@@ -109,12 +110,24 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 		if c.Command != nil {
 			fmt.Fprintf(m.Stderr, "  the harness now posts to http://%s; start that tap before the harness:\n    %s\n", c.Listen, wrap.ShellQuote(c.Command))
 		}
-		if o.Conduct != "" && c.Transport == "stdio" && c.Action != "wrapped" {
-			fmt.Fprintf(m.Stderr, "ahp-tap wrap: warning: %s is not tapped with --conduct: the live conduct timeline takes every stdio backend as tapped, so judge conduct with replay instead\n", c.Hook)
+		if o.Conduct != "" && c.Action != "wrapped" {
+			fmt.Fprintf(m.Stderr, "ahp-tap wrap: note: %s is not tapped with --conduct: the live conduct timeline does not judge the events it intercepts\n", c.Hook)
 		}
 	}
 	if o.Conduct != "" {
-		fmt.Fprintf(m.Stderr, "ahp-tap wrap: conduct findings across the stdio backends in %s\n", live.PathsFor(o.Conduct).Log)
+		var tapped []string
+		for _, c := range changes {
+			if c.Action == "wrapped" {
+				tapped = append(tapped, c.Hook)
+			}
+		}
+		if err := auditlink.CheckDir(o.Conduct); err != nil {
+			return usageError("wrap: --conduct: %v", err)
+		}
+		if err := writeTapped(live.PathsFor(o.Conduct).Tapped, tapped); err != nil {
+			return usageError("wrap: --conduct: %v", err)
+		}
+		fmt.Fprintf(m.Stderr, "ahp-tap wrap: conduct findings across the backends in %s\n", live.PathsFor(o.Conduct).Log)
 	}
 	return nil
 }

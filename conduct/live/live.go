@@ -11,6 +11,7 @@
 //	DIR/conduct.violations.log   the conduct findings (the violation log format)
 //	DIR/conduct.pid              the server's pid while it runs
 //	DIR/conduct.started          touched at each server start
+//	DIR/conduct.tapped.json      the hooks tapped with --conduct (written by `wrap --conduct`)
 //
 // A Client never blocks the audit it serves: facts go through a queue
 // bounded in bytes; what does not fit is dropped and counted, and the
@@ -61,12 +62,12 @@ const (
 )
 
 // Paths are the rendezvous files in a conduct directory.
-type Paths struct{ Sock, Lock, Err, Log, Pid, Started string }
+type Paths struct{ Sock, Lock, Err, Log, Pid, Started, Tapped string }
 
 // PathsFor returns the files of the conduct directory dir.
 func PathsFor(dir string) Paths {
 	p := filepath.Join(dir, "conduct")
-	return Paths{Sock: p + ".sock", Lock: p + ".lock", Err: p + ".err", Log: p + ".violations.log", Pid: p + ".pid", Started: p + ".started"}
+	return Paths{Sock: p + ".sock", Lock: p + ".lock", Err: p + ".err", Log: p + ".violations.log", Pid: p + ".pid", Started: p + ".started", Tapped: p + ".tapped.json"}
 }
 
 // hello is the first line a Client sends.
