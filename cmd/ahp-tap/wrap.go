@@ -30,7 +30,7 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 	base := fs.Int("listen-base", 8787, "first `PORT` of the HTTP taps; each HTTP backend gets the next one")
 	snapshot := fs.String("protocol-version", tap.DefaultSnapshot, "protocol snapshot `V` the registration must declare")
 	spec := fs.String("spec", "", "also validate against an upstream schema snapshot in `DIR`")
-	conductLive := fs.Bool("conduct", false, "also judge the harness's conduct across the stdio backends live: every stdio tap feeds one timeline in DIR/conduct (docs/conduct.md)")
+	conductLive := fs.Bool("conduct", false, "also judge the harness's conduct across the backends live: every tap feeds one timeline in DIR/conduct (docs/conduct.md)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
