@@ -35,7 +35,7 @@ func conductRegistration(t *testing.T, hooks ...conductHook) (tapped, taps strin
 		if h.mode == "slow" {
 			// Long enough that a concurrent intercept is seen beyond the
 			// clock tolerance (5 ms); no test asserts a duration.
-			args = append(args, "--delay", "40ms")
+			args = append(args, "--delay", "100ms")
 		}
 		a, _ := json.Marshal(args)
 		subs := fmt.Sprintf(`{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":%q,"content":{"default":"body"}}`, h.policy)

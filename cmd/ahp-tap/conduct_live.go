@@ -27,7 +27,7 @@ const conductServerCommand = "__conduct-server"
 // that lag (each link's audit runs in a process of its own) before the
 // timeline takes a fact, and how long it stays up with no link.
 const (
-	conductWindow = 250 * time.Millisecond
+	conductWindow = time.Second
 	conductIdle   = 30 * time.Second
 )
 
