@@ -22,10 +22,7 @@ import (
 // conductFaults are the deliberate conduct faults of `ahp-tap
 // example-harness --registration FILE --fault NAME` (issue 23): each makes
 // the finding of its check when the registration's backends are tapped.
-var conductFaults = []struct {
-	name, help string
-	check      vocab.CheckID
-}{
+var conductFaults = []conductFault{
 	{"none", "dispatch as AHP says: serial, in registration order, stop on deny or fail-closed failure, continue after a fail-open failure, short-circuit observes to uncalled interceptors (default)", ""},
 	{"out-of-order", "run the interceptors of each event in the reverse of the registration's order", vocab.Cond1},
 	{"concurrent", "send each event to every interceptor at once, then read the answers", vocab.Cond1},
@@ -33,6 +30,13 @@ var conductFaults = []struct {
 	{"fail-open-stop", "end the chain at a fail-open failure instead of going on", vocab.Cond3},
 	{"second-copy", "after a short circuit, send the hooks/observe of the event to the called interceptors too", vocab.Cond6},
 	{"run-denied", "run a denied tool call anyway: its tool.after says ok and executed", vocab.Cond8},
+}
+
+// A conductFault is one deliberate fault of the dispatching harness and
+// the check that finds it ("" for none).
+type conductFault struct {
+	name, help string
+	check      vocab.CheckID
 }
 
 func faultHelp() string {
@@ -74,12 +78,7 @@ type conductHarness struct {
 
 // runConductHarness is `example-harness --registration FILE [--fault F]`.
 func (m *Main) runConductHarness(regPath, fault, snapshot string) error {
-	if !slices.ContainsFunc(conductFaults, func(f struct {
-		name, help string
-		check      vocab.CheckID
-	}) bool {
-		return f.name == fault
-	}) {
+	if !slices.ContainsFunc(conductFaults, func(f conductFault) bool { return f.name == fault }) {
 		return usageError("example-harness: unknown --fault %q (one of:%s)", fault, faultHelp())
 	}
 	data, err := os.ReadFile(regPath)
