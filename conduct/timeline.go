@@ -158,10 +158,41 @@ type delivery struct {
 	deny     bool
 	flow     string // "stop", "continue" or ""
 
-	state    *tap.Value // params.state of the request
-	input    *tap.Value // event.tool.input of the request
-	effInput *tap.Value // the effective input an accepted modify(input) produced
+	// What the timeline keeps of the request and answer, rather than
+	// their decoded values (an event held keeps no frame alive).
+	state    reqState // params.state of the request
+	input    string   // digest of event.tool.input of the request ("": none)
+	effInput string   // digest of the effective input an accepted modify(input) produced ("": none)
 	contrib  contribution
+}
+
+// reqState is what COND-5 needs of a request's params.state.
+type reqState struct {
+	ok         bool // params.state is an object
+	permission string
+	hasPerm    bool
+	lists      map[string][]string // instructions, injections: each entry's digest
+}
+
+func stateOf(v *tap.Value) reqState {
+	if !v.Is(tap.Object) {
+		return reqState{}
+	}
+	st := reqState{ok: true, lists: map[string][]string{}}
+	st.permission, st.hasPerm = v.Get("permission").Text()
+	for _, name := range []string{"instructions", "injections"} {
+		for _, e := range v.Get(name).Elems() {
+			st.lists[name] = append(st.lists[name], e.Digest())
+		}
+	}
+	return st
+}
+
+func digestOf(v *tap.Value) string {
+	if v == nil {
+		return ""
+	}
+	return v.Digest()
 }
 
 // contribution is what an accepted answer adds to the chained state.
@@ -336,7 +367,7 @@ func (t *Timeline) intercept(h *hook, f *tap.Frame, x *tap.Exchange) {
 	}
 	t.advance(e, f.Time)
 	d := &delivery{hook: h, method: "hooks/intercept", ref: refOf(f, e.key.ID, e.typ), sent: f.Time,
-		deadline: x.Deadline, state: f.Params().Get("state"), input: ev.Path("tool", "input")}
+		deadline: x.Deadline, state: stateOf(f.Params().Get("state")), input: digestOf(ev.Path("tool", "input"))}
 	d.policy, _ = x.Subscription.Get("failurePolicy").Text()
 	for _, o := range e.deliveries {
 		if o.method == "hooks/intercept" && o.hook == h {
@@ -423,7 +454,7 @@ func (t *Timeline) answer(h *hook, f *tap.Frame, x *tap.Exchange) {
 		d.ends = d.deny || d.flow == "stop"
 		if hasEdit {
 			d.ends = res.Ends
-			d.effInput = res.Effective["input"]
+			d.effInput = digestOf(res.Effective["input"])
 		}
 	}
 	if e.skip == "" && !d.retry {
@@ -543,13 +574,13 @@ func (t *Timeline) chainedState(e *event, prev, d *delivery, f *tap.Frame) {
 	if !prev.answered {
 		return // concurrent: COND-1 says so
 	}
-	if prev.state.Is(tap.Object) && d.state.Is(tap.Object) {
-		was, _ := prev.state.Get("permission").Text()
+	if prev.state.ok && d.state.ok {
+		was := prev.state.permission
 		want := was
 		if prev.accepted {
 			want = stickier(was, prev.contrib.permission)
 		}
-		if got, ok := d.state.Get("permission").Text(); ok && permissionRank[got] != permissionRank[want] {
+		if got, ok := d.state.permission, d.state.hasPerm; ok && permissionRank[got] != permissionRank[want] {
 			t.report(e, rules.CondPermission, d.ref, "/params/state/permission",
 				"state.permission sent to %s is %q, but the chain so far decided %q (%s had %q and answered %s); permission is sticky: deny over ask over allow over none, and a failed answer contributes nothing",
 				d.hook.id, got, want, prev.hook.id, was, describeAnswer(prev))
@@ -559,15 +590,15 @@ func (t *Timeline) chainedState(e *event, prev, d *delivery, f *tap.Frame) {
 			add  int
 			list []string
 		}{{"instructions", len(prev.contrib.instructions), prev.contrib.instructions}, {"injections", prev.contrib.injections, nil}} {
-			before := prev.state.Get(acc.name).Elems()
-			after := d.state.Get(acc.name).Elems()
+			before := prev.state.lists[acc.name]
+			after := d.state.lists[acc.name]
 			want := len(before)
 			if prev.accepted {
 				want += acc.add
 			}
 			bad := len(after) != want
 			for i := 0; !bad && i < len(before); i++ {
-				bad = before[i].Digest() != after[i].Digest()
+				bad = before[i] != after[i]
 			}
 			if bad {
 				t.report(e, rules.CondAccumulate, d.ref, "/params/state/"+acc.name,
@@ -576,7 +607,7 @@ func (t *Timeline) chainedState(e *event, prev, d *delivery, f *tap.Frame) {
 			}
 		}
 	}
-	if prev.accepted && prev.effInput != nil && d.input != nil && prev.effInput.Digest() != d.input.Digest() {
+	if prev.accepted && prev.effInput != "" && d.input != "" && prev.effInput != d.input {
 		t.report(e, rules.CondInput, d.ref, "/params/event/tool/input",
 			"the tool input sent to %s is not the effective input after %s's accepted modify(input); each later interceptor sees the accepted effective content",
 			d.hook.id, prev.hook.id)
@@ -801,7 +832,7 @@ func (t *Timeline) exercise(e *event) {
 			observes++
 		case !d.retry:
 			intercepts++
-			if d.state.Is(tap.Object) {
+			if d.state.ok {
 				stated++
 			}
 		}
