@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ahp-tap/ahp-tap/conduct"
 )
@@ -17,9 +20,14 @@ const maxTextChains = 20
 // ChainText is one line for people about a chain: each delivery with its
 // time from the first, what the backend answered and how long it took,
 // and where the chain stopped.
+//
+// The line starts with a fixed word, and every text from the wire (event
+// type and id, hook ids, outcomes) has its control and format characters
+// escaped, so that no event can act on a terminal or start a CI workflow
+// command (issue 28 item 2).
 func ChainText(c conduct.Chain) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s:", c.EventType, c.EventID)
+	fmt.Fprintf(&b, "event %s %s:", safeText(c.EventType), safeText(c.EventID))
 	var t0 time.Time
 	for i, s := range c.Steps {
 		if i == 0 {
@@ -29,7 +37,7 @@ func ChainText(c conduct.Chain) string {
 		if i > 0 {
 			sep = "; "
 		}
-		fmt.Fprintf(&b, "%s+%s %s ", sep, fmtOffset(s.Sent.Sub(t0)), s.Hook)
+		fmt.Fprintf(&b, "%s+%s %s ", sep, fmtOffset(s.Sent.Sub(t0)), safeText(s.Hook))
 		if s.Method == "hooks/observe" {
 			b.WriteString("observe")
 			continue
@@ -38,21 +46,32 @@ func ChainText(c conduct.Chain) string {
 		if out == "" {
 			out = "unanswered"
 		}
-		fmt.Fprintf(&b, "intercept → %s", out)
+		fmt.Fprintf(&b, "intercept → %s", safeText(out))
 		if s.LatencyMs > 0 {
 			fmt.Fprintf(&b, " in %s", fmtOffset(time.Duration(s.LatencyMs*float64(time.Millisecond))))
 		}
 		if s.Policy != "" {
-			fmt.Fprintf(&b, " (%s)", s.Policy)
+			fmt.Fprintf(&b, " (%s)", safeText(s.Policy))
 		}
 	}
 	if c.Ended != "" {
-		fmt.Fprintf(&b, " — stopped: %s", c.Ended)
+		fmt.Fprintf(&b, " — stopped: %s", safeText(c.Ended))
 	}
 	if len(c.Findings) > 0 {
 		fmt.Fprintf(&b, " [%s]", strings.Join(c.Findings, " "))
 	}
 	return b.String()
+}
+
+// safeText escapes what could act on a terminal or a log viewer: control
+// characters (a newline too), format characters such as bidirectional
+// overrides, and bytes that are not UTF-8.
+func safeText(s string) string {
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) && r != ' ' }) < 0 {
+		return s
+	}
+	q := strconv.QuoteToGraphic(s)
+	return q[1 : len(q)-1]
 }
 
 func fmtOffset(d time.Duration) string {

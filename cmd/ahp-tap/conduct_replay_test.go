@@ -224,7 +224,7 @@ func TestReplayConductReports(t *testing.T) {
 			}
 			line := ""
 			for _, l := range strings.Split(r.stdout, "\n") {
-				if strings.HasPrefix(l, "  tool.before e1:") {
+				if strings.HasPrefix(l, "  event tool.before e1:") {
 					line = l
 				}
 			}
