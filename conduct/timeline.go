@@ -88,6 +88,7 @@ type Timeline struct {
 	chains    []Chain // most recent judged chains, for reports
 	closed    bool
 	lostUntil time.Time // events first seen before this are not judged (Lost)
+	lostNext  bool      // Lost: extend lostUntil from the next frame's time
 	lostN     int       // events not judged for lost facts
 	// exercised holds the checks some judged event gave something to
 	// judge (a claim counts a check only when it was exercised).
@@ -255,6 +256,14 @@ func (t *Timeline) take(hookID string, f *tap.Frame, x *tap.Exchange) {
 	}
 	if f.Time.After(t.now) {
 		t.now = f.Time
+	}
+	if t.lostNext {
+		// The lost facts came before the next fact of their link: from
+		// the first frame after the loss on, the window starts again.
+		t.lostNext = false
+		if until := f.Time.Add(lossWindow); until.After(t.lostUntil) {
+			t.lostUntil = until
+		}
 	}
 	switch m := f.Msg.(type) {
 	case *tap.Request:
@@ -959,6 +968,7 @@ func (t *Timeline) Lost() {
 		}
 	}
 	t.lostUntil = t.now.Add(lossWindow)
+	t.lostNext = true
 	t.cfg.Excerpt = true
 }
 

@@ -1,10 +1,8 @@
 package live
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -99,21 +97,67 @@ func TestServerOrdersLinks(t *testing.T) {
 }
 
 // A client whose queue overflows tells the server; its timeline then
-// judges none of the events concerned.
+// judges none of the events concerned: b before a, which is COND-1 when
+// nothing was lost, is no finding, and the timeline says why.
 func TestClientLossIsTold(t *testing.T) {
-	c := NewClient(ClientConfig{Dir: filepath.Join(t.TempDir(), "none"), Hook: "a", Argv: []string{"/nonexistent"}})
-	c.mu.Lock()
-	c.bytes = QueueBytes // full
-	c.running = true     // no connection attempt
-	c.mu.Unlock()
-	f := &tap.Frame{Dir: tap.FromHarness, Time: time.Now(), Transport: tap.Stdio, Raw: []byte(`{"jsonrpc":"2.0","method":"hooks/observe","params":{"protocolVersion":"draft","event":{"id":"o1","type":"tool.after"}}}`)}
-	f.Decode()
-	c.Judged(f, nil)
-	if c.lost != 1 || len(c.q) != 0 {
-		t.Errorf("lost %d, queued %d: want the fact dropped and counted", c.lost, len(c.q))
-	}
-	b, _ := json.Marshal(line{Lost: c.lost})
-	if !strings.Contains(string(b), `"lost":1`) {
-		t.Errorf("loss line %s", b)
+	for _, lose := range []bool{false, true} {
+		dir, err := os.MkdirTemp("", "cl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		doc, _, _ := tap.ParseJSON([]byte(twoHooks))
+		var mu sync.Mutex
+		var found []tap.Finding
+		tl := conduct.New(conduct.Config{Registration: doc, Tapped: []string{"a", "b"},
+			Sink: tap.SinkFunc(func(f tap.Finding) { mu.Lock(); found = append(found, f); mu.Unlock() })})
+		srv := &Server{Dir: dir, Key: doc.Digest(), Timeline: tl, Window: time.Minute, Idle: 200 * time.Millisecond, Log: os.Stderr}
+		r, w, _ := os.Pipe()
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(w) }()
+		r.Read(make([]byte, 1))
+		r.Close()
+
+		t0 := time.Now()
+		c := NewClient(ClientConfig{Dir: dir, Key: doc.Digest(), Hook: "b", Argv: []string{"/nonexistent"}})
+		frame := func(s *tap.Session, hook string, ms float64, raw string, dir tap.Direction) {
+			s.Frame(&tap.Frame{Dir: dir, Time: t0.Add(time.Duration(ms * float64(time.Millisecond))), Transport: tap.Stdio, Conn: hook, Raw: []byte(raw)})
+		}
+		sb := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio, Registration: doc, HookID: "b"},
+			Rules: rules.Set(rules.Options{}), Watch: c})
+		if lose {
+			c.mu.Lock()
+			c.bytes = QueueBytes // full: the next fact is dropped
+			c.mu.Unlock()
+		}
+		frame(sb, "b", 0, intercept("e0"), tap.FromHarness) // dropped when full
+		c.mu.Lock()
+		c.bytes = 0
+		c.mu.Unlock()
+		frame(sb, "b", 1, intercept("e1"), tap.FromHarness)
+		frame(sb, "b", 10, answer("e1"), tap.FromBackend)
+		sb.Close()
+		c.Close(5 * time.Second)
+
+		ca := NewClient(ClientConfig{Dir: dir, Key: doc.Digest(), Hook: "a", Argv: []string{"/nonexistent"}})
+		sa := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio, Registration: doc, HookID: "a"},
+			Rules: rules.Set(rules.Options{}), Watch: ca})
+		frame(sa, "a", 20, intercept("e1"), tap.FromHarness)
+		frame(sa, "a", 30, answer("e1"), tap.FromBackend)
+		sa.Close()
+		ca.Close(5 * time.Second)
+		if err := <-served; err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		n := len(found)
+		mu.Unlock()
+		nc := tl.NotChecked()
+		switch {
+		case lose && (n != 0 || len(nc) == 0 || !strings.Contains(nc[0].Reason, "lost")):
+			t.Errorf("facts lost: %d findings, not checked %v; want none and the loss said", n, nc)
+		case !lose && n == 0:
+			t.Errorf("nothing lost: no COND-1 for b before a")
+		}
 	}
 }
