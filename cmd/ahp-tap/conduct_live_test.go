@@ -97,3 +97,27 @@ func waitConductServer(t *testing.T, dir string) []string {
 	}
 	return rules
 }
+
+// --conduct places a link by its hook: without --registration and --hook
+// it is a usage error (exit 2, one line), for stdio and http alike.
+func TestConductFlagNeedsHook(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"stdio", "--conduct", dir, "--", "true"},
+		{"http", "--conduct", dir, "--upstream", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"},
+	} {
+		r := runTap(t, "", args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--conduct needs --registration and --hook") {
+			t.Errorf("ahp-tap %v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+	reg := writeFile(t, "hooks.json", twoHooks)
+	if r := runTap(t, "", "stdio", "--conduct", dir, "--registration", reg, "--hook", "com.example.a", "--", "true"); r.code != 0 {
+		t.Errorf("stdio --conduct with a hook: exit %d, %s", r.code, r.stderr)
+	}
+	// No event, no fact: no conduct server was started.
+	if _, err := os.Stat(live.PathsFor(dir).Started); !os.IsNotExist(err) {
+		t.Errorf("a conduct server started for a link that carried no event: %v", err)
+	}
+}
