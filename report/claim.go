@@ -11,6 +11,7 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
+	"github.com/ahp-tap/ahp-tap/vocab"
 )
 
 // A Claim is a conformance claim (--claim role=…,binding=…,profiles=…):
@@ -163,23 +164,9 @@ func (c *Claim) profilesInScope() []string {
 	return out
 }
 
-// checkJudges says whose behaviour a check judges: "harness", "backend" or
-// "" for both (then a finding is attributed to the sender of its frame).
-var checkJudges = map[string]string{
-	"BASE-5": "harness", "BASE-6": "harness", "BASE-8": "harness", "CAP-1": "harness", "CORR-1": "harness",
-	"EVT-1": "harness", "STDIO-3": "harness", "HTTP-3": "harness",
-	"BASE-7": "backend", "CORR-2": "backend", "BASE-9": "backend", "EFF-1": "backend", "STDIO-2": "backend", "CORR-3": "backend",
-	"EDIT-1": "", "EDIT-2": "", "EDIT-3": "backend", "EDIT-4": "backend", "EDIT-5": "backend", "EDIT-6": "backend",
-	"EDIT-7": "backend", "EDIT-8": "backend",
-	// The conduct checks judge how the harness dispatches across backends.
-	"COND-1": "harness", "COND-2": "harness", "COND-3": "harness", "COND-4": "harness", "COND-5": "harness",
-	"COND-6": "harness", "COND-7": "harness", "COND-8": "harness", "COND-9": "harness",
-}
-
-func judges(check, role string) bool {
-	j := checkJudges[check]
-	return role == "both" || j == "" || j == role
-}
+// judges reports whether check gives evidence about role at all: the
+// catalogue's Scope.Judges (a check judging the sender judges both).
+func judges(check, role string) bool { return rules.CheckJudgesRole(check, role) }
 
 // A ClaimMatrix is the evidence for a claim: each requirement of the
 // claimed profiles against the traffic.
@@ -225,11 +212,8 @@ func newClaimState(c *Claim) *claimState {
 
 func (cs *claimState) finding(it *Item) {
 	f := it.Finding
-	if f.Level < tap.Warn || !judges(f.Check, cs.c.Role) {
-		return
-	}
-	if checkJudges[f.Check] == "" && cs.c.Role != "both" && f.Dir != 0 && f.Dir.String() != cs.c.Role {
-		return // sent by the other party
+	if f.Level < tap.Warn || !rules.JudgesRole(f.Check, f.Dir, cs.c.Role) {
+		return // about the other party
 	}
 	cs.failures[f.Check]++
 	if cs.example[f.Check] == "" {
@@ -260,7 +244,7 @@ func (cs *claimState) matrix([]InputEnd) *ClaimMatrix {
 		for _, req := range reqs {
 			row := ClaimRow{Profile: p, Requirement: req, Text: c.Texts[req]}
 			for _, chk := range rules.Catalogue {
-				if (req == "profile item 8" && chk.ID == "BASE-8") || requirementHas(chk.Requirement, req) {
+				if (req == "profile item 8" && chk.ID == string(vocab.Base8)) || requirementHas(chk.Requirement, req) {
 					if judges(chk.ID, c.Role) {
 						row.Checks = append(row.Checks, chk.ID)
 					}

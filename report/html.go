@@ -321,7 +321,7 @@ func checkStatusText(id string, inputs []InputEnd) (string, string) {
 			case !cs.Exercised:
 				skip++
 				if reason == "" {
-					reason = cs.Reason
+					reason = cs.Why()
 				}
 			default:
 				pass++
@@ -334,7 +334,7 @@ func checkStatusText(id string, inputs []InputEnd) (string, string) {
 	case pass > 0:
 		return "passed", "pass"
 	case skip > 0:
-		return "not exercised: " + reason, "skip"
+		return reason, "skip"
 	}
 	return "", ""
 }

@@ -58,7 +58,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	replayFile(t, r, ciCapture)
 	// A second input, so the page holds findings of the same check on two inputs.
 	replayFile(t, r, ciCapture)
-	end, err := r.Close(nil)
+	end, err := r.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestHTMLPointerHighlight(t *testing.T) {
 	h := NewHTML(&buf)
 	r, _ := NewRun(RunConfig{Header: header(), Writers: []Writer{h}})
 	replayFile(t, r, ciCapture)
-	r.Close(nil)
+	r.Close()
 	// Open every row once the script has rendered: an extra inline script
 	// appended after the report's own.
 	page := strings.Replace(buf.String(), "</body>", `<script>document.querySelectorAll("details.finding").forEach(function(d){d.open=true});</script></body>`, 1)

@@ -154,7 +154,7 @@ func (j *JUnit) End(e *End) error {
 				tc.Failure = &JUnitFailure{Type: cs.Check, Message: fmt.Sprintf("%s: %s", cs.Check, levelText(cs.Findings)), Text: text + "\n"}
 				s.Failures++
 			case !cs.Exercised:
-				tc.Skipped = &JUnitSkipped{Message: "not exercised: " + cs.Reason}
+				tc.Skipped = &JUnitSkipped{Message: cs.Why()}
 				s.Skipped++
 			default:
 				if len(lines) > 0 { // info findings: context, not failure

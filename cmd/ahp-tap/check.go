@@ -79,13 +79,13 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		sources = append(sources, src)
 	}
 	if sig, ok := interruption(ctx); ok {
-		err := m.finishReports("check", &of, &rf, rs, run, sources, nil)
+		err := m.finishReports("check", &of, &rf, rs, run, sources)
 		if ee, isExit := err.(*exitError); err != nil && (!isExit || ee.code == 2) {
 			return err
 		}
 		return interruptedError(sig, "check")
 	}
-	return m.finishReports("check", &of, &rf, rs, run, sources, nil)
+	return m.finishReports("check", &of, &rf, rs, run, sources)
 }
 
 // parseEditContext parses --edit-context: one JSON object.

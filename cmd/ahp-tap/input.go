@@ -364,8 +364,7 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		} else if in.kind == kindMessage {
 			src.Input.Frames = 1
 		}
-		src.Findings, src.Exchanges = rules.CheckDocumentRecords(doc, data, ic.flags.cfg, ic.flags.opt)
-		feedDocument(ic.rp.run, doc, data, ic.flags.cfg, src.Findings, src.Exchanges) // --report (reports.go)
+		src.Findings, src.Exchanges = ic.rp.checkDocument(rules.DetectKind(doc, data), data)
 	}
 	if src.Input.Frames == 0 && in.kind != kindRegistration && !ic.allowEmpty {
 		return fail("no frame to audit (a capture with only its header, or blank lines); give --allow-empty to accept it")

@@ -134,7 +134,7 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	cfg, err := (&replayer{flags: l, set: set}).config(&rec.Header)
+	cfg, err := rec.Header.Config(l.cfg, overridesOf(set))
 	if err != nil {
 		return nil, usageError("%s: %s: %v", name, capturePath, err)
 	}

@@ -220,37 +220,11 @@ func (rs *reportSet) newRun(snapshot string, failOn tap.Level) (*report.Run, err
 	})
 }
 
-// feedDocument hands one checked document to the streaming reports: its
-// frames (so findings get their line and fingerprint shape), findings and
-// exchanges. A stream's frame N is its line N; a message file is one frame
-// on line 1; a registration has no frames. kindName is the name the
-// document kind was detected by.
-func feedDocument(run *report.Run, kindName string, data []byte, cfg tap.Config, fds []tap.Finding, xs []tap.ExchangeRecord) {
-	if run == nil {
-		return
-	}
-	run.Note(cfg.Registration != nil, cfg.HookID != "", cfg.Timeout > 0 || cfg.HookID != "", "")
-	switch rules.DetectKind(kindName, data) {
-	case rules.DocRegistration:
-	case rules.DocStream:
-		for i, f := range rules.StreamFrames(data, 0) {
-			f.Seq = uint64(i + 1)
-			run.Frame(f, i+1)
-		}
-	default:
-		f := &tap.Frame{Seq: 1, Transport: tap.File, Raw: data}
-		f.Dir = tap.GuessDirection(f)
-		run.Frame(f, 1)
-	}
-	run.Findings(fds)
-	run.Exchanges(xs)
-}
-
 // finishStreams ends the streaming run for commands whose text/json
 // output is written elsewhere (finishOffline): writers get the totals, the
 // claim matrix and stale entries go to stderr, the baseline is written.
-func (rs *reportSet) finishStreams(m *Main, rf *reportFlags, run *report.Run, notPossible []report.NotPossible) (*report.End, error) {
-	end, err := run.Close(notPossible)
+func (rs *reportSet) finishStreams(m *Main, rf *reportFlags, run *report.Run) (*report.End, error) {
+	end, err := run.Close()
 	if err != nil {
 		rs.close()
 		return end, usageError("writing a report: %v", err)
@@ -287,13 +261,13 @@ func (rs *reportSet) finishStreams(m *Main, rf *reportFlags, run *report.Run, no
 // where --report and --format say. The streaming run decides exit code 1
 // (it knows the baseline); exit code 2 from finishOffline (an input not
 // checked whole) wins.
-func (m *Main) finishReports(cmd string, of *offlineFlags, rf *reportFlags, rs *reportSet, run *report.Run, sources []report.Source, notPossible []report.NotPossible) error {
-	end, err := rs.finishStreams(m, rf, run, notPossible)
+func (m *Main) finishReports(cmd string, of *offlineFlags, rf *reportFlags, rs *reportSet, run *report.Run, sources []report.Source) error {
+	end, err := rs.finishStreams(m, rf, run)
 	if err != nil {
 		return err
 	}
 	of.reports = rs
-	err = m.finishOffline(cmd, of, sources, notPossible)
+	err = m.finishOffline(cmd, of, sources, end.NotPossible)
 	if cerr := rs.close(); cerr != nil && err == nil {
 		return usageError("writing a report: %v", cerr)
 	}
