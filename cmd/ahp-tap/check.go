@@ -56,7 +56,7 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		return err
 	}
 	defer rs.close()
-	run, err := rs.newRun(l.cfg.Snapshot, tap.Error)
+	run, err := rs.newRun(l.cfg.Snapshot, of.threshold)
 	if err != nil {
 		return usageError("check: %v", err)
 	}
