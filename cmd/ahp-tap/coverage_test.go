@@ -25,7 +25,7 @@ import (
 // answered with a wrong protocolVersion (BASE-2): BASE-5 and CORR-3 are
 // exercised and pass, BASE-2 fails.
 const (
-	verdictRequest = `{"jsonrpc":"2.0","id":"e1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"e1","source":"urn:x","type":"tool.before","time":"2026-01-01T00:00:00Z","harness":{"name":"h","version":"1"}},"capabilities":{"effects":["deny"]}}}`
+	verdictRequest = `{"jsonrpc":"2.0","id":"e1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"e1","source":"urn:uuid:0d8c6a52-3f0e-4d8e-9b1a-2f6b9a7c1e01","type":"tool.before","time":"2026-08-24T08:51:14Z","harness":{"name":"example-harness","version":"2.1.0"},"session":{"id":"sess-7","cwd":"/work/repo"},"tool":{"name":"Bash","kind":"shell","input":{"command":"ls -la"},"origin":"native"},"call":{"id":"call-1"},"path":"main"},"capabilities":{"effects":["deny"]}}}`
 	verdictAnswer  = `{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"2025-06","effects":[]}}`
 )
 

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"syscall"
@@ -119,14 +120,9 @@ func (rf *reportFlags) open(m *Main, format string, formatSet bool, ef *engineFl
 		return nil, usageError("--format and a --report to standard output both given: use one")
 	}
 	if rf.baseline != "" {
-		f, err := os.Open(rf.baseline)
+		b, err := rf.readBaseline(m.Stderr)
 		if err != nil {
-			return nil, usageError("--baseline: %v", err)
-		}
-		b, err := report.ReadBaseline(bufio.NewReader(f))
-		f.Close()
-		if err != nil {
-			return nil, usageError("--baseline %s: %v", rf.baseline, err)
+			return nil, err
 		}
 		rs.baseline = b
 	}
@@ -175,6 +171,27 @@ func (rf *reportFlags) open(m *Main, format string, formatSet bool, ef *engineFl
 		f.Close()
 	}
 	return rs, nil
+}
+
+// readBaseline reads --baseline. A file that does not exist yet (the
+// first run of a CI recipe) is an empty baseline: every finding counts
+// and the exit code says so, every report is still written, and one line
+// says how to create it (issue 21 item 4).
+func (rf *reportFlags) readBaseline(stderr io.Writer) (*report.Baseline, error) {
+	f, err := os.Open(rf.baseline)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(stderr, "ahp-tap: --baseline %s does not exist yet: no finding is accepted; create it with --write-baseline %s\n", rf.baseline, rf.baseline)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, usageError("--baseline: %v", err)
+	}
+	defer f.Close()
+	b, err := report.ReadBaseline(bufio.NewReader(f))
+	if err != nil {
+		return nil, usageError("--baseline %s: %v", rf.baseline, err)
+	}
+	return b, nil
 }
 
 // flushCloser flushes a buffered report file before it is closed.
