@@ -347,6 +347,18 @@ func (rr runRecorder) RecordNote(n tap.Note) {
 	}
 }
 
+// LineOf is the line in the current input of the frame finding f is
+// about, as every report locates it (0: not known, or no frame).
+func (r *Run) LineOf(f tap.Finding) int {
+	if r == nil || r.cur == nil {
+		return 0
+	}
+	if c, ok := r.cur.cache.get(f.Conn, f.Seq); ok {
+		return c.line
+	}
+	return 0
+}
+
 // Findings feeds findings of the current input, in the order produced.
 func (r *Run) Findings(fs []tap.Finding) {
 	if r == nil {

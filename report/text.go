@@ -14,6 +14,11 @@ type Source struct {
 	// Name is the file name, or "" for a live link.
 	Name     string        `json:"name,omitempty"`
 	Findings []tap.Finding `json:"-"`
+	// Lines, when set, holds the 1-based line in the input of each
+	// finding's frame (0: not known), parallel to Findings: the text
+	// report then locates a finding as NAME:LINE, as JUnit, SARIF and the
+	// GitHub annotations do.
+	Lines []int `json:"-"`
 	// Exchanges are the exchange records of the source, for JSON reports.
 	Exchanges []tap.ExchangeRecord `json:"-"`
 	// ExchangesOmitted is how many exchange records were not kept (see
@@ -30,9 +35,12 @@ type Source struct {
 func WriteText(w io.Writer, sources []Source, s *Summary) error {
 	bw := bufio.NewWriter(w)
 	for _, src := range sources {
-		for _, f := range src.Findings {
+		for i, f := range src.Findings {
 			if src.Name != "" {
 				bw.WriteString(src.Name)
+				if i < len(src.Lines) && src.Lines[i] > 0 {
+					fmt.Fprintf(bw, ":%d", src.Lines[i])
+				}
 				bw.WriteString(": ")
 			}
 			bw.WriteString(f.String())

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -221,5 +222,27 @@ func TestCheckFailOnAsReplay(t *testing.T) {
 				t.Errorf("ahp-tap %v: exit %d, want %d\n%s%s", args, r.code, c.want, r.stdout, r.stderr)
 			}
 		}
+	}
+}
+
+// TestTextLocatesFindingsAsJUnit checks that the text report names each
+// finding's place as FILE:LINE, the line JUnit, SARIF and the annotations
+// give (issue 21 item 5), so editors and terminals can jump to it.
+func TestTextLocatesFindingsAsJUnit(t *testing.T) {
+	junit := filepath.Join(t.TempDir(), "r.xml")
+	r := runTap(t, "", "replay", "--fail-on", "never", "--report", "text", "--report", "junit="+junit, exampleCapture)
+	b, _ := os.ReadFile(junit)
+	places := func(re, s string) []string {
+		var out []string
+		for _, m := range regexp.MustCompile(re).FindAllStringSubmatch(s, -1) {
+			out = append(out, m[1]+" #"+m[2])
+		}
+		sort.Strings(out)
+		return out
+	}
+	text := places(`(?m)^`+regexp.QuoteMeta(exampleCapture)+`:(\d+): #(\d+) `, r.stdout)
+	ju := places(regexp.QuoteMeta(exampleCapture)+`:(\d+): frame #(\d+) `, string(b))
+	if len(text) == 0 || strings.Join(text, ",") != strings.Join(ju, ",") {
+		t.Errorf("text locates findings at %v, JUnit at %v\n%s", text, ju, r.stdout)
 	}
 }

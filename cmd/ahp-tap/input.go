@@ -277,8 +277,13 @@ type inputChecker struct {
 // Input.
 func (ic *inputChecker) check(name string) report.Source {
 	ic.digest = nil
+	ic.rp.lines = nil
 	src := ic.checkInput(name)
 	src.Input.Bytes, src.Input.SHA256 = ic.digest.sum()
+	if len(ic.rp.lines) == len(src.Findings) {
+		src.Lines = ic.rp.lines // each finding's line in the input (issue 21 item 5)
+	}
+	ic.rp.lines = nil
 	return src
 }
 

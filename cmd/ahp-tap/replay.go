@@ -138,6 +138,9 @@ type replayer struct {
 	line func() int
 	// progress is the progress bar of the input being replayed, or nil.
 	progress *progress
+	// lines holds the input line of each finding of the input, in the
+	// order of its findings (0: not known), for the text report.
+	lines []int
 }
 
 // interrupted reports whether a SIGINT/SIGTERM asked the replay to stop.
@@ -174,7 +177,10 @@ func (rp *replayer) session(cfg tap.Config, out *[]tap.Finding, sharedEvents boo
 // the flags, its findings appended to out, its frames counted.
 func (rp *replayer) sessionConfig(cfg tap.Config, out *[]tap.Finding) tap.SessionConfig {
 	return tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.flags.opt),
-		Sink:                 tap.SinkFunc(func(f tap.Finding) { *out = append(*out, f) }),
+		Sink: tap.SinkFunc(func(f tap.Finding) {
+			*out = append(*out, f)
+			rp.lines = append(rp.lines, rp.run.LineOf(f))
+		}),
 		Recorder:             frameCounter{&rp.frames, rp.progress},
 		RegistrationReported: cfg.Registration != nil && cfg.Registration == rp.flags.cfg.Registration,
 		// As the live taps cap theirs (issue 8 item 9): a longer line is
