@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
+	"github.com/ahp-tap/ahp-tap/internal/safefile"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -113,7 +113,9 @@ func (g *GitHub) End(e *End) error {
 	if g.SummaryPath == "" {
 		return nil
 	}
-	f, err := os.OpenFile(g.SummaryPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// Never through a planted symlink, never blocking on a FIFO (issue 28
+	// item 16).
+	f, err := safefile.AppendExisting(g.SummaryPath)
 	if err != nil {
 		return fmt.Errorf("GITHUB_STEP_SUMMARY: %v", err)
 	}

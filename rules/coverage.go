@@ -120,6 +120,12 @@ func Coverage(c Check, f tap.Facts) (CoverState, string) {
 		return NotExercised, "no " + name + " traffic"
 	}
 	if st, why := needs(s.Needs, f); why != "" {
+		if f.Transport == tap.File {
+			// A standalone message is an excerpt of no link: what no
+			// configuration could judge in it is not exercised, and no
+			// summary lists it as not checked.
+			st = NotExercised
+		}
 		return st, why
 	}
 	if f.Frames == 0 {

@@ -41,6 +41,9 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		}
 		l.cfg.EditContext = v
 	}
+	if err := refuseInputsAsOutputs(&rf, &of, ef.registration, fs.Args()); err != nil {
+		return err
+	}
 	if err := of.openLog("check", m.Stderr); err != nil {
 		return err
 	}

@@ -58,6 +58,9 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		return err
 	}
 	of.otlpx = otlpx
+	if err := refuseInputsAsOutputs(&rf, &of, ef.registration, fs.Args()); err != nil {
+		return err
+	}
 	if err := of.openLog("replay", m.diag()); err != nil {
 		return err
 	}

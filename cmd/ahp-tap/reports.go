@@ -9,8 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"syscall"
 
+	"github.com/ahp-tap/ahp-tap/internal/safefile"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -136,7 +136,7 @@ func (rf *reportFlags) open(m *Main, format string, formatSet bool, ef *engineFl
 	for _, s := range specs {
 		var w io.Writer = m.Stdout
 		if s.file != "" && s.file != "-" {
-			f, err := createReport(s.file)
+			f, err := createReport(s.file, m.Stderr)
 			if err != nil {
 				rs.close()
 				return nil, usageError("--report %s=%s: %v", s.format, s.file, err)
@@ -163,7 +163,7 @@ func (rf *reportFlags) open(m *Main, format string, formatSet bool, ef *engineFl
 	}
 	if rf.writeBaseline != "" {
 		// Checked now, written at the end.
-		f, err := createReport(rf.writeBaseline)
+		f, err := createReport(rf.writeBaseline, m.Stderr)
 		if err != nil {
 			rs.close()
 			return nil, usageError("--write-baseline: %v", err)
@@ -199,17 +199,45 @@ type flushCloser struct{ w *bufio.Writer }
 
 func (f flushCloser) Close() error { return f.w.Flush() }
 
-// createReport creates (or truncates) a report file: mode 0600, never
-// following a symlink at the path.
-func createReport(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+// createReport creates (or truncates) a report file: mode 0600 (an
+// existing wider one is made 0600, and stderr says so), never through a
+// symlink at the path, never blocking on a FIFO, only a regular file
+// (safefile.Create).
+func createReport(path string, stderr io.Writer) (*os.File, error) {
+	f, notice, err := safefile.Create(path)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%s is a symbolic link; refusing to write through it", path)
-		}
 		return nil, err
 	}
+	if notice != "" && stderr != nil {
+		fmt.Fprintf(stderr, "ahp-tap: %s\n", notice)
+	}
 	return f, nil
+}
+
+// refuseInputsAsOutputs refuses a --report, --write-baseline or --log file
+// that is one of the inputs (the same file by device and inode, whatever
+// its name): opening it would destroy the input before it is read (issue
+// 28 item 10). --write-baseline may name the --baseline it replaces.
+func refuseInputsAsOutputs(rf *reportFlags, of *offlineFlags, registration string, inputs []string) error {
+	in := append([]string{registration}, inputs...)
+	check := func(flag, path string, inputs []string) error {
+		if path == "" || path == "-" {
+			return nil
+		}
+		if same, ok := safefile.SameFile(path, inputs); ok {
+			return usageError("%s %s is the input %s; refusing to write over an input", flag, path, same)
+		}
+		return nil
+	}
+	for _, r := range rf.reports {
+		if err := check("--report "+r.format+"=", r.file, append(in, rf.baseline)); err != nil {
+			return err
+		}
+	}
+	if err := check("--write-baseline", rf.writeBaseline, in); err != nil {
+		return err
+	}
+	return check("--log", of.logPath, append(in, rf.baseline))
 }
 
 // close flushes and closes every report file; the first error wins.
@@ -258,7 +286,7 @@ func (rs *reportSet) finishStreams(m *Main, rf *reportFlags, run *report.Run) (*
 		fmt.Fprintf(m.Stderr, "ahp-tap: %s\n", report.StaleText(st))
 	}
 	if rf.writeBaseline != "" {
-		f, err := createReport(rf.writeBaseline)
+		f, err := createReport(rf.writeBaseline, nil)
 		if err != nil {
 			return end, usageError("--write-baseline: %v", err)
 		}

@@ -8,6 +8,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -164,7 +165,10 @@ func tapExecutable(p string) (string, error) {
 }
 
 func readRegistration(name string) ([]byte, iofs.FileInfo, error) {
-	f, err := os.Open(name)
+	// O_NONBLOCK: a FIFO without a writer is refused below instead of
+	// blocking the open, where no signal would be seen (issue 28 item 16);
+	// a regular file ignores it.
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, err
 	}
