@@ -67,18 +67,14 @@ type Config struct {
 	Stderr io.Writer
 
 	// Session checks the frames and transport notes, off the forwarding
-	// path, with its own sink and recorder; nil (and no Engine) means
-	// pure forwarding. Engine, Sink and Recorder are the older way: one
-	// engine, its sink and recorder. Queue is the depth of the audit queue
-	// in frames (0: tap.DefaultQueue).
+	// path, with its own sink and recorder; nil means pure forwarding.
+	// Queue is the depth of the audit queue in frames (0:
+	// tap.DefaultQueue).
 	Session *tap.Session
 	// Mirror, when set, takes the audit copies and notes instead of a
 	// Session: they go to an audit process (mirror.go).
-	Mirror   Mirror
-	Engine   *tap.Engine
-	Sink     tap.Sink
-	Recorder tap.Recorder
-	Queue    int
+	Mirror Mirror
+	Queue  int
 	// Conn names this link in frames and notes ("" for "stdio:<pid>").
 	Conn string
 	// MaxAuditLine caps the audit copy of one line (0: DefaultMaxAuditLine).
@@ -200,7 +196,7 @@ func (e *StartError) Unwrap() error { return e.Err }
 // called from any goroutine.
 type Tap struct {
 	cfg Config
-	aud *tap.Auditor // nil without an Engine
+	aud *tap.Auditor // nil without a Session
 
 	chunks chan chunk    // read chunks and notes, in wire order; closed by Run after both streams end
 	fed    chan struct{} // closed when the feeder has handled every chunk

@@ -95,9 +95,6 @@ type Session struct {
 	partial bool               // frames were lost on a stream: new engines start partial
 	closed  bool
 	facts   Facts // traffic judged so far (Facts)
-	// fixed is the one engine of a session made around an existing
-	// engine (NewAuditor); nil otherwise.
-	fixed *Engine
 }
 
 // NewSession returns a session for cfg and writes the registration's own
@@ -126,32 +123,12 @@ func newSession(cfg SessionConfig) *Session {
 	return s
 }
 
-// NewEngineSession returns a session around one existing engine: every
-// frame and note goes to it, and the registration is not judged. It is
-// for callers (tests, mostly) that build their engine themselves;
-// NewSession is the way in for everything else.
-func NewEngineSession(e *Engine, sink Sink, rec Recorder) *Session {
-	c := e.Conversation()
-	cfg := SessionConfig{Config: Config{Snapshot: c.Snapshot, Registration: c.Registration, Timeout: c.Timeout,
-		Transport: c.Transport, Lifecycle: c.Lifecycle, Events: c.events}, Sink: sink, Recorder: rec}
-	if c.Hook != nil {
-		cfg.HookID, _ = c.Hook.Get("id").Text()
-	}
-	s := newSession(cfg)
-	s.fixed = e
-	s.order = []*Engine{e}
-	return s
-}
-
 // Config returns the session's configuration, with the defaults filled in
 // (the snapshot, and the lifecycle the selected hook declares).
 func (s *Session) Config() Config { return s.cfg.Config }
 
 // engine returns the engine that judges frames and notes of conn.
 func (s *Session) engine(conn string) *Engine {
-	if s.fixed != nil {
-		return s.fixed
-	}
 	if s.cfg.Transport != Stdio {
 		conn = ""
 	}

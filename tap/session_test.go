@@ -265,3 +265,12 @@ func TestSessionStream(t *testing.T) {
 		t.Errorf("frame 3 = %q %+v at %v; want the unterminated last line at the EOF's time", f.Raw, f.Framing, f.Time)
 	}
 }
+
+// ruleList is a RuleSet of the given rules (the same instances for every
+// engine) that judges no registration.
+func ruleList(rules []Rule) RuleSet { return fixedRules(rules) }
+
+type fixedRules []Rule
+
+func (r fixedRules) Rules() []Rule                         { return r }
+func (r fixedRules) Registration(*Value, string) []Finding { return nil }
