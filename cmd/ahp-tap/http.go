@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -20,7 +19,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/httpproxy"
-	"github.com/ahp-tap/ahp-tap/report"
+	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -177,27 +176,6 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 			fmt.Fprintf(m.diag(), "ahp-tap http: WARNING: --allow-remote: the metrics on %s are open to everyone who can reach that address\n", mln.Addr())
 		}
 	}
-	var vlog *report.Log
-	if *logPath != "" {
-		if vlog, err = report.OpenLog(*logPath, m.diag()); err != nil {
-			return usageError("http: %v", err)
-		}
-	}
-	var rec tap.Recorder
-	var cw *capture.Writer
-	if *capPath != "" {
-		h := capture.Header{Tool: "ahp-tap " + version, Snapshot: l.cfg.Snapshot, Transport: tap.HTTP,
-			Registration: ef.registration, Hook: ef.hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: l.regDoc}
-		if cw, err = capture.Create(*capPath, h); err != nil {
-			vlog.Close()
-			return usageError("http: cannot open capture: %v", err)
-		}
-		if n := cw.Notice(); n != "" {
-			fmt.Fprintf(m.diag(), "ahp-tap http: capture: %s\n", n)
-		}
-		rec = cw
-	}
-
 	if os.Getenv("GOGC") == "" {
 		// The audit decodes every body into a tree; collecting less often
 		// leaves more CPU to forwarding for a little more memory
@@ -218,37 +196,35 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		debug.SetMemoryLimit(budget + int64(*maxAudit) + 80<<20)
 	}
 	l.cfg.Transport = tap.HTTP
-	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow
 	var auditor *tap.Auditor
 	httpproxy.BuildVersion = version
 	metrics := httpproxy.NewMetrics(func() uint64 { return auditor.Dropped() })
 	metrics.CountCuts(func() uint64 { return auditor.Cuts() })
 	metrics.ZeroFindings(checkIDs())
-	sink := tap.MultiSink{collector, metrics.Sink()}
-	if vlog != nil {
-		sink = append(sink, vlog)
-	}
-	con := openConsole(*console, m.Stderr)
-	if con != nil {
-		sink = append(sink, con)
-	}
-	others := sink // where the exporter reports the findings it lost
 	if otlpx != nil {
-		sink = append(sink, otlpx)
 		metrics.Register(otlpx.Collectors()...)
 	}
-	session := l.session(l.cfg, sink, rec, "", 0) // reports the registration's findings
+	// The way out: log, console, OTLP, metrics, capture (package output).
+	oc := output.Config{Name: "http", Diag: m.diag(), Log: *logPath, OTLP: otlpx, OTLPClose: httpCloseTimeout,
+		Sinks: []tap.Sink{metrics.Sink()}, SummaryLimit: 1, // counts only: a long-running tap must not grow
+		Capture: *capPath, Header: capture.Header{Tool: "ahp-tap " + version, Snapshot: l.cfg.Snapshot, Transport: tap.HTTP,
+			Registration: ef.registration, Hook: ef.hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: l.regDoc}}
+	if *console {
+		oc.Console = m.Stderr
+	}
+	out, err := output.Open(oc)
+	if err != nil {
+		otlpx.Close(0)
+		return usageError("http: %v", err)
+	}
+	session := l.session(l.cfg, out.Sink(), out.Recorder(), "", 0) // reports the registration's findings
 	// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
 	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue, Budget: budget, Complete: mode == auditComplete, Begin: httpproxy.LowerAuditPriority})
 	cfg.Auditor, cfg.Metrics = auditor, metrics
 	proxy, err := httpproxy.New(cfg)
 	if err != nil {
 		auditor.Close()
-		otlpx.Close(0)
-		vlog.Close()
-		if cw != nil {
-			cw.Close()
-		}
+		out.Close(time.Now())
 		return usageError("http: %v", err)
 	}
 
@@ -295,33 +271,15 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if !auditor.CloseWithin(left()) { // drains the queue, end-of-stream rules, TAP-1 for drops
 		fmt.Fprintf(m.diag(), "ahp-tap http: the audit did not finish within --drain %s; %d frames were not audited (TAP-1)\n", *drain, auditor.Dropped())
 	}
-	closeOTLP(otlpx, min(httpCloseTimeout, left()), others)
-	logErr := vlog.CloseWithin(left())
-	con.Close()
-	var capErr error
-	if cw != nil {
-		if !within(left(), func() { capErr = errors.Join(cw.Err(), cw.Close()) }) {
-			capErr = nil
-			fmt.Fprintf(m.diag(), "ahp-tap http: the capture could not be closed within --drain %s (a write blocks); it may be incomplete\n", *drain)
-		}
-	}
-	s := collector.Summary()
-	s.NotAudited = auditor.Dropped()
-	s.NotPossible = notPossible(session.NotChecked())
-	if vlog != nil {
-		s.LogDropped = vlog.Dropped()
-	}
-	s.FindingsTo = findingsTo(*logPath, vlog.Failed(), *console)
+	closeErr := out.Close(deadline) // OTLP, log, console, capture, within --drain
 	if *summary {
-		_ = s.WriteText(m.diag())
+		_ = out.Summary(auditor.Dropped(), session).WriteText(m.diag())
 	}
 	switch {
 	case serveErr != nil:
 		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", serveErr)}
-	case logErr != nil:
-		return &exitError{code: 2, msg: fmt.Sprintf("http: closing the log: %v", logErr)}
-	case capErr != nil:
-		return &exitError{code: 2, msg: fmt.Sprintf("http: writing the capture: %v", capErr)}
+	case closeErr != nil:
+		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", closeErr)}
 	}
 	return nil
 }
