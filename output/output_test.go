@@ -88,3 +88,51 @@ func TestOutputOpenFailures(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 }
+
+// TestReportsOfARun opens a JUnit and a text report, feeds a session
+// through the run, and checks that the files are 0600 and hold the
+// finding, and that an output that is an input (a hard link to it) is
+// refused.
+func TestReportsOfARun(t *testing.T) {
+	dir := t.TempDir()
+	junit := filepath.Join(dir, "r.xml")
+	var stdout bytes.Buffer
+	rs, err := OpenReports(ReportsConfig{Specs: []ReportSpec{{Format: "junit", File: junit}, {Format: "text"}}, Stdout: &stdout,
+		Baseline: filepath.Join(dir, "missing.json"), FailOn: tap.Error})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := rs.Run()
+	run.StartInput("in.jsonl")
+	s := tap.NewSession(run.SessionConfig(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio}, Rules: rules.Set(rules.Options{})}, nil))
+	s.Stream("", tap.FromBackend, time.Time{}, []byte("banner\n"))
+	s.Close()
+	run.Closed(s)
+	end, err := rs.Finish()
+	if err != nil || !end.Failing() {
+		t.Fatalf("Finish: %v, failing %v; want a failing run (STDIO-1)", err, end != nil && end.Failing())
+	}
+	if len(rs.Classic()) != 1 || rs.Classic()[0].Format != "text" {
+		t.Errorf("classic reports %+v", rs.Classic())
+	}
+	if err := rs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(junit)
+	if !bytes.Contains(b, []byte("STDIO-1")) {
+		t.Errorf("JUnit lacks the finding: %s", b)
+	}
+	if fi, _ := os.Stat(junit); fi.Mode().Perm() != 0o600 {
+		t.Errorf("JUnit mode %v", fi.Mode().Perm())
+	}
+	alias := filepath.Join(dir, "alias")
+	if err := os.Link(junit, alias); err != nil {
+		t.Skip(err)
+	}
+	if err := RefuseInputs([][2]string{{"--report junit=", alias}}, []string{junit}); err == nil {
+		t.Error("an output that is an input (hard link) was not refused")
+	}
+	if err := RefuseInputs([][2]string{{"--report junit=", filepath.Join(dir, "other.xml")}}, []string{junit}); err != nil {
+		t.Errorf("another file refused: %v", err)
+	}
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
+	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -210,7 +211,7 @@ func trimPartialRune(b []byte) []byte {
 // output, failure level, log, empty inputs.
 type offlineFlags struct {
 	format     string
-	reports    *reportSet // --report outputs, when given (reports.go)
+	reports    *output.Reports // --report outputs, when given (reports.go)
 	failOn     string
 	logPath    string
 	allowEmpty bool
@@ -403,22 +404,22 @@ func (m *Main) finishOffline(cmd string, of *offlineFlags, sources []report.Sour
 	}
 	sum := report.SummaryOf(sources)
 	sum.NotPossible = notPossible
-	outs := []classicReport{{format: of.format, w: m.Stdout}}
+	outs := []output.Classic{{Format: of.format, W: m.Stdout}}
 	var header *report.JSONHeader
 	if of.reports != nil { // --report: text/json where the flags say (reports.go)
-		outs = of.reports.classic
-		sum.Baselined, sum.Claim = of.reports.baselined, of.reports.claimMatrix
-		header = of.reports.jsonHeader
+		outs = of.reports.Classic()
+		sum.Baselined, sum.Claim = of.reports.End.Baselined, of.reports.End.Claim
+		header = of.reports.JSONHeader
 	}
 	for _, o := range outs {
-		if err := writeReport(o.w, o.format, header, sources, sum); err != nil {
+		if err := writeReport(o.W, o.Format, header, sources, sum); err != nil {
 			return usageError("%s: writing the report: %v", cmd, err)
 		}
-		if o.format == "text" && sum.Baselined > 0 {
-			fmt.Fprintf(o.w, "  baselined: %d findings accepted by the baseline\n", sum.Baselined)
+		if o.Format == "text" && sum.Baselined > 0 {
+			fmt.Fprintf(o.W, "  baselined: %d findings accepted by the baseline\n", sum.Baselined)
 		}
-		if o.format == "text" && sum.Claim != nil {
-			sum.Claim.WriteText(o.w)
+		if o.Format == "text" && sum.Claim != nil {
+			sum.Claim.WriteText(o.W)
 		}
 	}
 	code := 0

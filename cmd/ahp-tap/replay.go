@@ -67,15 +67,12 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	defer of.lg.Close() // idempotent; flushes on the error paths too
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	rs, err := rf.open(m, of.format, set["format"], &ef)
+	rs, err := rf.open(m, of.format, set["format"], &ef, l.cfg.Snapshot, of.threshold)
 	if err != nil {
 		return err
 	}
-	defer rs.close()
-	run, err := rs.newRun(l.cfg.Snapshot, of.threshold)
-	if err != nil {
-		return usageError("replay: %v", err)
-	}
+	defer rs.Close()
+	run := rs.Run()
 	rp := &replayer{flags: l, set: set, dir: dir, input: *input, diag: m.diag(), ctx: ctx, run: run}
 
 	var sources []report.Source
@@ -100,13 +97,13 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		}
 	}
 	if sig, ok := interruption(ctx); ok {
-		err := m.finishReports("replay", &of, &rf, rs, run, sources)
+		err := m.finishReports("replay", &of, rs, sources)
 		if ee, isExit := err.(*exitError); err != nil && (!isExit || ee.code == 2) {
 			return err
 		}
 		return interruptedError(sig, "replay")
 	}
-	return m.finishReports("replay", &of, &rf, rs, run, sources)
+	return m.finishReports("replay", &of, rs, sources)
 }
 
 // errInterrupted ends the replay of a file when a SIGINT/SIGTERM arrived;
