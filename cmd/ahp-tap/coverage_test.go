@@ -50,7 +50,7 @@ func runVerdicts(t *testing.T, input string, args ...string) verdicts {
 	p := func(n string) string { return filepath.Join(dir, n) }
 	summary := p("step-summary.md")
 	os.WriteFile(summary, nil, 0o600)
-	cmdArgs := append(args, "--fail-on", "never", "--report", "json="+p("r.json"), "--report", "sarif="+p("r.sarif"),
+	cmdArgs := append(args, "--fail-on", "never", "--claim", "role=both,binding=both,profiles=base,tool-interception", "--report", "json="+p("r.json"), "--report", "sarif="+p("r.sarif"),
 		"--report", "junit="+p("r.xml"), "--report", "github="+p("r.gh"), "--report", "text", input)
 	r := runTapEnv(t, []string{"GITHUB_STEP_SUMMARY=" + summary}, cmdArgs...)
 	if r.code != 0 {
@@ -91,6 +91,7 @@ func runVerdicts(t *testing.T, input string, args ...string) verdicts {
 		Findings []struct{ Check, Level string }
 		Summary  struct {
 			NotPossible []report.NotPossible `json:"notPossible"`
+			Claim       *report.ClaimMatrix  `json:"claim"`
 		}
 	}
 	if err := json.Unmarshal(read(p("r.json")), &js); err != nil {
@@ -105,6 +106,12 @@ func runVerdicts(t *testing.T, input string, args ...string) verdicts {
 		set("json", np.Check, "not checked: "+np.Reason)
 	}
 	okOr("json")
+	if js.Summary.Claim == nil {
+		t.Fatalf("ahp-tap %v: no claim matrix in the JSON report", cmdArgs)
+	}
+	for _, row := range js.Summary.Claim.Rows {
+		set("claim", row.Profile+" "+row.Requirement, row.Status)
+	}
 
 	// SARIF: results at error or warning, and the closing notifications.
 	var sarif struct {
@@ -216,13 +223,20 @@ func agreeFormats(t *testing.T, name string, v verdicts) map[string]string {
 }
 
 // sameVerdicts checks that two ways of feeding the same traffic give the
-// same verdict per check.
+// same verdict per check (and the same claim rows, when given).
 func sameVerdicts(t *testing.T, aName string, a map[string]string, bName string, b map[string]string) {
 	t.Helper()
 	var diffs []string
-	for _, c := range rules.Catalogue {
-		if a[c.ID] != b[c.ID] {
-			diffs = append(diffs, fmt.Sprintf("%s: %s %q, %s %q", c.ID, aName, a[c.ID], bName, b[c.ID]))
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	for k := range keys {
+		if a[k] != b[k] {
+			diffs = append(diffs, fmt.Sprintf("%s: %s %q, %s %q", k, aName, a[k], bName, b[k]))
 		}
 	}
 	sort.Strings(diffs)
@@ -250,11 +264,16 @@ func TestVerdictsAgreeAcrossInputsAndFormats(t *testing.T) {
 	if out, err := cmd.Output(); err != nil {
 		t.Fatalf("ahp-tap stdio: %v (%s)", err, out)
 	}
-	live := agreeFormats(t, "replay of the live stdio capture", runVerdicts(t, stdioCap, "replay"))
-	checked := agreeFormats(t, "check of the stream", runVerdicts(t, stream, "check", "--registration", reg, "--hook", "com.example.s"))
-	replayed := agreeFormats(t, "replay of the stream", runVerdicts(t, stream, "replay", "--registration", reg, "--hook", "com.example.s"))
+	liveV := runVerdicts(t, stdioCap, "replay")
+	checkedV := runVerdicts(t, stream, "check", "--registration", reg, "--hook", "com.example.s")
+	replayedV := runVerdicts(t, stream, "replay", "--registration", reg, "--hook", "com.example.s")
+	live := agreeFormats(t, "replay of the live stdio capture", liveV)
+	checked := agreeFormats(t, "check of the stream", checkedV)
+	replayed := agreeFormats(t, "replay of the stream", replayedV)
 	sameVerdicts(t, "live stdio", live, "check", checked)
 	sameVerdicts(t, "live stdio", live, "replay of the stream", replayed)
+	sameVerdicts(t, "live stdio claim", liveV["claim"], "check claim", checkedV["claim"])
+	sameVerdicts(t, "live stdio claim", liveV["claim"], "replay claim", replayedV["claim"])
 	for id, want := range map[string]string{"BASE-2": "failed", "BASE-5": "passed", "CORR-3": "passed", "STDIO-3": "passed",
 		"STDIO-2": "not checked: the lifecycle is persistent", "HTTP-1": "not exercised: no HTTP traffic"} {
 		if live[id] != want {
@@ -288,12 +307,15 @@ func TestVerdictsAgreeAcrossInputsAndFormats(t *testing.T) {
 	lt.cmd.Process.Signal(syscall.SIGTERM)
 	<-lt.done
 	lt.cmd.Wait()
-	liveHTTP := agreeFormats(t, "replay of the live HTTP capture", runVerdicts(t, httpCap, "replay"))
+	liveHTTPV := runVerdicts(t, httpCap, "replay")
+	liveHTTP := agreeFormats(t, "replay of the live HTTP capture", liveHTTPV)
 
 	har := filepath.Join(dir, "session.har")
 	os.WriteFile(har, []byte(verdictHAR("http://"+addr+"/agent-hooks")), 0o600)
-	fromHAR := agreeFormats(t, "replay of a HAR", runVerdicts(t, har, "replay", "--registration", reg, "--hook", "com.example.h"))
+	fromHARV := runVerdicts(t, har, "replay", "--registration", reg, "--hook", "com.example.h")
+	fromHAR := agreeFormats(t, "replay of a HAR", fromHARV)
 	sameVerdicts(t, "live HTTP", liveHTTP, "HAR", fromHAR)
+	sameVerdicts(t, "live HTTP claim", liveHTTPV["claim"], "HAR claim", fromHARV["claim"])
 	for id, want := range map[string]string{"BASE-2": "failed", "BASE-5": "passed", "CORR-3": "passed", "HTTP-1": "passed",
 		"STDIO-3": "not exercised: no stdio traffic"} {
 		if liveHTTP[id] != want {
