@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"strings"
+
 	"github.com/ahp-tap/ahp-tap/tap"
 	"github.com/ahp-tap/ahp-tap/vocab"
 )
@@ -223,4 +225,38 @@ func CheckJudgesRole(id, role string) bool {
 		return true
 	}
 	return role == "both" || c.Scope.Judges == JudgesSender || string(c.Scope.Judges) == role
+}
+
+// ScopeText says a check's Scope for people: whom it judges, what it
+// needs and what exercises it (docs/checks.md).
+func ScopeText(s Scope) string {
+	judges := map[Role]string{JudgesSender: "whoever sent the frame", JudgesHarness: "the harness", JudgesBackend: "the backend"}[s.Judges]
+	var needs []string
+	if s.Binding != "" {
+		name := string(s.Binding)
+		if s.Binding == tap.HTTP {
+			name = "HTTP"
+		}
+		needs = append(needs, name+" traffic")
+	}
+	for _, n := range []struct {
+		bit  Need
+		text string
+	}{{NeedHook, "a registration and a hook (--registration, --hook)"}, {NeedDeadline, "a deadline (--timeout, or the hook's timeoutMs)"},
+		{NeedPerEvent, "the per_event lifecycle"}, {NeedPersistent, "the persistent lifecycle"},
+		{NeedSharedPerEvent, "with per_event, a shared --state DIR"}} {
+		if s.Needs&n.bit != 0 {
+			needs = append(needs, n.text)
+		}
+	}
+	need := "nothing"
+	if len(needs) > 0 {
+		need = strings.Join(needs, "; ")
+	}
+	by := map[Exercise]string{ByFrame: "any frame", ByAnything: "any run (a fact about the audit)", ByEvent: "an event",
+		ByBackendAnswer: "a backend answer, or a notification it could answer", ByIntercept: "a hooks/intercept request",
+		ByEffects: "an intercept result with effects", ByCapabilities: "a hooks/capabilities exchange",
+		ByContent: "an event or a modify effect", ByModify: "a modify effect", ByElicitation: "a user.elicitation.* event",
+		ByAnswer: "a response (timed against the deadline)", ByConduct: "the captures of a registration's backends replayed together"}[s.By]
+	return "Judges: " + judges + " · Needs: " + need + " · Exercised by: " + by
 }

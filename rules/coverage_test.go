@@ -77,3 +77,14 @@ func TestCoverage(t *testing.T) {
 		t.Error("EDIT-8 findings must count against a role=harness claim, not a role=backend one")
 	}
 }
+
+// TestScopeTextComplete checks that every catalogue row's Scope reads in
+// full in docs/checks.md (no role or exercise without words).
+func TestScopeTextComplete(t *testing.T) {
+	for _, c := range Catalogue {
+		txt := ScopeText(c.Scope)
+		if strings.Contains(txt, ":  ·") || strings.HasSuffix(txt, ": ") {
+			t.Errorf("%s: %q has a part without words", c.ID, txt)
+		}
+	}
+}
