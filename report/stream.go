@@ -274,20 +274,33 @@ func (r *Run) Covered(f tap.Facts) {
 	if r == nil {
 		return
 	}
-	st := r.input()
-	st.covered, r.sessions = true, true
 	for _, c := range r.cfg.Header.Catalogue {
 		state, why := rules.Coverage(c, f)
-		if have, ok := st.cover[c.ID]; !ok || state > have.state {
-			st.cover[c.ID] = coverage{state, why}
+		r.Cover(c.ID, state, why)
+	}
+}
+
+// Cover tells the run what a judge other than a Session concluded about
+// one check of the current input (the conduct timeline across the links
+// of a registration judges the COND checks): exercised, not exercised
+// or not checked, and why. It merges as Covered does: per input the most
+// conclusive answer wins, and the run's NotPossible lists a check no
+// judge could make.
+func (r *Run) Cover(check string, state rules.CoverState, reason string) {
+	if r == nil {
+		return
+	}
+	st := r.input()
+	st.covered, r.sessions = true, true
+	if have, ok := st.cover[check]; !ok || state > have.state {
+		st.cover[check] = coverage{state, reason}
+	}
+	if state == rules.NotChecked {
+		if _, ok := r.notChecked[check]; !ok {
+			r.notChecked[check] = reason
 		}
-		if state == rules.NotChecked {
-			if _, ok := r.notChecked[c.ID]; !ok {
-				r.notChecked[c.ID] = why
-			}
-		} else {
-			r.checked[c.ID] = true
-		}
+	} else {
+		r.checked[check] = true
 	}
 }
 
