@@ -271,7 +271,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if !auditor.CloseWithin(left()) { // drains the queue, end-of-stream rules, TAP-1 for drops
 		fmt.Fprintf(m.diag(), "ahp-tap http: the audit did not finish within --drain %s; %d frames were not audited (TAP-1)\n", *drain, auditor.Dropped())
 	}
-	closeErr := out.Close(deadline) // OTLP, log, console, capture, within --drain
+	closeErr := out.Close(time.Now().Add(left())) // OTLP, log, console, capture, within --drain
 	if *summary {
 		_ = out.Summary(auditor.Dropped(), session).WriteText(m.diag())
 	}
