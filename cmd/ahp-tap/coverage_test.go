@@ -259,8 +259,10 @@ func TestVerdictsAgreeAcrossInputsAndFormats(t *testing.T) {
 
 	// Stdio: a live tap's capture, check and replay of the same stream.
 	stdioCap := filepath.Join(dir, "stdio.capture")
-	cmd := tapCmd([]string{"--capture", stdioCap, "--registration", reg, "--hook", "com.example.s"}, "answer", verdictAnswer)
+	cmd := tapCmd([]string{"--capture", stdioCap, "--registration", reg, "--hook", "com.example.s", "--summary"}, "answer", verdictAnswer)
 	cmd.Stdin = strings.NewReader(verdictRequest + "\n")
+	var liveStderr strings.Builder
+	cmd.Stderr = &liveStderr
 	if out, err := cmd.Output(); err != nil {
 		t.Fatalf("ahp-tap stdio: %v (%s)", err, out)
 	}
@@ -273,6 +275,8 @@ func TestVerdictsAgreeAcrossInputsAndFormats(t *testing.T) {
 	sameVerdicts(t, "live stdio", live, "check", checked)
 	sameVerdicts(t, "live stdio", live, "replay of the stream", replayed)
 	sameVerdicts(t, "live stdio claim", liveV["claim"], "check claim", checkedV["claim"])
+	// The live tap's own summary says what was not checked as the reports do.
+	sameVerdicts(t, "live stdio summary", notCheckedLines(liveStderr.String()), "its replay", notCheckedOf(live))
 	sameVerdicts(t, "live stdio claim", liveV["claim"], "replay claim", replayedV["claim"])
 	for id, want := range map[string]string{"BASE-2": "failed", "BASE-5": "passed", "CORR-3": "passed", "STDIO-3": "passed",
 		"STDIO-2": "not checked: the lifecycle is persistent", "HTTP-1": "not exercised: no HTTP traffic"} {
@@ -296,7 +300,7 @@ func TestVerdictsAgreeAcrossInputsAndFormats(t *testing.T) {
 	}))
 	defer up.Close()
 	httpCap := filepath.Join(dir, "http.capture")
-	lt := startHTTPTap(t, "--upstream", up.URL, "--capture", httpCap, "--registration", reg, "--hook", "com.example.h")
+	lt := startHTTPTap(t, "--upstream", up.URL, "--capture", httpCap, "--registration", reg, "--hook", "com.example.h", "--summary")
 	addr := lt.waitFor(t, "listening on", "http://")
 	resp, err := http.Post("http://"+addr+"/agent-hooks", "application/json", strings.NewReader(verdictRequest))
 	if err != nil {
@@ -309,6 +313,7 @@ func TestVerdictsAgreeAcrossInputsAndFormats(t *testing.T) {
 	lt.cmd.Wait()
 	liveHTTPV := runVerdicts(t, httpCap, "replay")
 	liveHTTP := agreeFormats(t, "replay of the live HTTP capture", liveHTTPV)
+	sameVerdicts(t, "live HTTP summary", notCheckedLines(lt.stderrText()), "its replay", notCheckedOf(liveHTTP))
 
 	har := filepath.Join(dir, "session.har")
 	os.WriteFile(har, []byte(verdictHAR("http://"+addr+"/agent-hooks")), 0o600)
@@ -354,4 +359,24 @@ func runTapEnv(t *testing.T, env []string, args ...string) result {
 		t.Fatalf("running ahp-tap %v: %v", args, err)
 	}
 	return r
+}
+
+// notCheckedLines reads a summary's "not checked: CHECK (REASON)" lines.
+func notCheckedLines(text string) map[string]string {
+	out := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)not checked: ([A-Z0-9-]+) \((.*)\)$`).FindAllStringSubmatch(text, -1) {
+		out[m[1]] = "not checked: " + m[2]
+	}
+	return out
+}
+
+// notCheckedOf keeps the "not checked" verdicts of a verdict map.
+func notCheckedOf(v map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, s := range v {
+		if strings.HasPrefix(s, "not checked") {
+			out[k] = s
+		}
+	}
+	return out
 }
