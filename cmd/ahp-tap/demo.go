@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"sync"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/stdio"
@@ -82,7 +83,7 @@ The backend in this mode has deliberate faults; ahp-tap forwards every byte unch
 
 	collector := &report.Collector{}
 	sinks := tap.MultiSink{collector, tap.SinkFunc(func(f tap.Finding) {
-		fmt.Fprintf(out, "  ahp-tap ▸ %s\n", f)
+		printable.Fprintf(out, "  ahp-tap ▸ %s\n", f)
 	})}
 	if *logPath != "" {
 		lg, err := report.OpenLog(*logPath, m.Stderr)
@@ -109,7 +110,7 @@ The backend in this mode has deliberate faults; ahp-tap forwards every byte unch
 		return fmt.Errorf("demo: %w", err)
 	}
 	if err := harness.Wait(); err != nil {
-		fmt.Fprintf(out, "the example harness ended with %v\n", err)
+		printable.Fprintf(out, "the example harness ended with %v\n", err)
 	}
 
 	s := collector.Summary()

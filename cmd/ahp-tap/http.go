@@ -20,6 +20,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/httpproxy"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -147,7 +148,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	// m.diag() never blocks (issue 8 item 8): with stderr not read and the
 	// upstream failing, a diagnostic per request must not hold requests.
-	diag := zerolog.New(zerolog.ConsoleWriter{Out: m.diag(), NoColor: true, TimeFormat: time.RFC3339}).
+	diag := zerolog.New(zerolog.ConsoleWriter{Out: m.diag(), NoColor: true, TimeFormat: time.RFC3339, FormatMessage: printableMessage}).
 		Level(level).With().Timestamp().Str("tap", "http").Logger()
 	cfg.Log = diag
 
@@ -193,7 +194,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 			return usageError("http: cannot open capture: %v", err)
 		}
 		if n := cw.Notice(); n != "" {
-			fmt.Fprintf(m.diag(), "ahp-tap http: capture: %s\n", n)
+			printable.Fprintf(m.diag(), "ahp-tap http: capture: %s\n", n)
 		}
 		rec = cw
 	}
@@ -273,7 +274,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(m.diag(), "ahp-tap http: forward proxy on %s (%s); set HTTP_PROXY/HTTPS_PROXY=http://%s\n", ln.Addr(), mode, ln.Addr())
 	} else {
-		fmt.Fprintf(m.diag(), "ahp-tap http: listening on http://%s, forwarding to %s\n", ln.Addr(), httpaudit.URL(cfg.Upstream.String()))
+		printable.Fprintf(m.diag(), "ahp-tap http: listening on http://%s, forwarding to %s\n", ln.Addr(), httpaudit.URL(cfg.Upstream.String()))
 	}
 
 	// Issue 8 item 5: --drain bounds the whole shutdown, from the signal:
@@ -358,4 +359,14 @@ process), never system-wide; keep the key private; delete the directory when don
 Then run: ahp-tap http --forward --mitm-ca %s
 `, dir, cert, dir+"/"+httpproxy.CAKeyFile, dir)
 	return nil
+}
+
+// printableMessage renders a diagnostic's message for the console writer
+// made printable (a message can quote a URL or an error from the wire;
+// zerolog quotes field values itself, but not the message).
+func printableMessage(i any) string {
+	if i == nil {
+		return ""
+	}
+	return printable.String(fmt.Sprint(i))
 }

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
@@ -286,7 +287,7 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 	src := report.Source{Name: name, Input: &report.Input{}}
 	fail := func(format string, args ...any) report.Source {
 		src.Input.Error = fmt.Sprintf(format, args...)
-		fmt.Fprintf(ic.m.Stderr, "ahp-tap: %s %s: %s\n", ic.cmd, name, src.Input.Error)
+		printable.Fprintf(ic.m.Stderr, "ahp-tap: %s %s: %s\n", ic.cmd, name, src.Input.Error)
 		return src
 	}
 	in, err := ic.m.openInput(name, ic.bar)
@@ -330,7 +331,7 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
 		ic.rp.damaged = func(le *capture.LineError) {
 			src.Input.Damaged++
-			fmt.Fprintf(ic.m.Stderr, "ahp-tap: %s %s:%d: damaged record skipped: %v\n", ic.cmd, name, le.Line, le.Err)
+			printable.Fprintf(ic.m.Stderr, "ahp-tap: %s %s:%d: damaged record skipped: %v\n", ic.cmd, name, le.Line, le.Err)
 		}
 		fds, err := ic.rp.replayCapture(capture.NewReader(in.r))
 		ic.rp.damaged = nil
@@ -395,7 +396,7 @@ func (m *Main) finishOffline(cmd string, of *offlineFlags, sources []report.Sour
 	}
 	sources = exportSources(of.otlpx, sources, of.lg)
 	if err := of.lg.Close(); err != nil {
-		fmt.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
+		printable.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
 	}
 	sum := report.SummaryOf(sources)
 	sum.NotPossible = notPossible
@@ -411,7 +412,7 @@ func (m *Main) finishOffline(cmd string, of *offlineFlags, sources []report.Sour
 			return usageError("%s: writing the report: %v", cmd, err)
 		}
 		if o.format == "text" && sum.Baselined > 0 {
-			fmt.Fprintf(o.w, "  baselined: %d findings accepted by the baseline\n", sum.Baselined)
+			printable.Fprintf(o.w, "  baselined: %d findings accepted by the baseline\n", sum.Baselined)
 		}
 		if o.format == "text" && sum.Claim != nil {
 			sum.Claim.WriteText(o.w)

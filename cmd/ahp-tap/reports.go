@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -264,7 +265,7 @@ func (rs *reportSet) finishStreams(m *Main, rf *reportFlags, run *report.Run, no
 		fmt.Fprintf(m.Stderr, "ahp-tap: SARIF report: %d results left out (GitHub takes at most %d per run)\n", rs.sarif.Dropped(), report.SARIFMaxResults)
 	}
 	for _, st := range end.Stale {
-		fmt.Fprintf(m.Stderr, "ahp-tap: %s\n", report.StaleText(st))
+		printable.Fprintf(m.Stderr, "ahp-tap: %s\n", report.StaleText(st))
 	}
 	if rf.writeBaseline != "" {
 		f, err := createReport(rf.writeBaseline)
