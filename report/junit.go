@@ -55,8 +55,8 @@ func (j *JUnit) Finding(it *Item) error {
 	if len(m[it.Finding.Check]) < JUnitMaxPerCase {
 		// Printable: XML 1.0 cannot carry most controls (encoding/xml
 		// would write U+FFFD and lose them), and JUnit text ends up in CI
-		// logs; ESC reads as \x1b instead.
-		m[it.Finding.Check] = append(m[it.Finding.Check], printable.String(findingLine(it)))
+		// logs (one line each, no workflow command); ESC reads as \x1b.
+		m[it.Finding.Check] = append(m[it.Finding.Check], printable.Line(findingLine(it)))
 	}
 	return nil
 }
@@ -176,7 +176,7 @@ func (j *JUnit) End(e *End) error {
 	}
 	var extra []string
 	for _, st := range e.Stale {
-		extra = append(extra, printable.String(StaleText(st)))
+		extra = append(extra, printable.Line(StaleText(st)))
 	}
 	if len(extra) > 0 {
 		// Stale baseline entries fail the run: a suite of their own.

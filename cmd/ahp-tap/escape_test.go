@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,6 +164,55 @@ func TestPrintedLinesNeutraliseEscapes(t *testing.T) {
 		if own.MatchString(line) && strings.HasPrefix(line, "::error ") && !regexp.MustCompile(`^::error file=[^:]*,title=[A-Z]+-[0-9]+::`).MatchString(line) {
 			t.Errorf("replay --report github: annotation properties not escaped: %q", line)
 		}
+	}
+
+	// The structured reports escape by their encoders: no raw control
+	// byte in any file, and JUnit (XML 1.0 cannot carry ESC at all) shows
+	// the payload escaped rather than as U+FFFD.
+	files := map[string]string{}
+	args := []string{"replay", "--report", "text"}
+	for _, f := range []string{"junit", "sarif", "json", "html", "github"} {
+		files[f] = filepath.Join(dir, "r."+f)
+		args = append(args, "--report", f+"="+files[f])
+	}
+	r = runTap(t, "", append(args, capPath)...)
+	assertPrintable(t, "replay --report text stdout", r.stdout, nil)
+	for f, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("%s report: %v", f, err)
+		}
+		// C0 controls only: encoding/json leaves C1 and bidi characters
+		// as they are, which is valid JSON, and the file is for programs.
+		if i := bytes.IndexFunc(data, func(r rune) bool { return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f }); i >= 0 {
+			t.Errorf("%s report: a raw control at %d: %q", f, i, around(string(data), i))
+		}
+	}
+	junit, _ := os.ReadFile(files["junit"])
+	var suites struct {
+		Suites []struct {
+			Cases []struct {
+				Failure *struct {
+					Text string `xml:",chardata"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(junit, &suites); err != nil {
+		t.Fatalf("the JUnit report is not XML: %v", err)
+	}
+	var failures strings.Builder
+	for _, s := range suites.Suites {
+		for _, c := range s.Cases {
+			if c.Failure != nil {
+				failures.WriteString(c.Failure.Text)
+			}
+		}
+	}
+	assertPrintable(t, "JUnit failure text", failures.String(), nil)
+	assertReadable(t, "JUnit failure text", failures.String())
+	if strings.Contains(failures.String(), "\ufffd") || strings.ContainsRune(failures.String(), utf8.RuneError) {
+		t.Errorf("JUnit: controls became U+FFFD:\n%s", failures.String())
 	}
 
 	// tail of the violation log, and of a log whose records were forged.
