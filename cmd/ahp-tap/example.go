@@ -319,7 +319,7 @@ func (h *exampleHarness) play(steps []exampleStep) error {
 			fmt.Fprintf(h.say, "harness: %-46s → sent, no answer expected\n", st.say)
 			continue
 		}
-		fmt.Fprintf(h.say, "harness: %-46s → %s\n", st.say, h.await(id))
+		printable.Fprintf(h.say, "harness: %-46s → %s\n", st.say, h.await(id))
 	}
 	return nil
 }
