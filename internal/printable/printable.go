@@ -59,7 +59,8 @@ func String(s string) string {
 
 // Line is String for a whole line (without its "\n"), which in addition
 // can never be read as a GitHub Actions workflow command: a line whose
-// first non-blank characters are "::" gets its first colon written \x3a,
+// first non-blank characters (white space, zero-width characters and
+// BOMs skipped) are "::" gets its first colon written \x3a,
 // and a "##[" anywhere (the runner's older command syntax) becomes
 // "#\x23[". Line is idempotent too.
 func Line(s string) string {
@@ -67,12 +68,20 @@ func Line(s string) string {
 	if strings.Contains(s, "##[") {
 		s = strings.ReplaceAll(s, "##[", `#\x23[`)
 	}
-	t := strings.TrimLeftFunc(s, unicode.IsSpace)
+	t := strings.TrimLeftFunc(s, blank)
 	if strings.HasPrefix(t, "::") {
 		k := len(s) - len(t)
 		s = s[:k] + `\x3a` + s[k+1:]
 	}
 	return s
+}
+
+// blank reports whether a reader of workflow commands might skip r before
+// a command: white space (the runner trims it) and invisible format
+// characters (BOM, zero-width space and joiners: some .NET versions and
+// log viewers treat them alike).
+func blank(r rune) bool {
+	return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r)
 }
 
 // Lines applies Line to each "\n"-separated line of s, keeping the

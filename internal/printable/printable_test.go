@@ -39,6 +39,7 @@ func TestLine(t *testing.T) {
 		{"::error::x", `\x3a:error::x`},
 		{"  \u00a0::add-mask::s", "  \u00a0\\x3a:add-mask::s"},
 		{"\t::warning::x", `\t::warning::x`}, // the tab is escaped: no longer blank
+		{"\ufeff\u200b::error::x", "\ufeff\u200b\\x3a:error::x"},
 		{"see ##[add-mask]secret", `see #\x23[add-mask]secret`},
 		{"###[x]", `##\x23[x]`},
 		{"x\n::error::y", `x\n::error::y`},
@@ -93,7 +94,7 @@ func checkSafe(t *testing.T, in string) {
 			t.Fatalf("Line(%q) = %q holds %U", in, out, r)
 		}
 	}
-	if strings.HasPrefix(strings.TrimLeftFunc(out, unicode.IsSpace), "::") || strings.Contains(out, "##[") {
+	if strings.HasPrefix(strings.TrimLeftFunc(out, func(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }), "::") || strings.Contains(out, "##[") {
 		t.Fatalf("Line(%q) = %q can start a workflow command", in, out)
 	}
 	if Line(out) != out || String(out) != out {
@@ -125,7 +126,7 @@ func TestEveryByte(t *testing.T) {
 		checkSafe(t, "::"+string([]byte{byte(c)}))
 		checkSafe(t, string([]byte{byte(c)})+"::x")
 	}
-	for _, r := range []rune{0x7f, 0x80, 0x9f, 0xa0, 0x061c, 0x200e, 0x2027, 0x2028, 0x202e, 0x202f, 0x2065, 0x2066, 0x2069, 0x206a, 0xfeff, utf8.MaxRune} {
+	for _, r := range []rune{0xfeff, 0x200b, 0x200d, 0x2060, 0x180e, 0x7f, 0x80, 0x9f, 0xa0, 0x061c, 0x200e, 0x2027, 0x2028, 0x202e, 0x202f, 0x2065, 0x2066, 0x2069, 0x206a, 0xfeff, utf8.MaxRune} {
 		checkSafe(t, string(r)+"::"+string(r))
 	}
 }
