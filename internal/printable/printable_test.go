@@ -130,3 +130,24 @@ func TestEveryByte(t *testing.T) {
 		checkSafe(t, string(r)+"::"+string(r))
 	}
 }
+
+// A typical finding line: nothing to escape (the common case, no
+// allocation) and one with a payload in its pointer.
+func BenchmarkLine(b *testing.B) {
+	clean := `session.capture: #4 sent by backend: error BASE-2 at /result/protocolVersion: the successful result carries protocolVersion "2025-06", expected exactly "draft" [BASE-2/version]`
+	dirty := strings.Replace(clean, "/result/protocolVersion", "/result/\x1b]0;pwned\x07\n::error::x", 1)
+	b.Run("clean", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(clean)))
+		for b.Loop() {
+			Line(clean)
+		}
+	})
+	b.Run("payload", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(dirty)))
+		for b.Loop() {
+			Line(dirty)
+		}
+	})
+}
