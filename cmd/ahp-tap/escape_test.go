@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/rs/zerolog"
 )
 
 // Issue 28 item 2: what the wire carries (keys, effect types, methods, ids,
@@ -293,4 +296,18 @@ func mustJSON(t *testing.T, s string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The HTTP tap's diagnostic log: message, field names and values (strings
+// and objects) from the wire come out printable.
+func TestHTTPDiagnosticsPrintable(t *testing.T) {
+	var out bytes.Buffer
+	log := zerolog.New(printableConsole(&out)).With().Str("tap", "http").Logger()
+	log.Warn().Str("upstream", "http://x/"+escapePayload).Strs("hosts", []string{escapePayload}).
+		Str(escapePayload, "v").Err(errors.New("dial " + escapePayload)).Msg("upstream failed: " + escapePayload)
+	assertPrintable(t, "diagnostic log", out.String(), nil)
+	assertReadable(t, "diagnostic log", out.String())
+	if !strings.Contains(out.String(), "upstream failed: ") || strings.Count(out.String(), "\n") != 1 {
+		t.Errorf("diagnostic log line: %q", out.String())
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -148,7 +149,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	// m.diag() never blocks (issue 8 item 8): with stderr not read and the
 	// upstream failing, a diagnostic per request must not hold requests.
-	diag := zerolog.New(zerolog.ConsoleWriter{Out: m.diag(), NoColor: true, TimeFormat: time.RFC3339, FormatMessage: printableMessage}).
+	diag := zerolog.New(printableConsole(m.diag())).
 		Level(level).With().Timestamp().Str("tap", "http").Logger()
 	cfg.Log = diag
 
@@ -361,12 +362,18 @@ Then run: ahp-tap http --forward --mitm-ca %s
 	return nil
 }
 
-// printableMessage renders a diagnostic's message for the console writer
-// made printable (a message can quote a URL or an error from the wire;
-// zerolog quotes field values itself, but not the message).
-func printableMessage(i any) string {
-	if i == nil {
-		return ""
+// printableConsole is the diagnostic log's console writer with every part
+// made printable (internal/printable): a message or a field can quote a
+// URL, a header or an error from the wire, and zerolog quotes only some
+// field values (not the message, not C1 or bidi characters in objects).
+func printableConsole(out io.Writer) zerolog.ConsoleWriter {
+	text := func(i any) string {
+		if i == nil {
+			return ""
+		}
+		return printable.Line(fmt.Sprintf("%s", i))
 	}
-	return printable.String(fmt.Sprint(i))
+	name := func(i any) string { return printable.Line(fmt.Sprintf("%s=", i)) }
+	return zerolog.ConsoleWriter{Out: out, NoColor: true, TimeFormat: time.RFC3339,
+		FormatMessage: text, FormatFieldValue: text, FormatErrFieldValue: text, FormatFieldName: name, FormatErrFieldName: name}
 }
