@@ -115,7 +115,12 @@ func Fprintf(w io.Writer, format string, args ...any) (int, error) {
 func safeArgs(args []any) []any {
 	out := make([]any, len(args))
 	for i, a := range args {
-		out[i] = safeArg{a}
+		switch a.(type) {
+		case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, uintptr, float32, float64, bool:
+			out[i] = a // nothing to escape; and %*d takes its width as is
+		default:
+			out[i] = safeArg{a}
+		}
 	}
 	return out
 }

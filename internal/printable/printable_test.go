@@ -62,6 +62,9 @@ func TestSprintf(t *testing.T) {
 	if got := Sprintf("%s\n%s", "::error::a", "::error::b"); got != `\x3a:error::a`+"\n"+`\x3a:error::b` {
 		t.Errorf("Sprintf lines = %q", got)
 	}
+	if got := Sprintf("%*d|%-*s|%v", 4, 7, 3, "a\x1b", nil); got != `   7|a\x1b |<nil>` {
+		t.Errorf("Sprintf with * widths = %q", got)
+	}
 	var b strings.Builder
 	if _, err := Fprintf(&b, "%s=%d\n", "\u009b", 1); err != nil || b.String() != `\u009b=1`+"\n" {
 		t.Errorf("Fprintf = %q, %v", b.String(), err)
