@@ -11,6 +11,7 @@ package output
 import (
 	"errors"
 	"fmt"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"io"
 	"time"
 
@@ -100,13 +101,13 @@ func Open(cfg Config) (*Output, error) {
 		w, err := capture.Create(cfg.Capture, cfg.Header)
 		switch {
 		case err != nil && cfg.CaptureBestEffort:
-			fmt.Fprintf(cfg.Diag, "ahp-tap: cannot open the capture: %v; nothing is captured, traffic is not affected\n", err)
+			printable.Fprintf(cfg.Diag, "ahp-tap: cannot open the capture: %v; nothing is captured, traffic is not affected\n", err)
 		case err != nil:
 			o.log.Close()
 			return nil, fmt.Errorf("cannot open capture: %v", err)
 		default:
 			if n := w.Notice(); n != "" {
-				fmt.Fprintf(cfg.Diag, "ahp-tap %s: capture: %s\n", cfg.Name, n)
+				printable.Fprintf(cfg.Diag, "ahp-tap %s: capture: %s\n", cfg.Name, n)
 			}
 			o.capture = w
 		}

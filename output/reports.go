@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"io"
 	"io/fs"
 	"os"
@@ -161,7 +162,7 @@ func (rs *Reports) Finish() (*report.End, error) {
 		fmt.Fprintf(rs.cfg.Stderr, "ahp-tap: SARIF report: %d results left out (GitHub takes at most %d per run)\n", rs.sarif.Dropped(), report.SARIFMaxResults)
 	}
 	for _, st := range end.Stale {
-		fmt.Fprintf(rs.cfg.Stderr, "ahp-tap: %s\n", report.StaleText(st))
+		printable.Fprintf(rs.cfg.Stderr, "ahp-tap: %s\n", report.StaleText(st))
 	}
 	if rs.cfg.WriteBaseline != "" {
 		f, err := CreateFile(rs.cfg.WriteBaseline, nil)
@@ -204,7 +205,7 @@ func (f flushCloser) Close() error { return f.w.Flush() }
 func ReadBaseline(path string, stderr io.Writer) (*report.Baseline, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(stderr, "ahp-tap: --baseline %s does not exist yet: no finding is accepted; create it with --write-baseline %s\n", path, path)
+		printable.Fprintf(stderr, "ahp-tap: --baseline %s does not exist yet: no finding is accepted; create it with --write-baseline %s\n", path, path)
 		return nil, nil
 	}
 	if err != nil {
@@ -228,7 +229,7 @@ func CreateFile(path string, stderr io.Writer) (*os.File, error) {
 		return nil, err
 	}
 	if notice != "" && stderr != nil {
-		fmt.Fprintf(stderr, "ahp-tap: %s\n", notice)
+		printable.Fprintf(stderr, "ahp-tap: %s\n", notice)
 	}
 	return f, nil
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 	"github.com/ahp-tap/ahp-tap/vocab"
@@ -305,23 +306,23 @@ func requirementHas(list, id string) bool {
 // WriteText renders the matrix for people.
 func (m *ClaimMatrix) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "conformance claim: role=%s binding=%s profiles=%s\n", m.Claim.Role, m.Claim.Binding, strings.Join(m.Claim.Profiles, ","))
+	printable.Fprintf(&b, "conformance claim: role=%s binding=%s profiles=%s\n", m.Claim.Role, m.Claim.Binding, strings.Join(m.Claim.Profiles, ","))
 	if m.Incomplete != "" {
-		fmt.Fprintf(&b, "  INCOMPLETE CLAIM: %s\n", m.Incomplete)
+		printable.Fprintf(&b, "  INCOMPLETE CLAIM: %s\n", m.Incomplete)
 	}
 	for _, r := range m.Rows {
-		fmt.Fprintf(&b, "  %-22s %-16s %-14s", r.Profile, r.Requirement, r.Status)
+		printable.Fprintf(&b, "  %-22s %-16s %-14s", r.Profile, r.Requirement, r.Status)
 		if len(r.Checks) > 0 {
-			fmt.Fprintf(&b, " [%s]", strings.Join(r.Checks, " "))
+			printable.Fprintf(&b, " [%s]", strings.Join(r.Checks, " "))
 		}
 		if r.Findings > 0 {
-			fmt.Fprintf(&b, " %d %s, e.g. %s", r.Findings, plural(r.Findings, "finding", "findings"), r.Example)
+			printable.Fprintf(&b, " %d %s, e.g. %s", r.Findings, plural(r.Findings, "finding", "findings"), r.Example)
 		}
 		if r.Why != "" {
-			fmt.Fprintf(&b, " (%s)", r.Why)
+			printable.Fprintf(&b, " (%s)", r.Why)
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "  %s\n", m.NotObservable)
+	printable.Fprintf(&b, "  %s\n", m.NotObservable)
 	return writeAll(w, b.String())
 }

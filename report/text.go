@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -31,24 +33,30 @@ type Source struct {
 }
 
 // WriteText writes one line per finding, prefixed with its source's name,
-// then the summary (when s is not nil).
+// then the summary (when s is not nil). Every line is made printable
+// (internal/printable): a key, a type or a name from the input cannot
+// reach the terminal or the CI log as a control sequence or a workflow
+// command.
 func WriteText(w io.Writer, sources []Source, s *Summary) error {
 	bw := bufio.NewWriter(w)
+	var line strings.Builder
 	for _, src := range sources {
 		for i, f := range src.Findings {
+			line.Reset()
 			if src.Name != "" {
-				bw.WriteString(src.Name)
+				line.WriteString(src.Name)
 				if i < len(src.Lines) && src.Lines[i] > 0 {
-					fmt.Fprintf(bw, ":%d", src.Lines[i])
+					fmt.Fprintf(&line, ":%d", src.Lines[i])
 				}
-				bw.WriteString(": ")
+				line.WriteString(": ")
 			}
-			bw.WriteString(f.String())
+			line.WriteString(f.String())
 			if f.Rule != "" {
-				bw.WriteString(" [")
-				bw.WriteString(f.Rule)
-				bw.WriteString("]")
+				line.WriteString(" [")
+				line.WriteString(f.Rule)
+				line.WriteString("]")
 			}
+			bw.WriteString(printable.Line(line.String()))
 			bw.WriteString("\n")
 		}
 	}

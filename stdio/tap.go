@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -387,7 +388,7 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 		if down.state.Load() == stateWriting {
 			why = "the harness is not reading the backend's last output"
 		}
-		fmt.Fprintf(t.cfg.Diag, "ahp-tap: the backend exited but %s; stopped forwarding %s after the backend's exit\n", why, t.cfg.Drain)
+		printable.Fprintf(t.cfg.Diag, "ahp-tap: the backend exited but %s; stopped forwarding %s after the backend's exit\n", why, t.cfg.Drain)
 	}
 	outR.Close()
 	now := time.Now()
@@ -396,7 +397,7 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 		res.Signal = ws.Signal()
 		res.ExitCode = -1
 	} else if werr != nil && res.ExitCode == -1 {
-		fmt.Fprintf(t.cfg.Diag, "ahp-tap: waiting for backend: %v\n", werr)
+		printable.Fprintf(t.cfg.Diag, "ahp-tap: waiting for backend: %v\n", werr)
 	}
 	exit := tap.Note{Kind: tap.NoteExit, Time: now, Conn: t.cfg.Conn, ExitCode: res.ExitCode}
 	if res.Signal != 0 {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
@@ -83,7 +84,7 @@ The backend in this mode has deliberate faults; ahp-tap forwards every byte unch
 	}
 
 	o, err := output.Open(output.Config{Name: "demo", Diag: m.Stderr, Log: *logPath,
-		Sinks: []tap.Sink{tap.SinkFunc(func(f tap.Finding) { fmt.Fprintf(out, "  ahp-tap ▸ %s\n", f) })}})
+		Sinks: []tap.Sink{tap.SinkFunc(func(f tap.Finding) { printable.Fprintf(out, "  ahp-tap ▸ %s\n", f) })}})
 	if err != nil {
 		return usageError("demo: %v", err)
 	}
@@ -105,7 +106,7 @@ The backend in this mode has deliberate faults; ahp-tap forwards every byte unch
 		return fmt.Errorf("demo: %w", err)
 	}
 	if err := harness.Wait(); err != nil {
-		fmt.Fprintf(out, "the example harness ended with %v\n", err)
+		printable.Fprintf(out, "the example harness ended with %v\n", err)
 	}
 
 	o.Close(time.Now().Add(time.Second))

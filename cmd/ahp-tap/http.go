@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/httpproxy"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -146,7 +148,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	// m.diag() never blocks (issue 8 item 8): with stderr not read and the
 	// upstream failing, a diagnostic per request must not hold requests.
-	diag := zerolog.New(zerolog.ConsoleWriter{Out: m.diag(), NoColor: true, TimeFormat: time.RFC3339}).
+	diag := zerolog.New(printableConsole(m.diag())).
 		Level(level).With().Timestamp().Str("tap", "http").Logger()
 	cfg.Log = diag
 
@@ -249,7 +251,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(m.diag(), "ahp-tap http: forward proxy on %s (%s); set HTTP_PROXY/HTTPS_PROXY=http://%s\n", ln.Addr(), mode, ln.Addr())
 	} else {
-		fmt.Fprintf(m.diag(), "ahp-tap http: listening on http://%s, forwarding to %s\n", ln.Addr(), httpaudit.URL(cfg.Upstream.String()))
+		printable.Fprintf(m.diag(), "ahp-tap http: listening on http://%s, forwarding to %s\n", ln.Addr(), httpaudit.URL(cfg.Upstream.String()))
 	}
 
 	// Issue 8 item 5: --drain bounds the whole shutdown, from the signal:
@@ -316,4 +318,20 @@ process), never system-wide; keep the key private; delete the directory when don
 Then run: ahp-tap http --forward --mitm-ca %s
 `, dir, cert, dir+"/"+httpproxy.CAKeyFile, dir)
 	return nil
+}
+
+// printableConsole is the diagnostic log's console writer with every part
+// made printable (internal/printable): a message or a field can quote a
+// URL, a header or an error from the wire, and zerolog quotes only some
+// field values (not the message, not C1 or bidi characters in objects).
+func printableConsole(out io.Writer) zerolog.ConsoleWriter {
+	text := func(i any) string {
+		if i == nil {
+			return ""
+		}
+		return printable.Line(fmt.Sprintf("%s", i))
+	}
+	name := func(i any) string { return printable.Line(fmt.Sprintf("%s=", i)) }
+	return zerolog.ConsoleWriter{Out: out, NoColor: true, TimeFormat: time.RFC3339,
+		FormatMessage: text, FormatFieldValue: text, FormatErrFieldValue: text, FormatFieldName: name, FormatErrFieldName: name}
 }

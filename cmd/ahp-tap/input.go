@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
@@ -292,7 +293,7 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 	src := report.Source{Name: name, Input: &report.Input{}}
 	fail := func(format string, args ...any) report.Source {
 		src.Input.Error = fmt.Sprintf(format, args...)
-		fmt.Fprintf(ic.m.Stderr, "ahp-tap: %s %s: %s\n", ic.cmd, name, src.Input.Error)
+		printable.Fprintf(ic.m.Stderr, "ahp-tap: %s %s: %s\n", ic.cmd, name, src.Input.Error)
 		return src
 	}
 	in, err := ic.m.openInput(name, ic.bar)
@@ -336,7 +337,7 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
 		ic.rp.damaged = func(le *capture.LineError) {
 			src.Input.Damaged++
-			fmt.Fprintf(ic.m.Stderr, "ahp-tap: %s %s:%d: damaged record skipped: %v\n", ic.cmd, name, le.Line, le.Err)
+			printable.Fprintf(ic.m.Stderr, "ahp-tap: %s %s:%d: damaged record skipped: %v\n", ic.cmd, name, le.Line, le.Err)
 		}
 		fds, err := ic.rp.replayCapture(capture.NewReader(in.r))
 		ic.rp.damaged = nil
@@ -400,7 +401,7 @@ func (m *Main) finishOffline(cmd string, of *offlineFlags, sources []report.Sour
 	}
 	sources = exportSources(of.otlpx, sources, of.lg)
 	if err := of.lg.Close(); err != nil {
-		fmt.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
+		printable.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
 	}
 	sum := report.SummaryOf(sources)
 	sum.NotPossible = notPossible

@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -95,14 +95,14 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 			Time time.Time `json:"time"`
 		}
 		if json.Unmarshal(line, &f) != nil || f.Check == "" || json.Unmarshal(line, &probe) != nil {
-			fmt.Fprintf(m.Stderr, "ahp-tap: tail %s:%d: not a finding record, skipped\n", tl.name, tl.line)
+			printable.Fprintf(m.Stderr, "ahp-tap: tail %s:%d: not a finding record, skipped\n", tl.name, tl.line)
 			return
 		}
 		if !keep(f) {
 			return
 		}
 		if prefix {
-			out.WriteString(tl.name + ": ")
+			out.WriteString(printable.Line(tl.name + ": "))
 		}
 		if !probe.Time.IsZero() {
 			out.WriteString(probe.Time.Local().Format("15:04:05.000") + " ")

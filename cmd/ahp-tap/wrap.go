@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 	"github.com/ahp-tap/ahp-tap/wrap"
@@ -79,7 +80,7 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 	}
 	invalid := false
 	for _, f := range fds {
-		fmt.Fprintf(m.Stderr, "%s: %s\n", in, f)
+		printable.Fprintf(m.Stderr, "%s: %s\n", in, f)
 		invalid = invalid || f.Level == tap.Error
 	}
 	if invalid {
@@ -97,13 +98,13 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 		return usageError("wrap: %v", err)
 	}
 	for _, c := range changes {
-		fmt.Fprintf(m.Stderr, "ahp-tap wrap: %s (%s): %s", c.Hook, c.Transport, c.Action)
+		printable.Fprintf(m.Stderr, "ahp-tap wrap: %s (%s): %s", c.Hook, c.Transport, c.Action)
 		if c.Detail != "" {
-			fmt.Fprintf(m.Stderr, ": %s", c.Detail)
+			printable.Fprintf(m.Stderr, ": %s", c.Detail)
 		}
 		fmt.Fprintln(m.Stderr)
 		if c.Command != nil {
-			fmt.Fprintf(m.Stderr, "  the harness now posts to http://%s; start that tap before the harness:\n    %s\n", c.Listen, wrap.ShellQuote(c.Command))
+			printable.Fprintf(m.Stderr, "  the harness now posts to http://%s; start that tap before the harness:\n    %s\n", c.Listen, wrap.ShellQuote(c.Command))
 		}
 	}
 	return nil
@@ -141,7 +142,7 @@ func (m *Main) runUnwrap(ctx context.Context, args []string) error {
 		return usageError("unwrap: %v", err)
 	}
 	for _, c := range changes {
-		fmt.Fprintf(m.Stderr, "ahp-tap unwrap: %s (%s): %s\n", c.Hook, c.Transport, c.Action)
+		printable.Fprintf(m.Stderr, "ahp-tap unwrap: %s (%s): %s\n", c.Hook, c.Transport, c.Action)
 	}
 	return nil
 }
