@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/internal/safefile"
 )
 
@@ -179,7 +180,7 @@ func (r Rendezvous) start(p Paths, deadline time.Time) (int, error) {
 	}
 	defer lf.Close()
 	if notice != "" && r.Diag != nil {
-		fmt.Fprintf(r.Diag, "ahp-tap: %s\n", notice)
+		printable.Fprintf(r.Diag, "ahp-tap: %s\n", notice)
 	}
 	if err := FlockWithin(lf, time.Until(deadline)); err != nil {
 		return -1, err
@@ -205,7 +206,7 @@ func (r Rendezvous) start(p Paths, deadline time.Time) (int, error) {
 	}
 	defer ef.Close()
 	if notice != "" && r.Diag != nil {
-		fmt.Fprintf(r.Diag, "ahp-tap: %s\n", notice)
+		printable.Fprintf(r.Diag, "ahp-tap: %s\n", notice)
 	}
 	// One line per server start, for as long as DIR is used: keep the file
 	// bounded by starting it afresh past MaxErrFile (we hold the lock).

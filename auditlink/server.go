@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/internal/safefile"
 	"github.com/ahp-tap/ahp-tap/stdio"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -115,7 +116,7 @@ func (s *Server) Serve(sock, lock string, ready *os.File) error {
 			continue
 		}
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			fmt.Fprintf(s.Log, "ahp-tap: shared audit process: %v\n", err)
+			printable.Fprintf(s.Log, "ahp-tap: shared audit process: %v\n", err)
 			break
 		}
 		if s.idle() {
@@ -256,7 +257,7 @@ func (s *Server) serve(sc *serverConn) {
 	a, err := s.Open(hello.Conn, sc)
 	if err != nil {
 		rd.Discard() // the forwarding process never waits on us
-		fmt.Fprintf(sc, "ahp-tap: %v\n", err)
+		printable.Fprintf(sc, "ahp-tap: %v\n", err)
 		sc.send(MsgDone, nil)
 		return
 	}
@@ -272,8 +273,8 @@ func (s *Server) serve(sc *serverConn) {
 	case <-done:
 		sc.send(MsgDone, nil)
 	case <-time.After(Bound):
-		fmt.Fprintf(s.Log, "ahp-tap: link %s was not finished within %v of its end; its log or capture may be incomplete\n", hello.Conn, Bound)
-		fmt.Fprintf(sc, "ahp-tap: the shared audit process did not finish this link within %v of its end; the log or capture may be incomplete\n", Bound)
+		printable.Fprintf(s.Log, "ahp-tap: link %s was not finished within %v of its end; its log or capture may be incomplete\n", hello.Conn, Bound)
+		printable.Fprintf(sc, "ahp-tap: the shared audit process did not finish this link within %v of its end; the log or capture may be incomplete\n", Bound)
 	}
 }
 

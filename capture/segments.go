@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -160,4 +161,39 @@ func (st *Stores) For(h *Header) *tap.MemoryStore {
 		st.byState[h.State] = s
 	}
 	return s
+}
+
+// Overrides names the settings given on the command line: they win over
+// what a capture header says.
+type Overrides struct {
+	Snapshot, Timeout, Registration, Hook bool
+}
+
+// Config is the engine configuration of the segment h opens: base with the
+// live run's settings from its header (binding, snapshot, deadline,
+// registration and hook, lifecycle), unless o says the command line gave
+// them.
+func (h *Header) Config(base tap.Config, o Overrides) (tap.Config, error) {
+	cfg := base
+	cfg.Transport = h.Transport
+	if h.Snapshot != "" && !o.Snapshot {
+		cfg.Snapshot = h.Snapshot
+	}
+	if h.TimeoutMs > 0 && !o.Timeout {
+		cfg.Timeout = time.Duration(h.TimeoutMs) * time.Millisecond
+	}
+	if len(h.RegistrationDoc) > 0 && !o.Registration {
+		reg, _, err := tap.ParseJSON(h.RegistrationDoc)
+		if err != nil {
+			return cfg, fmt.Errorf("header registrationDoc is not JSON: %v", err)
+		}
+		cfg.Registration = reg
+		if !o.Hook {
+			cfg.HookID = h.Hook
+		}
+	}
+	if h.Lifecycle != "" {
+		cfg.Lifecycle = h.Lifecycle
+	}
+	return cfg, nil
 }

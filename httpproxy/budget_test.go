@@ -62,8 +62,8 @@ func TestAuditCopiesInFlightShareTheBudget(t *testing.T) {
 	gate := make(chan struct{})
 	var whole, truncated atomic.Int64
 	found := &findings{}
-	eng := tap.NewEngine(tap.Config{Transport: tap.HTTP}, []tap.Rule{heldRule{gate, &whole, &truncated}})
-	aud := tap.NewEngineSession(eng, found, nil).Audit(tap.AuditorConfig{Budget: budget})
+	aud := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.HTTP}, Rules: ruleList{heldRule{gate, &whole, &truncated}},
+		Sink: found}).Audit(tap.AuditorConfig{Budget: budget})
 	p, err := New(Config{Upstream: mustURL(t, up.URL), MaxAuditBody: budget / 2, Auditor: aud,
 		Log: zerolog.Nop()})
 	if err != nil {
@@ -148,8 +148,8 @@ func TestCompleteAuditCopiesAreNeverCut(t *testing.T) {
 	gate := make(chan struct{})
 	close(gate) // the audit runs freely
 	var whole, truncated atomic.Int64
-	eng := tap.NewEngine(tap.Config{Transport: tap.HTTP}, []tap.Rule{heldRule{gate, &whole, &truncated}})
-	aud := tap.NewEngineSession(eng, &findings{}, nil).Audit(tap.AuditorConfig{Budget: budget, Complete: true})
+	aud := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.HTTP}, Rules: ruleList{heldRule{gate, &whole, &truncated}},
+		Sink: &findings{}}).Audit(tap.AuditorConfig{Budget: budget, Complete: true})
 	p, err := New(Config{Upstream: mustURL(t, up.URL), MaxAuditBody: budget / 2, Auditor: aud, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
@@ -185,3 +185,10 @@ func TestCompleteAuditCopiesAreNeverCut(t *testing.T) {
 		t.Errorf("Queued() = %d (peak %d), want 0 after Close and the peak within %d", now, peak, budget)
 	}
 }
+
+// ruleList is a RuleSet of the given rules (the same instances for every
+// engine) that judges no registration.
+type ruleList []tap.Rule
+
+func (r ruleList) Rules() []tap.Rule                             { return r }
+func (r ruleList) Registration(*tap.Value, string) []tap.Finding { return nil }

@@ -18,7 +18,7 @@ func TestLowerAuditPriority(t *testing.T) {
 		return 20 - p
 	}
 	seen := make(chan int, 1)
-	s := tap.NewEngineSession(tap.NewEngine(tap.Config{Transport: tap.HTTP}, rules.Default(rules.Options{})), nil, nil)
+	s := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.HTTP}, Rules: rules.Set(rules.Options{})})
 	a := s.Audit(tap.AuditorConfig{Begin: LowerAuditPriority, Taken: func(*tap.Frame) { seen <- niceOf() }})
 	a.Submit(&tap.Frame{Dir: tap.FromHarness, Transport: tap.HTTP, Raw: []byte(interceptBody)})
 	if nice := <-seen; nice != 19 {

@@ -124,10 +124,10 @@ func startTapAt(t testing.TB, cfg Config, addr string) *testTap {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := tap.NewEngine(tap.Config{Transport: tap.HTTP}, rules.Default(rules.Options{}))
 	var aud *tap.Auditor
 	tt.metrics = NewMetrics(func() uint64 { return aud.Dropped() })
-	aud = tap.NewAuditor(eng, tap.MultiSink{tt.found, tt.metrics.Sink()}, cw, 0)
+	aud = tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.HTTP}, Rules: rules.Set(rules.Options{}),
+		Sink: tap.MultiSink{tt.found, tt.metrics.Sink()}, Recorder: cw}).Audit(tap.AuditorConfig{})
 	cfg.Auditor, cfg.Metrics = aud, tt.metrics
 	cfg.Log = zerolog.New(tt.diag).Level(zerolog.DebugLevel)
 	p, err := New(cfg)

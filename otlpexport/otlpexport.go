@@ -32,6 +32,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ahp-tap/ahp-tap/httpaudit"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -486,7 +487,7 @@ func (p *processor) export(deadline time.Time) {
 			if len(msg) > 200 {
 				msg = msg[:200] + "…"
 			}
-			fmt.Fprintf(p.diag, "ahp-tap: exporting findings to the OTLP collector at %s failed (%s); findings are dropped and counted (TAP-1), traffic is not affected\n", p.target, msg)
+			printable.Fprintf(p.diag, "ahp-tap: exporting findings to the OTLP collector at %s failed (%s); findings are dropped and counted (TAP-1), traffic is not affected\n", p.target, msg)
 		}
 		return
 	}

@@ -38,7 +38,7 @@ func replayInto(t testing.TB, path string, cfg RunConfig) *End {
 		t.Fatal(err)
 	}
 	replayFile(t, r, path)
-	end, err := r.Close(nil)
+	end, err := r.Close()
 	if err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -53,50 +53,14 @@ func replayFile(t testing.TB, r *Run, path string) {
 	}
 	defer f.Close()
 	r.StartInput(path)
-	cr := capture.NewReader(f)
-	var engines []*tap.Engine
-	byConn := map[string]*tap.Engine{}
-	var cfg tap.Config
-	for {
-		it, err := cr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case it.Header != nil:
-			h := it.Header
-			cfg = tap.Config{Snapshot: h.Snapshot, Transport: h.Transport, Lifecycle: h.Lifecycle, HookID: h.Hook}
-			if len(h.RegistrationDoc) > 0 {
-				reg, _, err := tap.ParseJSON(h.RegistrationDoc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg.Registration = reg
-				r.Findings(rules.RegistrationFindingsFor(reg, cfg.Snapshot))
-			}
-			if h.TimeoutMs > 0 {
-				cfg.Timeout = time.Duration(h.TimeoutMs) * time.Millisecond
-			}
-			r.Note(cfg.Registration != nil, cfg.HookID != "", cfg.Timeout > 0 || cfg.HookID != "", cfg.Lifecycle)
-		case it.Frame != nil:
-			e := byConn[it.Frame.Conn]
-			if e == nil {
-				e = tap.NewEngine(cfg, rules.Default(rules.Options{}))
-				byConn[it.Frame.Conn] = e
-				engines = append(engines, e)
-			}
-			r.Fed(e.Conversation(), it.Frame, it.Line, e.Feed(it.Frame))
-		case it.Note != nil:
-			if e := byConn[it.Note.Conn]; e != nil {
-				r.Findings(e.Note(*it.Note))
-			}
-		}
-	}
-	for _, e := range engines {
-		r.Finished(e.Conversation(), e.Finish())
+	// The entry point ahp-tap replay uses: one session per segment,
+	// configured from its header, fed to the run.
+	err = r.Replay(capture.NewReader(f), func(h *capture.Header) (tap.SessionConfig, error) {
+		cfg, err := h.Config(tap.Config{}, capture.Overrides{})
+		return tap.SessionConfig{Config: cfg, Rules: rules.Set(rules.Options{})}, err
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
 	r.EndInput(InputEnd{SHA256: "0000000000000000000000000000000000000000000000000000000000000000"})
 }
@@ -374,7 +338,7 @@ func TestBaseline(t *testing.T) {
 		t.Fatal(err)
 	}
 	replayFile(t, r, ciCapture)
-	if _, err := r.Close(nil); err != nil {
+	if _, err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
 	var bb bytes.Buffer
@@ -438,7 +402,7 @@ func TestFingerprintsIgnoreLines(t *testing.T) {
 	fps := func(path string) map[string]bool {
 		r, _ := NewRun(RunConfig{Header: header()})
 		replayFile(t, r, path)
-		r.Close(nil)
+		r.Close()
 		out := map[string]bool{}
 		for _, e := range r.NewBaseline().Entries {
 			out[e.Fingerprint] = true

@@ -9,8 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
+	"github.com/ahp-tap/ahp-tap/vocab"
 )
 
 // A Claim is a conformance claim (--claim role=…,binding=…,profiles=…):
@@ -163,23 +165,9 @@ func (c *Claim) profilesInScope() []string {
 	return out
 }
 
-// checkJudges says whose behaviour a check judges: "harness", "backend" or
-// "" for both (then a finding is attributed to the sender of its frame).
-var checkJudges = map[string]string{
-	"BASE-5": "harness", "BASE-6": "harness", "BASE-8": "harness", "CAP-1": "harness", "CORR-1": "harness",
-	"EVT-1": "harness", "STDIO-3": "harness", "HTTP-3": "harness",
-	"BASE-7": "backend", "CORR-2": "backend", "BASE-9": "backend", "EFF-1": "backend", "STDIO-2": "backend", "CORR-3": "backend",
-	"EDIT-1": "", "EDIT-2": "", "EDIT-3": "backend", "EDIT-4": "backend", "EDIT-5": "backend", "EDIT-6": "backend",
-	"EDIT-7": "backend", "EDIT-8": "backend",
-	// The conduct checks judge how the harness dispatches across backends.
-	"COND-1": "harness", "COND-2": "harness", "COND-3": "harness", "COND-4": "harness", "COND-5": "harness",
-	"COND-6": "harness", "COND-7": "harness", "COND-8": "harness", "COND-9": "harness",
-}
-
-func judges(check, role string) bool {
-	j := checkJudges[check]
-	return role == "both" || j == "" || j == role
-}
+// judges reports whether check gives evidence about role at all: the
+// catalogue's Scope.Judges (a check judging the sender judges both).
+func judges(check, role string) bool { return rules.CheckJudgesRole(check, role) }
 
 // A ClaimMatrix is the evidence for a claim: each requirement of the
 // claimed profiles against the traffic.
@@ -225,11 +213,8 @@ func newClaimState(c *Claim) *claimState {
 
 func (cs *claimState) finding(it *Item) {
 	f := it.Finding
-	if f.Level < tap.Warn || !judges(f.Check, cs.c.Role) {
-		return
-	}
-	if checkJudges[f.Check] == "" && cs.c.Role != "both" && f.Dir != 0 && f.Dir.String() != cs.c.Role {
-		return // sent by the other party
+	if f.Level < tap.Warn || !rules.JudgesRole(f.Check, f.Dir, cs.c.Role) {
+		return // about the other party
 	}
 	cs.failures[f.Check]++
 	if cs.example[f.Check] == "" {
@@ -260,7 +245,7 @@ func (cs *claimState) matrix([]InputEnd) *ClaimMatrix {
 		for _, req := range reqs {
 			row := ClaimRow{Profile: p, Requirement: req, Text: c.Texts[req]}
 			for _, chk := range rules.Catalogue {
-				if (req == "profile item 8" && chk.ID == "BASE-8") || requirementHas(chk.Requirement, req) {
+				if (req == "profile item 8" && chk.ID == string(vocab.Base8)) || requirementHas(chk.Requirement, req) {
 					if judges(chk.ID, c.Role) {
 						row.Checks = append(row.Checks, chk.ID)
 					}
@@ -321,23 +306,23 @@ func requirementHas(list, id string) bool {
 // WriteText renders the matrix for people.
 func (m *ClaimMatrix) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "conformance claim: role=%s binding=%s profiles=%s\n", m.Claim.Role, m.Claim.Binding, strings.Join(m.Claim.Profiles, ","))
+	printable.Fprintf(&b, "conformance claim: role=%s binding=%s profiles=%s\n", m.Claim.Role, m.Claim.Binding, strings.Join(m.Claim.Profiles, ","))
 	if m.Incomplete != "" {
-		fmt.Fprintf(&b, "  INCOMPLETE CLAIM: %s\n", m.Incomplete)
+		printable.Fprintf(&b, "  INCOMPLETE CLAIM: %s\n", m.Incomplete)
 	}
 	for _, r := range m.Rows {
-		fmt.Fprintf(&b, "  %-22s %-16s %-14s", r.Profile, r.Requirement, r.Status)
+		printable.Fprintf(&b, "  %-22s %-16s %-14s", r.Profile, r.Requirement, r.Status)
 		if len(r.Checks) > 0 {
-			fmt.Fprintf(&b, " [%s]", strings.Join(r.Checks, " "))
+			printable.Fprintf(&b, " [%s]", strings.Join(r.Checks, " "))
 		}
 		if r.Findings > 0 {
-			fmt.Fprintf(&b, " %d %s, e.g. %s", r.Findings, plural(r.Findings, "finding", "findings"), r.Example)
+			printable.Fprintf(&b, " %d %s, e.g. %s", r.Findings, plural(r.Findings, "finding", "findings"), r.Example)
 		}
 		if r.Why != "" {
-			fmt.Fprintf(&b, " (%s)", r.Why)
+			printable.Fprintf(&b, " (%s)", r.Why)
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "  %s\n", m.NotObservable)
+	printable.Fprintf(&b, "  %s\n", m.NotObservable)
 	return writeAll(w, b.String())
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -23,16 +24,20 @@ const consoleCloseWait = 2 * time.Second
 
 // ConsoleLine renders a finding for people on one line, prefixed
 // "ahp-tap ▸ " (the prefix that tells ahp-tap's lines from a backend's on a
-// shared stderr), its level in colour when colour is set.
+// shared stderr), its level in colour when colour is set. What came from
+// the wire or a log (the connection's name, pointers, messages) is made
+// printable (internal/printable), so the only control sequences in the
+// line are the colour's own; the line after the prefix is guarded like a
+// line of its own (tail prints it without the prefix).
 func ConsoleLine(f tap.Finding, colour bool) string {
 	var b strings.Builder
 	b.WriteString("ahp-tap ▸ ")
+	head := f.Location()
 	if f.Conn != "" {
-		b.WriteString(f.Conn)
-		b.WriteString(" ")
+		head = f.Conn + " " + head
 	}
-	b.WriteString(f.Location())
-	body := f.Body()
+	b.WriteString(printable.Line(head))
+	body := printable.Line(f.Body())
 	if colour {
 		lvl := f.Level.String()
 		code := map[tap.Level]string{tap.Error: "1;31", tap.Warn: "33", tap.Info: "36"}[f.Level]

@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
+	"github.com/ahp-tap/ahp-tap/internal/safefile"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -89,7 +90,7 @@ func (g *GitHub) End(e *End) error {
 			fmt.Fprintln(bw, escapeData(findingLine(&it)))
 		}
 		if n := lc.Total() - len(g.byChk[c]); n > 0 {
-			fmt.Fprintf(bw, "… and %d more %s findings (see the SARIF or JUnit report)\n", n, c)
+			printable.Fprintf(bw, "… and %d more %s findings (see the SARIF or JUnit report)\n", n, c)
 		}
 		bw.WriteString("::endgroup::\n")
 	}
@@ -113,7 +114,9 @@ func (g *GitHub) End(e *End) error {
 	if g.SummaryPath == "" {
 		return nil
 	}
-	f, err := os.OpenFile(g.SummaryPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// Never through a planted symlink, never blocking on a FIFO (issue 28
+	// item 16).
+	f, err := safefile.AppendExisting(g.SummaryPath)
 	if err != nil {
 		return fmt.Errorf("GITHUB_STEP_SUMMARY: %v", err)
 	}
@@ -164,10 +167,10 @@ func WriteMarkdownSummary(w io.Writer, h *Header, e *End) error {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d |\n", c.ID, cc.Error, cc.Warn, cc.Info, pass, fail, skip)
 	}
 	for _, st := range e.Stale {
-		fmt.Fprintf(&b, "\n- :x: %s", StaleText(st))
+		printable.Fprintf(&b, "\n- :x: %s", StaleText(st))
 	}
 	for _, np := range e.NotPossible {
-		fmt.Fprintf(&b, "\n- not checked: %s (%s)", np.Check, np.Reason)
+		printable.Fprintf(&b, "\n- not checked: %s (%s)", np.Check, np.Reason)
 	}
 	b.WriteString("\n\n")
 	return writeAll(w, b.String())
@@ -192,14 +195,21 @@ func ghProps(it *Item) string {
 }
 
 // escapeData and escapeProp escape workflow command values as the
-// Actions runner expects (toolkit/core's command.ts).
+// Actions runner expects (toolkit/core's command.ts), after making them
+// printable (internal/printable: no ESC, OSC or other control reaches the
+// log, no newline can start a command, no "##[" can be one).
 func escapeData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+	return dataEscaper.Replace(printable.Line(s))
 }
 
 func escapeProp(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+	return propEscaper.Replace(printable.Line(s))
 }
+
+var (
+	dataEscaper = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
+	propEscaper = strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
+)
 
 func sortedIDs(ids []string) []string {
 	out := append([]string(nil), ids...)

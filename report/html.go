@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -137,14 +138,17 @@ func (h *HTML) Finding(it *Item) error {
 		return nil
 	}
 	f := it.Finding
+	// The event type is a filter's option and a value to match, in its
+	// printable form in both places (internal/printable).
+	ev := printable.String(it.EventType)
 	hf := htmlFinding{Input: it.Input, Line: it.Line, Check: f.Check, Rule: f.Rule, Req: f.Requirement, Level: f.Level.String(),
-		Message: f.Message, Pointer: f.Pointer, Seq: f.Seq, Conn: f.Conn, RPCID: f.RPCID, EventType: it.EventType,
+		Message: f.Message, Pointer: f.Pointer, Seq: f.Seq, Conn: f.Conn, RPCID: f.RPCID, EventType: ev,
 		Baselined: it.Baselined, FP: it.Fingerprint}
 	if f.Dir != 0 {
 		hf.Dir = f.Dir.String()
 	}
-	if it.EventType != "" {
-		h.eventTypes[it.EventType] = true
+	if ev != "" {
+		h.eventTypes[ev] = true
 	}
 	if len(it.Frame) > 0 && h.frameBytes+len(it.Frame) <= HTMLMaxFrameBytes {
 		h.frameBytes += len(it.Frame)
@@ -173,17 +177,20 @@ func (h *HTML) Exchange(x *Exchange) error {
 		h.droppedX++
 		return nil
 	}
-	if x.EventType != "" && len(h.eventTypes) < 256 {
-		h.eventTypes[x.EventType] = true
+	ev := printable.String(x.EventType)
+	if ev != "" && len(h.eventTypes) < 256 {
+		h.eventTypes[ev] = true
 	}
-	return h.exchanges.add(htmlExchange{Input: x.Input, Conn: x.Conn, RPCID: x.RPCID, Method: x.Method, Event: x.EventType,
+	return h.exchanges.add(htmlExchange{Input: x.Input, Conn: x.Conn, RPCID: x.RPCID, Method: x.Method, Event: ev,
 		EventID: x.EventID, Req: x.RequestSeq, Resp: x.ResponseSeq, Outcome: x.Outcome, Latency: x.LatencyMs})
 }
 
 // End implements Writer.
 func (h *HTML) End(e *End) error {
 	bw := bufio.NewWriterSize(h.w, 64<<10)
-	esc := html.EscapeString
+	// Text in the page's markup is printable too: no control character
+	// from an input name, an event type or a reason reaches the file.
+	esc := func(s string) string { return html.EscapeString(printable.String(s)) }
 	verdict, vclass := "passed", "pass"
 	switch {
 	case e.Failing():
@@ -323,7 +330,7 @@ func checkStatusText(id string, inputs []InputEnd) (string, string) {
 			case !cs.Exercised:
 				skip++
 				if reason == "" {
-					reason = cs.Reason
+					reason = cs.Why()
 				}
 			default:
 				pass++
@@ -336,7 +343,7 @@ func checkStatusText(id string, inputs []InputEnd) (string, string) {
 	case pass > 0:
 		return "passed", "pass"
 	case skip > 0:
-		return "not exercised: " + reason, "skip"
+		return reason, "skip"
 	}
 	return "", ""
 }

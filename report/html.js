@@ -20,6 +20,10 @@
     var k = f.in + "\u0000" + (f.conn || "") + "\u0000" + f.seq;
     (byFrame[k] = byFrame[k] || []).push(f);
   });
+  // The views a link may open (#tab=…). The value names an element, so
+  // only these are taken: "#tab=claim" or "#tab=verdict" must not empty
+  // the claim table or the verdict badge, nor hide the failing rows.
+  var TABS = ["findings", "timeline"];
   var state = { check: "", level: "", event: "", text: "", tab: "findings", page: 1 };
 
   function readHash() {
@@ -30,7 +34,8 @@
       if (i < 0) return;
       var k = decodeURIComponent(kv.slice(0, i)), v = decodeURIComponent(kv.slice(i + 1));
       if (k === "page") state.page = Math.max(1, parseInt(v, 10) || 1);
-      else if (k in state) state[k] = v;
+      else if (k === "tab") state.tab = TABS.indexOf(v) >= 0 ? v : "findings";
+      else if (Object.prototype.hasOwnProperty.call(state, k)) state[k] = v;
     });
     $("f-check").value = state.check;
     $("f-level").value = state.level;
@@ -215,6 +220,7 @@
     return tr;
   }
   function render() {
+    if (TABS.indexOf(state.tab) < 0) state.tab = "findings";
     $("tab-findings").className = state.tab === "findings" ? "on" : "";
     $("tab-timeline").className = state.tab === "timeline" ? "on" : "";
     $("findings").hidden = state.tab !== "findings";

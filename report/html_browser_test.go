@@ -58,7 +58,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	replayFile(t, r, ciCapture)
 	// A second input, so the page holds findings of the same check on two inputs.
 	replayFile(t, r, ciCapture)
-	end, err := r.Close(nil)
+	end, err := r.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestHTMLPointerHighlight(t *testing.T) {
 	h := NewHTML(&buf)
 	r, _ := NewRun(RunConfig{Header: header(), Writers: []Writer{h}})
 	replayFile(t, r, ciCapture)
-	r.Close(nil)
+	r.Close()
 	// Open every row once the script has rendered: an extra inline script
 	// appended after the report's own.
 	page := strings.Replace(buf.String(), "</body>", `<script>document.querySelectorAll("details.finding").forEach(function(d){d.open=true});</script></body>`, 1)
@@ -154,5 +154,54 @@ func TestHTMLPointerHighlight(t *testing.T) {
 	if !regexp.MustCompile(`<mark class="hl"><span class="s">"2025-06"</span></mark>`).MatchString(dom) {
 		i := strings.Index(dom, `<pre class="frame">`)
 		t.Errorf("the pointer's value is not highlighted; frame view: %.600s", dom[max(i, 0):])
+	}
+}
+
+// Issue 28 item 14: the fragment's tab names an element, so a shared link
+// with #tab=claim, #tab=summary or #tab=verdict could empty that element
+// and hide the failing rows or the red "failed" badge. Only the page's own
+// tabs are taken; anything else shows the findings.
+func TestHTMLTabOnlyKnownViews(t *testing.T) {
+	bin := chromium(t)
+	var buf bytes.Buffer
+	c, err := ParseClaim("role=backend,binding=stdio,profiles=base,tool-interception", "", "draft")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRun(RunConfig{Header: header(), Writers: []Writer{NewHTML(&buf)}, FailOn: tap.Error, Claim: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayFile(t, r, ciCapture)
+	end, err := r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, cc := range end.ByCheck {
+		want += cc.Total()
+	}
+	page := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(page, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, frag := range []string{"", "#tab=claim", "#tab=summary", "#tab=verdict", "#tab=views", "#tab=pager", "#tab=__proto__", "#tab=constructor&__proto__=x", "#tab=findings"} {
+		dom := dumpDOM(t, bin, "file://"+page+frag)
+		if n := len(findingRowRE.FindAllStringSubmatch(dom, -1)); n != want {
+			t.Errorf("%q: the page shows %d finding rows, want all %d", frag, n, want)
+		}
+		if !strings.Contains(dom, `id="verdict">failed<`) {
+			t.Errorf("%q: the red 'failed' verdict is gone", frag)
+		}
+		if !strings.Contains(dom, `<table id="claim"><thead>`) || !strings.Contains(dom, `<table id="summary"><thead>`) {
+			t.Errorf("%q: a table of the page was emptied", frag)
+		}
+		if regexp.MustCompile(`<div id="findings" hidden`).MatchString(dom) {
+			t.Errorf("%q: the findings view is hidden", frag)
+		}
+	}
+	// The timeline is still reachable by its link.
+	if dom := dumpDOM(t, bin, "file://"+page+"#tab=timeline"); !strings.Contains(dom, `<tr class="exchange`) {
+		t.Error("#tab=timeline does not show the timeline")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 )
 
 // JUnitMaxPerCase caps the findings listed in one failing test case; the
@@ -51,7 +53,10 @@ func (j *JUnit) Finding(it *Item) error {
 		j.sample[it.Input] = m
 	}
 	if len(m[it.Finding.Check]) < JUnitMaxPerCase {
-		m[it.Finding.Check] = append(m[it.Finding.Check], findingLine(it))
+		// Printable: XML 1.0 cannot carry most controls (encoding/xml
+		// would write U+FFFD and lose them), and JUnit text ends up in CI
+		// logs (one line each, no workflow command); ESC reads as \x1b.
+		m[it.Finding.Check] = append(m[it.Finding.Check], printable.Line(findingLine(it)))
 	}
 	return nil
 }
@@ -137,12 +142,12 @@ func (j *JUnit) End(e *End) error {
 		summary[c.ID] = c.Summary
 	}
 	for _, in := range e.Inputs {
-		s := JUnitSuite{Name: in.Name, Properties: []JUnitProperty{{"snapshot", j.h.Snapshot}, {"frames", fmt.Sprint(in.Frames)}}}
+		s := JUnitSuite{Name: printable.String(in.Name), Properties: []JUnitProperty{{"snapshot", j.h.Snapshot}, {"frames", fmt.Sprint(in.Frames)}}}
 		if in.SHA256 != "" {
 			s.Properties = append(s.Properties, JUnitProperty{"sha256", in.SHA256})
 		}
 		for _, cs := range in.Checks {
-			tc := JUnitCase{Name: cs.Check + " " + summary[cs.Check], Classname: in.Name}
+			tc := JUnitCase{Name: cs.Check + " " + summary[cs.Check], Classname: s.Name}
 			lines := j.sample[in.Name][cs.Check]
 			switch {
 			case cs.Failed():
@@ -154,7 +159,7 @@ func (j *JUnit) End(e *End) error {
 				tc.Failure = &JUnitFailure{Type: cs.Check, Message: fmt.Sprintf("%s: %s", cs.Check, levelText(cs.Findings)), Text: text + "\n"}
 				s.Failures++
 			case !cs.Exercised:
-				tc.Skipped = &JUnitSkipped{Message: "not exercised: " + cs.Reason}
+				tc.Skipped = &JUnitSkipped{Message: printable.String(cs.Why())}
 				s.Skipped++
 			default:
 				if len(lines) > 0 { // info findings: context, not failure
@@ -171,7 +176,7 @@ func (j *JUnit) End(e *End) error {
 	}
 	var extra []string
 	for _, st := range e.Stale {
-		extra = append(extra, StaleText(st))
+		extra = append(extra, printable.Line(StaleText(st)))
 	}
 	if len(extra) > 0 {
 		// Stale baseline entries fail the run: a suite of their own.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/internal/safefile"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -66,7 +67,7 @@ func OpenLog(path string, diag io.Writer) (*Log, error) {
 		return nil, fmt.Errorf("cannot open log: %w", err)
 	}
 	if notice != "" {
-		fmt.Fprintf(diag, "ahp-tap: violation log: %s\n", notice)
+		printable.Fprintf(diag, "ahp-tap: violation log: %s\n", notice)
 	}
 	return NewLog(f, f, diag), nil
 }
@@ -84,7 +85,7 @@ func OpenLogBestEffort(path string, diag io.Writer) *Log {
 	if diag == nil {
 		diag = os.Stderr
 	}
-	fmt.Fprintf(diag, "ahp-tap: %v; findings are not logged, traffic is not affected\n", err)
+	printable.Fprintf(diag, "ahp-tap: %v; findings are not logged, traffic is not affected\n", err)
 	l = NewLog(io.Discard, nil, nil)
 	l.out.failed.Store(true)
 	return l
@@ -288,7 +289,7 @@ func (o *failOnce) Write(p []byte) (int, error) {
 	}
 	if err != nil {
 		o.failed.Store(true)
-		fmt.Fprintf(o.diag, "ahp-tap: cannot write the violation log (%v); findings are no longer logged, traffic is not affected\n", err)
+		printable.Fprintf(o.diag, "ahp-tap: cannot write the violation log (%v); findings are no longer logged, traffic is not affected\n", err)
 	}
 	return len(p), nil
 }

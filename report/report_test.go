@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -107,5 +108,52 @@ func TestSummaryFirstExample(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// Issue 28 item 14, without a browser: the page's script takes a #tab=
+// value only from its list of views, that list is exactly the page's tab
+// buttons and view elements, and the value reaches the DOM through nothing
+// else.
+func TestHTMLTabWhitelist(t *testing.T) {
+	var buf bytes.Buffer
+	r, err := NewRun(RunConfig{Header: header(), Writers: []Writer{NewHTML(&buf)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayFile(t, r, ciCapture)
+	if _, err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	m := regexp.MustCompile(`var TABS = (\[[^\]]*\]);`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("the page's script has no TABS list: #tab= is not checked against the known views")
+	}
+	var tabs []string
+	if err := json.Unmarshal([]byte(m[1]), &tabs); err != nil {
+		t.Fatalf("TABS %s: %v", m[1], err)
+	}
+	var buttons []string
+	for _, b := range regexp.MustCompile(`<button id="tab-(\w+)"`).FindAllStringSubmatch(page, -1) {
+		buttons = append(buttons, b[1])
+		if !strings.Contains(page, `<div id="`+b[1]+`"`) {
+			t.Errorf("tab %q has no view element", b[1])
+		}
+	}
+	if strings.Join(tabs, ",") != strings.Join(buttons, ",") || len(tabs) == 0 {
+		t.Errorf("TABS = %v, the page's tab buttons are %v", tabs, buttons)
+	}
+	// Where the fragment is read, tab is only assigned through TABS, and
+	// any other key only when it is one of the state's own.
+	read := page[strings.Index(page, "function readHash()"):]
+	read = read[:strings.Index(read, "function writeHash()")]
+	if !strings.Contains(read, `k === "tab"`) || !strings.Contains(read, "TABS.indexOf(v) >= 0") || !strings.Contains(read, "hasOwnProperty.call(state, k)") || strings.Contains(read, "k in state") {
+		t.Errorf("readHash does not take tab from TABS only:\n%s", read)
+	}
+	// render re-checks before using the value as an element id.
+	rend := page[strings.Index(page, "function render()"):]
+	if i := strings.Index(rend, "$(state.tab)"); i < 0 || !strings.Contains(rend[:i], "TABS.indexOf(state.tab) < 0") {
+		t.Error("render uses state.tab as an element id without checking it against TABS first")
 	}
 }

@@ -86,8 +86,23 @@ type CheckStatus struct {
 	Counted LevelCounts
 	// Exercised is set when the input held traffic the check judges.
 	Exercised bool
-	// Reason says why a check was not exercised.
+	// NotChecked is set when no configuration of the input could make the
+	// check (no deadline, no registration, another lifecycle).
+	NotChecked bool
+	// Reason says why a check was not exercised or not checked.
 	Reason string
+}
+
+// Why says why the check has no verdict on the input: "not checked: …"
+// or "not exercised: …" ("" when it was exercised).
+func (cs CheckStatus) Why() string {
+	switch {
+	case cs.Exercised:
+		return ""
+	case cs.NotChecked:
+		return "not checked: " + cs.Reason
+	}
+	return "not exercised: " + cs.Reason
 }
 
 // Failed reports whether the check failed on the input: a finding at
@@ -115,7 +130,9 @@ type End struct {
 	Baselined int
 	// ByCheck counts every finding per check.
 	ByCheck []CheckCount
-	// NotPossible lists checks no input could be judged on, and why.
+	// NotPossible lists checks no session of the run could make (its
+	// configuration could not: no deadline, no registration, another
+	// lifecycle), and why: the catalogue's answer (rules.Coverage).
 	NotPossible []NotPossible
 	// Stale lists baseline entries that no longer occur: each fails the run.
 	Stale []BaselineEntry
@@ -180,15 +197,29 @@ type Run struct {
 	seen      map[string]int // fingerprint -> occurrences, for --write-baseline and stale entries
 	examples  map[string]BaselineEntry
 	claim     *claimState
-	chains    []conduct.Chain // the conduct timeline's most recent chains
+	// notChecked holds, per check, the first reason a session could not
+	// make it; checked the checks some session could make.
+	notChecked map[string]string
+	checked    map[string]bool
+	sessions   bool
+	chains     []conduct.Chain // the conduct timeline's most recent chains
 }
 
 type inputState struct {
 	in     StreamInput
 	end    InputEnd
-	facts  facts
 	status map[string]*CheckStatus
-	cache  frameCache
+	// cover is, per check, the most conclusive coverage a session of the
+	// input gave (rules.Coverage), and its reason; covered says a session
+	// gave one.
+	cover   map[string]coverage
+	covered bool
+	cache   frameCache
+}
+
+type coverage struct {
+	state  rules.CoverState
+	reason string
 }
 
 // NewRun starts a run: every writer's Begin is called.
@@ -199,7 +230,8 @@ func NewRun(cfg RunConfig) (*Run, error) {
 	if cfg.Header.Catalogue == nil {
 		cfg.Header.Catalogue = rules.Catalogue
 	}
-	r := &Run{cfg: cfg, byCheck: map[string]*CheckCount{}, seen: map[string]int{}, examples: map[string]BaselineEntry{}}
+	r := &Run{cfg: cfg, byCheck: map[string]*CheckCount{}, seen: map[string]int{}, examples: map[string]BaselineEntry{},
+		notChecked: map[string]string{}, checked: map[string]bool{}}
 	if cfg.Claim != nil {
 		r.claim = newClaimState(cfg.Claim)
 	}
@@ -221,7 +253,7 @@ func (r *Run) StartInput(name string) {
 		r.EndInput(InputEnd{})
 	}
 	in := StreamInput{Name: name, URI: artifactURI(r.cfg.Root, name)}
-	st := &inputState{in: in, status: map[string]*CheckStatus{}}
+	st := &inputState{in: in, status: map[string]*CheckStatus{}, cover: map[string]coverage{}}
 	st.end = InputEnd{Name: name, URI: in.URI}
 	r.cur = st
 	r.each(func(w Writer) error { return w.Input(&st.in) })
@@ -235,41 +267,123 @@ func (r *Run) Frame(f *tap.Frame, line int) {
 	}
 	st := r.input()
 	st.end.Frames++
-	st.facts.add(f)
 	st.cache.put(f, line)
 }
 
-// Note tells the run about facts of the current input that are not in
-// its frames: a registration, a selected hook, a deadline, a lifecycle.
-func (r *Run) Note(registration, hook, deadline bool, lifecycle string) {
+// Covered tells the run what one session of the current input could
+// judge: its Facts (Session.Facts), evaluated per check against the
+// catalogue (rules.Coverage). An input fed by several sessions (a capture
+// of several runs) takes, per check, the most conclusive answer; the run's
+// NotPossible lists the checks no session could make. Closed calls it.
+func (r *Run) Covered(f tap.Facts) {
 	if r == nil {
 		return
 	}
-	st := r.input()
-	st.facts.registration = st.facts.registration || registration
-	st.facts.hook = st.facts.hook || hook
-	st.facts.deadline = st.facts.deadline || deadline
-	if lifecycle != "" {
-		if st.facts.lifecycles == nil {
-			st.facts.lifecycles = map[string]bool{}
-		}
-		st.facts.lifecycles[lifecycle] = true
+	for _, c := range r.cfg.Header.Catalogue {
+		state, why := rules.Coverage(c, f)
+		r.Cover(c.ID, state, why)
 	}
 }
 
-// Conduct says the current input is the conduct timeline across the
-// links of a registration (issue 23), which judged chains: the COND-*
-// checks are exercised by it when it judged an event.
-// notExercised says, per COND check, why no judged event exercised it
-// ("" when one did).
-func (r *Run) Conduct(chains []conduct.Chain, notExercised map[string]string) {
+// Cover tells the run what a judge other than a Session concluded about
+// one check of the current input (the conduct timeline across the links
+// of a registration judges the COND checks): exercised, not exercised
+// or not checked, and why. It merges as Covered does: per input the most
+// conclusive answer wins, and the run's NotPossible lists a check no
+// judge could make.
+func (r *Run) Cover(check string, state rules.CoverState, reason string) {
 	if r == nil {
 		return
 	}
 	st := r.input()
-	st.facts.conduct = true
-	st.facts.events += len(chains)
-	st.facts.condWhy = notExercised
+	st.covered, r.sessions = true, true
+	if have, ok := st.cover[check]; !ok || state > have.state {
+		st.cover[check] = coverage{state, reason}
+	}
+	if state == rules.NotChecked {
+		if _, ok := r.notChecked[check]; !ok {
+			r.notChecked[check] = reason
+		}
+	} else {
+		r.checked[check] = true
+	}
+}
+
+// Closed hands the run what a closed session concluded: its exchange
+// records and its coverage. Every command that feeds a Session to the
+// reports ends it this way (see SessionConfig).
+func (r *Run) Closed(s *tap.Session) {
+	if r == nil {
+		return
+	}
+	r.Exchanges(s.Records())
+	r.Covered(s.Facts())
+}
+
+// SessionConfig returns sc with its Sink and Recorder also feeding the
+// run: every finding (after sc.Sink's), and every frame the session judges
+// with its line in the input (line: nil or 0 when not known). Build the
+// session with it, feed it, close it, then call Closed.
+func (r *Run) SessionConfig(sc tap.SessionConfig, line func() int) tap.SessionConfig {
+	if r == nil {
+		return sc
+	}
+	sink := sc.Sink
+	sc.Sink = tap.SinkFunc(func(f tap.Finding) {
+		if sink != nil {
+			sink.Write(f)
+		}
+		r.Findings([]tap.Finding{f})
+	})
+	sc.Recorder = runRecorder{next: sc.Recorder, run: r, line: line}
+	return sc
+}
+
+// runRecorder hands each frame a session judges to the run (decoded
+// early, which the engine's own Decode then reuses) with its line.
+type runRecorder struct {
+	next tap.Recorder
+	run  *Run
+	line func() int
+}
+
+func (rr runRecorder) Record(f *tap.Frame) {
+	if rr.next != nil {
+		rr.next.Record(f)
+	}
+	f.Decode()
+	line := 0
+	if rr.line != nil {
+		line = rr.line()
+	}
+	rr.run.Frame(f, line)
+}
+
+func (rr runRecorder) RecordNote(n tap.Note) {
+	if rr.next != nil {
+		rr.next.RecordNote(n)
+	}
+}
+
+// LineOf is the line in the current input of the frame finding f is
+// about, as every report locates it (0: not known, or no frame).
+func (r *Run) LineOf(f tap.Finding) int {
+	if r == nil || r.cur == nil {
+		return 0
+	}
+	if c, ok := r.cur.cache.get(f.Conn, f.Seq); ok {
+		return c.line
+	}
+	return 0
+}
+
+// Chains hands the run the per-event chains of a conduct timeline (the
+// reports' chain view); it keeps the most recent 256. The timeline's
+// coverage of the COND checks goes to Cover.
+func (r *Run) Chains(chains []conduct.Chain) {
+	if r == nil {
+		return
+	}
 	r.chains = append(r.chains, chains...)
 	if len(r.chains) > maxRunChains {
 		r.chains = r.chains[len(r.chains)-maxRunChains:]
@@ -336,9 +450,8 @@ func (r *Run) Exchanges(xs []tap.ExchangeRecord) {
 }
 
 // EndInput ends the current input. end supplies what only the reader
-// knows (bytes, digest); notPossible lists checks the input could not be
-// judged on.
-func (r *Run) EndInput(end InputEnd, notPossible ...NotPossible) {
+// knows (bytes, digest).
+func (r *Run) EndInput(end InputEnd) {
 	if r == nil {
 		return
 	}
@@ -354,22 +467,26 @@ func (r *Run) EndInput(end InputEnd, notPossible ...NotPossible) {
 	if end.SHA256 != "" {
 		e.SHA256 = end.SHA256
 	}
-	np := map[string]string{}
-	for _, n := range notPossible {
-		np[n.Check] = n.Reason
-	}
 	for _, c := range r.cfg.Header.Catalogue {
 		cs := *st.check(c.ID)
-		ok, why := st.facts.exercises(c.ID)
+		cv, ok := st.cover[c.ID]
+		if !st.covered {
+			// No session judged the input (a registration document):
+			// only the checks about the audit itself apply.
+			cv, ok = coverage{rules.NotExercised, "the input held no frames"}, true
+			if c.Scope.By == rules.ByAnything {
+				cv.state = rules.Exercised
+			}
+		}
 		switch {
 		case cs.Findings.Total() > 0:
 			cs.Exercised = true
-		case np[c.ID] != "":
-			cs.Reason = np[c.ID]
 		case !ok:
-			cs.Reason = why
-		default:
+		case cv.state == rules.Exercised:
 			cs.Exercised = true
+		default:
+			cs.NotChecked = cv.state == rules.NotChecked
+			cs.Reason = cv.reason
 		}
 		e.Checks = append(e.Checks, cs)
 	}
@@ -381,18 +498,33 @@ func (r *Run) EndInput(end InputEnd, notPossible ...NotPossible) {
 
 // Close ends the run: every writer's End is called with the totals. It
 // returns the End so the caller can pick the exit code (End.Failing).
-func (r *Run) Close(notPossible []NotPossible) (*End, error) {
+func (r *Run) Close() (*End, error) {
 	if r.cur != nil {
-		r.EndInput(InputEnd{}, notPossible...)
+		r.EndInput(InputEnd{})
 	}
 	e := &End{Inputs: r.ends, Levels: r.levels, Baselined: r.baselined,
-		ByCheck: sortedCounts(r.byCheck), NotPossible: notPossible, FailOn: r.cfg.FailOn, Chains: r.chains}
+		ByCheck: sortedCounts(r.byCheck), NotPossible: r.NotPossible(), FailOn: r.cfg.FailOn, Chains: r.chains}
 	e.Stale = r.cfg.Baseline.Stale(r.seen)
 	if r.claim != nil {
 		e.Claim = r.claim.matrix(r.ends)
 	}
 	r.each(func(w Writer) error { return w.End(e) })
 	return e, r.err
+}
+
+// NotPossible lists the checks no session of the run could make so far,
+// in catalogue order, with the first session's reason.
+func (r *Run) NotPossible() []NotPossible {
+	if r == nil || !r.sessions {
+		return nil
+	}
+	var out []NotPossible
+	for _, c := range r.cfg.Header.Catalogue {
+		if why, ok := r.notChecked[c.ID]; ok && !r.checked[c.ID] {
+			out = append(out, NotPossible{Check: c.ID, Reason: why})
+		}
+	}
+	return out
 }
 
 // NewBaseline returns a baseline accepting every finding of the run so

@@ -60,7 +60,7 @@ func BenchmarkReportsStream(b *testing.B) {
 		}
 	}
 	r.EndInput(InputEnd{})
-	if _, err := r.Close(nil); err != nil {
+	if _, err := r.Close(); err != nil {
 		b.Fatal(err)
 	}
 	sample()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -128,7 +129,8 @@ func (m *Meter) Stream() Stream {
 }
 
 // WriteText renders the summary for people, a few lines starting with
-// "summary:".
+// "summary:". Names, errors and example findings are made printable
+// (internal/printable).
 func (s *Summary) WriteText(w io.Writer) error {
 	var b strings.Builder
 	if s.Sources > 0 {
@@ -143,53 +145,53 @@ func (s *Summary) WriteText(w io.Writer) error {
 		if failed > 0 {
 			notChecked = fmt.Sprintf(" (%d not checked)", failed)
 		}
-		fmt.Fprintf(&b, "summary: %d %s checked%s, %s\n", checked, plural(checked, "source", "sources"), notChecked, levelText(s.Levels))
+		printable.Fprintf(&b, "summary: %d %s checked%s, %s\n", checked, plural(checked, "source", "sources"), notChecked, levelText(s.Levels))
 	} else {
-		fmt.Fprintf(&b, "summary: %s\n", levelText(s.Levels))
+		printable.Fprintf(&b, "summary: %s\n", levelText(s.Levels))
 	}
 	for _, st := range s.Streams {
-		fmt.Fprintf(&b, "  %s -> %s: %d %s, %d %s", st.Dir, other(st.Dir),
+		printable.Fprintf(&b, "  %s -> %s: %d %s, %d %s", st.Dir, other(st.Dir),
 			st.Frames, plural(int(st.Frames), "frame", "frames"), st.Bytes, plural(int(st.Bytes), "byte", "bytes"))
 		if st.SHA256 != "" {
-			fmt.Fprintf(&b, ", sha256 %s", st.SHA256)
+			printable.Fprintf(&b, ", sha256 %s", st.SHA256)
 		}
 		b.WriteString("\n")
 	}
 	for _, in := range s.Inputs {
 		if strings.HasPrefix(in.Kind, "registration") {
-			fmt.Fprintf(&b, "  %s (%s): checked", in.Name, in.Kind)
+			printable.Fprintf(&b, "  %s (%s): checked", in.Name, in.Kind)
 		} else {
-			fmt.Fprintf(&b, "  %s (%s): %d %s audited", in.Name, in.Kind, in.Frames, plural(in.Frames, "frame", "frames"))
+			printable.Fprintf(&b, "  %s (%s): %d %s audited", in.Name, in.Kind, in.Frames, plural(in.Frames, "frame", "frames"))
 		}
 		if in.Damaged > 0 {
-			fmt.Fprintf(&b, ", %d damaged %s skipped", in.Damaged, plural(in.Damaged, "record", "records"))
+			printable.Fprintf(&b, ", %d damaged %s skipped", in.Damaged, plural(in.Damaged, "record", "records"))
 		}
 		if in.Error != "" {
-			fmt.Fprintf(&b, "; NOT CHECKED: %s", in.Error)
+			printable.Fprintf(&b, "; NOT CHECKED: %s", in.Error)
 		}
 		b.WriteString("\n")
 	}
 	for _, cc := range s.Findings {
 		if cc.First != "" {
-			fmt.Fprintf(&b, "  %-8s %s; first: %s\n", cc.Check, levelText(cc.LevelCounts), cc.First)
+			printable.Fprintf(&b, "  %-8s %s; first: %s\n", cc.Check, levelText(cc.LevelCounts), cc.First)
 		} else {
-			fmt.Fprintf(&b, "  %-8s %s\n", cc.Check, levelText(cc.LevelCounts))
+			printable.Fprintf(&b, "  %-8s %s\n", cc.Check, levelText(cc.LevelCounts))
 		}
 	}
 	if s.NotAudited > 0 {
-		fmt.Fprintf(&b, "  frames not audited: %d (forwarded unchanged)\n", s.NotAudited)
+		printable.Fprintf(&b, "  frames not audited: %d (forwarded unchanged)\n", s.NotAudited)
 	}
 	if s.LogDropped > 0 {
-		fmt.Fprintf(&b, "  findings not logged: %d (log buffer full)\n", s.LogDropped)
+		printable.Fprintf(&b, "  findings not logged: %d (log buffer full)\n", s.LogDropped)
 	}
 	for _, to := range s.FindingsTo {
-		fmt.Fprintf(&b, "  findings written to %s\n", to)
+		printable.Fprintf(&b, "  findings written to %s\n", to)
 	}
 	if len(s.OlderDrafts) > 0 {
-		fmt.Fprintf(&b, "  older draft: some findings match shapes of %s; an SDK may pin an older schema revision\n", strings.Join(s.OlderDrafts, " and of "))
+		printable.Fprintf(&b, "  older draft: some findings match shapes of %s; an SDK may pin an older schema revision\n", strings.Join(s.OlderDrafts, " and of "))
 	}
 	for _, np := range s.NotPossible {
-		fmt.Fprintf(&b, "  not checked: %s (%s)\n", np.Check, np.Reason)
+		printable.Fprintf(&b, "  not checked: %s (%s)\n", np.Check, np.Reason)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"github.com/ahp-tap/ahp-tap/conduct"
 	"io"
+	"strings"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -15,6 +17,11 @@ type Source struct {
 	// Name is the file name, or "" for a live link.
 	Name     string        `json:"name,omitempty"`
 	Findings []tap.Finding `json:"-"`
+	// Lines, when set, holds the 1-based line in the input of each
+	// finding's frame (0: not known), parallel to Findings: the text
+	// report then locates a finding as NAME:LINE, as JUnit, SARIF and the
+	// GitHub annotations do.
+	Lines []int `json:"-"`
 	// Exchanges are the exchange records of the source, for JSON reports.
 	Exchanges []tap.ExchangeRecord `json:"-"`
 	// ExchangesOmitted is how many exchange records were not kept (see
@@ -27,24 +34,36 @@ type Source struct {
 	// Chains are the per-event chains of a conduct timeline (the source
 	// of the conduct findings across a registration's links).
 	Chains []conduct.Chain `json:"-"`
+	// ConductNotChecked says which conduct checks the timeline could not
+	// make, and why (a link of the registration not given, say).
+	ConductNotChecked []NotPossible `json:"-"`
 }
 
 // WriteText writes one line per finding, prefixed with its source's name,
-// then the summary (when s is not nil).
+// then the summary (when s is not nil). Every line is made printable
+// (internal/printable): a key, a type or a name from the input cannot
+// reach the terminal or the CI log as a control sequence or a workflow
+// command.
 func WriteText(w io.Writer, sources []Source, s *Summary) error {
 	bw := bufio.NewWriter(w)
+	var line strings.Builder
 	for _, src := range sources {
-		for _, f := range src.Findings {
+		for i, f := range src.Findings {
+			line.Reset()
 			if src.Name != "" {
-				bw.WriteString(src.Name)
-				bw.WriteString(": ")
+				line.WriteString(src.Name)
+				if i < len(src.Lines) && src.Lines[i] > 0 {
+					fmt.Fprintf(&line, ":%d", src.Lines[i])
+				}
+				line.WriteString(": ")
 			}
-			bw.WriteString(f.String())
+			line.WriteString(f.String())
 			if f.Rule != "" {
-				bw.WriteString(" [")
-				bw.WriteString(f.Rule)
-				bw.WriteString("]")
+				line.WriteString(" [")
+				line.WriteString(f.Rule)
+				line.WriteString("]")
 			}
+			bw.WriteString(printable.Line(line.String()))
 			bw.WriteString("\n")
 		}
 	}

@@ -121,6 +121,7 @@ sections of the AHP draft. ` + "`ahp-tap rules`" + ` prints the same list.
 		}
 		fmt.Fprintf(&b, "\n### %s\n\n", c.ID)
 		fmt.Fprintf(&b, "Requirement: %s · Level: `%s`\n\n", dashed(c.Requirement), c.Level)
+		fmt.Fprintf(&b, "%s\n\n", ScopeText(c.Scope))
 		fmt.Fprintf(&b, "%s\n\n", escapeAngles(c.Description))
 		b.WriteString("| rule | level | what it looks at |\n|---|---|---|\n")
 		for _, ri := range infos {

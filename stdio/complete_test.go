@@ -42,8 +42,7 @@ func TestCompleteAuditAuditsEveryFrame(t *testing.T) {
 	close(rec.release)
 	sink := &findings{}
 	cfg := helperConfig("cat")
-	cfg.Engine = tap.NewEngine(tap.Config{Transport: tap.Stdio}, nil)
-	cfg.Sink, cfg.Recorder = sink, rec
+	cfg.Session = tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio}, Sink: sink, Recorder: rec})
 	cfg.Complete = true
 	cfg.Queue, cfg.AuditBytes = 4, 4096
 	cfg.ChunkQueue, cfg.ChunkBytes = 2, 64<<10

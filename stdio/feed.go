@@ -6,15 +6,12 @@ import (
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
-// newAuditor puts the configured session (or engine) behind an auditor
+// newAuditor puts the configured session behind an auditor
 // whose goroutine runs at the audit priority and releases each frame's
 // bytes from the audit budget when it takes the frame. It returns nil for
 // pure forwarding.
 func (t *Tap) newAuditor() *tap.Auditor {
 	s := t.cfg.Session
-	if s == nil && t.cfg.Engine != nil {
-		s = tap.NewEngineSession(t.cfg.Engine, t.cfg.Sink, t.cfg.Recorder)
-	}
 	if s == nil {
 		return nil
 	}

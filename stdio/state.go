@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/internal/safefile"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -90,7 +91,7 @@ func (s *DirStore) Store(k tap.EventKey, r tap.EventRecord) {
 		defer s.mu.Unlock()
 		if !s.warned {
 			s.warned = true
-			fmt.Fprintf(s.diag, "ahp-tap: cannot write --state: %v (cross-process retry checks are incomplete)\n", err)
+			printable.Fprintf(s.diag, "ahp-tap: cannot write --state: %v (cross-process retry checks are incomplete)\n", err)
 		}
 	}
 }

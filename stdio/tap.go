@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -67,18 +68,14 @@ type Config struct {
 	Stderr io.Writer
 
 	// Session checks the frames and transport notes, off the forwarding
-	// path, with its own sink and recorder; nil (and no Engine) means
-	// pure forwarding. Engine, Sink and Recorder are the older way: one
-	// engine, its sink and recorder. Queue is the depth of the audit queue
-	// in frames (0: tap.DefaultQueue).
+	// path, with its own sink and recorder; nil means pure forwarding.
+	// Queue is the depth of the audit queue in frames (0:
+	// tap.DefaultQueue).
 	Session *tap.Session
 	// Mirror, when set, takes the audit copies and notes instead of a
 	// Session: they go to an audit process (mirror.go).
-	Mirror   Mirror
-	Engine   *tap.Engine
-	Sink     tap.Sink
-	Recorder tap.Recorder
-	Queue    int
+	Mirror Mirror
+	Queue  int
 	// Conn names this link in frames and notes ("" for "stdio:<pid>").
 	Conn string
 	// MaxAuditLine caps the audit copy of one line (0: DefaultMaxAuditLine).
@@ -200,7 +197,7 @@ func (e *StartError) Unwrap() error { return e.Err }
 // called from any goroutine.
 type Tap struct {
 	cfg Config
-	aud *tap.Auditor // nil without an Engine
+	aud *tap.Auditor // nil without a Session
 
 	chunks chan chunk    // read chunks and notes, in wire order; closed by Run after both streams end
 	fed    chan struct{} // closed when the feeder has handled every chunk
@@ -391,7 +388,7 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 		if down.state.Load() == stateWriting {
 			why = "the harness is not reading the backend's last output"
 		}
-		fmt.Fprintf(t.cfg.Diag, "ahp-tap: the backend exited but %s; stopped forwarding %s after the backend's exit\n", why, t.cfg.Drain)
+		printable.Fprintf(t.cfg.Diag, "ahp-tap: the backend exited but %s; stopped forwarding %s after the backend's exit\n", why, t.cfg.Drain)
 	}
 	outR.Close()
 	now := time.Now()
@@ -400,7 +397,7 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 		res.Signal = ws.Signal()
 		res.ExitCode = -1
 	} else if werr != nil && res.ExitCode == -1 {
-		fmt.Fprintf(t.cfg.Diag, "ahp-tap: waiting for backend: %v\n", werr)
+		printable.Fprintf(t.cfg.Diag, "ahp-tap: waiting for backend: %v\n", werr)
 	}
 	exit := tap.Note{Kind: tap.NoteExit, Time: now, Conn: t.cfg.Conn, ExitCode: res.ExitCode}
 	if res.Signal != 0 {

@@ -59,8 +59,7 @@ func (s *findings) String() string {
 // audited turns on auditing with every rule, for lifecycle lc.
 func audited(cfg Config, lc string) (Config, *findings) {
 	sink := &findings{}
-	cfg.Engine = tap.NewEngine(tap.Config{Transport: tap.Stdio, Lifecycle: lc}, rules.Default(rules.Options{}))
-	cfg.Sink = sink
+	cfg.Session = tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio, Lifecycle: lc}, Rules: rules.Set(rules.Options{}), Sink: sink})
 	return cfg, sink
 }
 
@@ -456,8 +455,7 @@ func TestForwardingNeverWaitsForTheAuditor(t *testing.T) {
 	in = append(in, bytes.Repeat([]byte("{\"jsonrpc\":\"1.0\"}\n"), 20000)...)
 	sink := &blockingSink{release: make(chan struct{})}
 	cfg := helperConfig("cat")
-	cfg.Engine = tap.NewEngine(tap.Config{Transport: tap.Stdio}, rules.Default(rules.Options{}))
-	cfg.Sink = sink
+	cfg.Session = tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio}, Rules: rules.Set(rules.Options{}), Sink: sink})
 	cfg.Queue = 16
 	cfg.ChunkQueue = 4
 	tp, inW, out, done := startAsync(t, cfg)
@@ -503,8 +501,7 @@ func TestDroppedFramesDoNotBreakCorrelation(t *testing.T) {
 	}
 	sink := &blockingSink{release: make(chan struct{})}
 	cfg := helperConfig("echoid")
-	cfg.Engine = tap.NewEngine(tap.Config{Transport: tap.Stdio, Lifecycle: "persistent"}, rules.Default(rules.Options{}))
-	cfg.Sink = sink
+	cfg.Session = tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio, Lifecycle: "persistent"}, Rules: rules.Set(rules.Options{}), Sink: sink})
 	cfg.Queue = 16
 	_, inW, out, done := startAsync(t, cfg)
 	go func() {

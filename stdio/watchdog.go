@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 )
 
 // The watchdog takes the backend's whole process group down when ahp-tap
@@ -33,7 +35,7 @@ import (
 func startWatchdog(argv []string, pgid int, diag io.Writer) (disarm func()) {
 	r, w, err := os.Pipe()
 	if err != nil {
-		fmt.Fprintf(diag, "ahp-tap: no watchdog (%v): if ahp-tap is killed, processes the backend started may survive\n", err)
+		printable.Fprintf(diag, "ahp-tap: no watchdog (%v): if ahp-tap is killed, processes the backend started may survive\n", err)
 		return func() {}
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -43,7 +45,7 @@ func startWatchdog(argv []string, pgid int, diag io.Writer) (disarm func()) {
 	r.Close()
 	if err != nil {
 		w.Close()
-		fmt.Fprintf(diag, "ahp-tap: no watchdog (%v): if ahp-tap is killed, processes the backend started may survive\n", err)
+		printable.Fprintf(diag, "ahp-tap: no watchdog (%v): if ahp-tap is killed, processes the backend started may survive\n", err)
 		return func() {}
 	}
 	fmt.Fprintf(w, "%d\n", pgid)

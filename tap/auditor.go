@@ -71,13 +71,6 @@ type AuditorConfig struct {
 	Taken func(f *Frame)
 }
 
-// NewAuditor starts an auditor around an existing engine with a queue of
-// the given depth (0 means DefaultQueue). recorder may be nil. It is
-// Session.Audit for a session of that one engine.
-func NewAuditor(e *Engine, sink Sink, recorder Recorder, queue int) *Auditor {
-	return NewEngineSession(e, sink, recorder).Audit(AuditorConfig{Queue: queue})
-}
-
 // Audit starts an auditor that feeds s on a goroutine of its own. From
 // then on s belongs to the auditor until Close returns.
 func (s *Session) Audit(cfg AuditorConfig) *Auditor {

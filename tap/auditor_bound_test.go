@@ -16,7 +16,7 @@ func TestAuditorCloseWithinIsBounded(t *testing.T) {
 	defer close(gate) // lets the stuck audit goroutine end
 	var seen atomic.Int64
 	var sink findingList
-	a := NewAuditor(NewEngine(Config{}, []Rule{gateRule{gate, &seen}}), &sink, nil, 64)
+	a := NewSession(SessionConfig{Rules: ruleList([]Rule{gateRule{gate, &seen}}), Sink: &sink}).Audit(AuditorConfig{Queue: 64})
 	for range 20 {
 		a.Submit(&Frame{Raw: []byte(`{}`)})
 	}

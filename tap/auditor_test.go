@@ -53,7 +53,7 @@ func TestAuditorDropsWhenFullAndCloseDrains(t *testing.T) {
 	gate := make(chan struct{})
 	var seen atomic.Int64
 	var sink findingList
-	a := NewAuditor(NewEngine(Config{}, []Rule{gateRule{gate, &seen}}), &sink, nil, 8)
+	a := NewSession(SessionConfig{Rules: ruleList([]Rule{gateRule{gate, &seen}}), Sink: &sink}).Audit(AuditorConfig{Queue: 8})
 	accepted := 0
 	for range 100 {
 		if a.Submit(&Frame{Raw: []byte(`{}`)}) {
@@ -88,7 +88,7 @@ func TestAuditorNotesInOrder(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	var log []string
 	var sink findingList
-	a := NewAuditor(NewEngine(Config{}, []Rule{noteRule{&log}}), &sink, nil, 0)
+	a := NewSession(SessionConfig{Rules: ruleList([]Rule{noteRule{&log}}), Sink: &sink}).Audit(AuditorConfig{Queue: 0})
 	a.Submit(&Frame{Raw: []byte("1")})
 	a.Submit(&Frame{Raw: []byte("2")})
 	a.Note(Note{Kind: NoteEOF})

@@ -17,7 +17,7 @@ func TestAuditorQueueIsBoundedInBytes(t *testing.T) {
 	const budget = 1000
 	tokens := make(chan struct{})
 	var log []string
-	a := NewEngineSession(NewEngine(Config{}, []Rule{tokenRule{tokens}, orderRule{&log}}), nil, nil).
+	a := NewSession(SessionConfig{Rules: ruleList([]Rule{tokenRule{tokens}, orderRule{&log}})}).
 		Audit(AuditorConfig{Queue: 1000, Budget: budget})
 	// The first frame may sit in the queue or be held in the rule; what
 	// follows holds either way.
@@ -69,7 +69,7 @@ func TestAuditorQueueIsBoundedInBytes(t *testing.T) {
 func TestCompleteAuditorWaitsInsteadOfDropping(t *testing.T) {
 	const budget, frames, senders = 256, 2000, 4
 	var log []string
-	a := NewEngineSession(NewEngine(Config{}, []Rule{orderRule{&log}}), nil, nil).
+	a := NewSession(SessionConfig{Rules: ruleList([]Rule{orderRule{&log}})}).
 		Audit(AuditorConfig{Queue: 2, Budget: budget, Complete: true})
 	var wg sync.WaitGroup
 	for s := range senders {

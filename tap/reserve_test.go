@@ -12,7 +12,7 @@ import (
 func TestReserveSharesTheBudgetWithTheQueue(t *testing.T) {
 	gate, entered := make(chan struct{}), make(chan struct{})
 	var seen atomic.Int64
-	a := NewEngineSession(NewEngine(Config{}, []Rule{holdRule{gate, entered, &seen}}), &findingList{}, nil).
+	a := NewSession(SessionConfig{Rules: ruleList([]Rule{holdRule{gate, entered, &seen}}), Sink: &findingList{}}).
 		Audit(AuditorConfig{Queue: 4, Budget: 100})
 	// The audit goroutine takes a first frame and holds it: from then on
 	// nothing leaves the queue until the gate opens. The frame being

@@ -1,8 +1,6 @@
 package tap
 
 import (
-	"github.com/ahp-tap/ahp-tap/vocab"
-
 	"time"
 )
 
@@ -96,9 +94,7 @@ type Session struct {
 	lost    uint64             // frames not audited, from NoteDropped notes
 	partial bool               // frames were lost on a stream: new engines start partial
 	closed  bool
-	// fixed is the one engine of a session made around an existing
-	// engine (NewAuditor); nil otherwise.
-	fixed *Engine
+	facts   Facts // traffic judged so far (Facts)
 }
 
 // NewSession returns a session for cfg and writes the registration's own
@@ -127,32 +123,12 @@ func newSession(cfg SessionConfig) *Session {
 	return s
 }
 
-// NewEngineSession returns a session around one existing engine: every
-// frame and note goes to it, and the registration is not judged. It is
-// for callers (tests, mostly) that build their engine themselves;
-// NewSession is the way in for everything else.
-func NewEngineSession(e *Engine, sink Sink, rec Recorder) *Session {
-	c := e.Conversation()
-	cfg := SessionConfig{Config: Config{Snapshot: c.Snapshot, Registration: c.Registration, Timeout: c.Timeout,
-		Transport: c.Transport, Lifecycle: c.Lifecycle, Events: c.events}, Sink: sink, Recorder: rec}
-	if c.Hook != nil {
-		cfg.HookID, _ = c.Hook.Get("id").Text()
-	}
-	s := newSession(cfg)
-	s.fixed = e
-	s.order = []*Engine{e}
-	return s
-}
-
 // Config returns the session's configuration, with the defaults filled in
 // (the snapshot, and the lifecycle the selected hook declares).
 func (s *Session) Config() Config { return s.cfg.Config }
 
 // engine returns the engine that judges frames and notes of conn.
 func (s *Session) engine(conn string) *Engine {
-	if s.fixed != nil {
-		return s.fixed
-	}
 	if s.cfg.Transport != Stdio {
 		conn = ""
 	}
@@ -192,6 +168,7 @@ func (s *Session) Frame(f *Frame) {
 		s.cfg.Recorder.Record(f)
 	}
 	s.write(s.engine(f.Conn).Feed(f))
+	s.facts.add(f)
 }
 
 // Stream hands the session bytes read from one direction of a
@@ -310,41 +287,21 @@ type NotChecked struct {
 	Reason string `json:"reason"`
 }
 
-// NotChecked lists the checks this session's configuration cannot make:
-// dispatch without a selected hook, deadlines without one, the stdio
-// lifecycle checks for the other lifecycle, retries across per_event
-// processes without a shared event store. A standalone file (Transport
-// File) is an excerpt of no link: nothing is listed.
+// NotChecked lists the checks this session's configuration cannot make,
+// and why: the catalogue's answer (rules.Set judges each check's Scope
+// against the session's Facts), so that every summary and report says the
+// same. A RuleSet that does not judge coverage lists nothing.
 func (s *Session) NotChecked() []NotChecked {
-	cfg := s.cfg.Config
-	if cfg.Transport == File {
-		return nil
+	if cj, ok := s.cfg.Rules.(CoverageJudge); ok {
+		return cj.NotChecked(s.Facts())
 	}
-	var out []NotChecked
-	switch {
-	case cfg.Registration == nil:
-		out = append(out, NotChecked{string(vocab.Base5), "no registration: give --registration FILE --hook ID (or capture with them)"})
-	case cfg.HookID == "":
-		out = append(out, NotChecked{string(vocab.Base5), "no hook selected: give --hook ID to check dispatch against its subscriptions"})
-	}
-	if cfg.Timeout <= 0 && !hookHasDeadline(FindHook(cfg.Registration, cfg.HookID)) {
-		out = append(out, NotChecked{string(vocab.Corr3), "no deadline: give --timeout, or --registration/--hook whose subscriptions set timeoutMs"})
-	}
-	if cfg.Transport != Stdio {
-		return out
-	}
-	switch cfg.Lifecycle {
-	case LifecyclePerEvent:
-		out = append(out, NotChecked{string(vocab.Stdio3), "the lifecycle is per_event"})
-		if !s.sharedEvents() {
-			out = append(out, NotChecked{string(vocab.Base6), "per_event without --state DIR: retries across processes are not seen"})
-		}
-	case LifecyclePersistent:
-		out = append(out, NotChecked{string(vocab.Stdio2), "the lifecycle is persistent"})
-	default:
-		out = append(out, NotChecked{string(vocab.Stdio2) + ", " + string(vocab.Stdio3), "lifecycle unknown: give --registration/--hook or --lifecycle"})
-	}
-	return out
+	return nil
+}
+
+// A CoverageJudge is a RuleSet that also says which checks a session's
+// configuration cannot make (rules.Set does, from the catalogue).
+type CoverageJudge interface {
+	NotChecked(Facts) []NotChecked
 }
 
 // sharedEvents reports whether the event store outlives this session's

@@ -203,30 +203,38 @@ func TestSessionRegistrationFindingsOnce(t *testing.T) {
 	}
 }
 
-func TestSessionNotChecked(t *testing.T) {
-	reg, _, _ := ParseJSON([]byte(`{"hooks":[{"id":"h","transport":{"lifecycle":"per_event"},"subscriptions":[{"mode":"intercept","events":["*"],"timeoutMs":100}]}]}`))
-	list := func(cfg SessionConfig) string {
-		var out []string
-		for _, n := range NewSession(cfg).NotChecked() {
-			out = append(out, n.Check)
-		}
-		return strings.Join(out, " ")
-	}
+// TestSessionFacts checks what a session says of its configuration
+// (one policy for "has a deadline", "has a registration") and its traffic.
+func TestSessionFacts(t *testing.T) {
+	reg, _, _ := ParseJSON([]byte(`{"hooks":[{"id":"h","transport":{"lifecycle":"per_event"},"subscriptions":[{"mode":"intercept","events":["*"],"timeoutMs":100}]},{"id":"g","subscriptions":[{"mode":"intercept","events":["*"]}]}]}`))
 	for _, c := range []struct {
 		name string
 		cfg  SessionConfig
-		want string
+		want Facts
 	}{
-		{"bare stdio", SessionConfig{Config: Config{Transport: Stdio}}, "BASE-5 CORR-3 STDIO-2, STDIO-3"},
-		{"stdio hook per_event", SessionConfig{Config: Config{Transport: Stdio, Registration: reg, HookID: "h"}}, "STDIO-3 BASE-6"},
-		{"per_event with shared events", SessionConfig{Config: Config{Transport: Stdio, Registration: reg, HookID: "h"}, SharedEvents: true}, "STDIO-3"},
-		{"stdio persistent timeout", SessionConfig{Config: Config{Transport: Stdio, Timeout: time.Second, Lifecycle: LifecyclePersistent}}, "BASE-5 STDIO-2"},
-		{"http registration without hook", SessionConfig{Config: Config{Transport: HTTP, Registration: reg}}, "BASE-5 CORR-3"},
-		{"file", SessionConfig{Config: Config{Transport: File}}, ""},
+		{"bare stdio", SessionConfig{Config: Config{Transport: Stdio}}, Facts{Transport: Stdio}},
+		{"hook with timeoutMs", SessionConfig{Config: Config{Transport: Stdio, Registration: reg, HookID: "h"}},
+			Facts{Transport: Stdio, Registration: true, Hook: true, Deadline: true, Lifecycle: LifecyclePerEvent}},
+		{"shared events", SessionConfig{Config: Config{Transport: Stdio, Registration: reg, HookID: "h"}, SharedEvents: true},
+			Facts{Transport: Stdio, Registration: true, Hook: true, Deadline: true, Lifecycle: LifecyclePerEvent, SharedEvents: true}},
+		{"hook without timeoutMs", SessionConfig{Config: Config{Transport: HTTP, Registration: reg, HookID: "g"}},
+			Facts{Transport: HTTP, Registration: true, Hook: true}},
+		{"registration without hook", SessionConfig{Config: Config{Transport: HTTP, Registration: reg}}, Facts{Transport: HTTP, Registration: true}},
+		{"timeout", SessionConfig{Config: Config{Transport: HTTP, Timeout: time.Second}}, Facts{Transport: HTTP, Deadline: true}},
 	} {
-		if got := list(c.cfg); got != c.want {
-			t.Errorf("%s: not checked %q, want %q", c.name, got, c.want)
+		if got := NewSession(c.cfg).Facts(); got != c.want {
+			t.Errorf("%s: facts %+v, want %+v", c.name, got, c.want)
 		}
+	}
+	s := NewSession(SessionConfig{Config: Config{Transport: Stdio}})
+	s.Stream("p", 0, time.Time{}, []byte(`{"jsonrpc":"2.0","id":"e1","method":"hooks/intercept","params":{"event":{"id":"e1","type":"user.elicitation.request"}}}`+"\n"+
+		`{"jsonrpc":"2.0","id":"e1","result":{"effects":[{"type":"modify"}]}}`+"\n"+
+		`{"jsonrpc":"2.0","method":"hooks/observe","params":{"event":{"id":"e2","type":"tool.after"}}}`+"\n"))
+	s.Close()
+	want := Facts{Transport: Stdio, Frames: 3, Harness: 2, Backend: 1, Intercepts: 1, Observes: 1, Events: 2, Elicitations: 1,
+		Answers: 1, Effects: 1, Modifies: 1}
+	if got := s.Facts(); got != want {
+		t.Errorf("traffic facts %+v, want %+v", got, want)
 	}
 }
 
@@ -257,3 +265,12 @@ func TestSessionStream(t *testing.T) {
 		t.Errorf("frame 3 = %q %+v at %v; want the unterminated last line at the EOF's time", f.Raw, f.Framing, f.Time)
 	}
 }
+
+// ruleList is a RuleSet of the given rules (the same instances for every
+// engine) that judges no registration.
+func ruleList(rules []Rule) RuleSet { return fixedRules(rules) }
+
+type fixedRules []Rule
+
+func (r fixedRules) Rules() []Rule                         { return r }
+func (r fixedRules) Registration(*Value, string) []Finding { return nil }

@@ -27,7 +27,7 @@ func TestSubmitAllIsAllOrNothing(t *testing.T) {
 	var log []string
 	gate := make(chan struct{})
 	rules := []Rule{blockRule{gate}, orderRule{&log}}
-	a := NewAuditor(NewEngine(Config{}, rules), nil, nil, 3)
+	a := NewSession(SessionConfig{Rules: ruleList(rules)}).Audit(AuditorConfig{Queue: 3})
 	a.Submit(&Frame{Raw: []byte("held")}) // may sit in the queue or in the rule
 	a.Submit(&Frame{Raw: []byte("q1")})
 	if a.SubmitAll(Item{Frame: &Frame{Raw: []byte("req")}}, Item{Frame: &Frame{Raw: []byte("resp")}}, Item{Note: &Note{Kind: NoteHTTPResponse}}) {
@@ -45,7 +45,7 @@ func TestSubmitAllIsAllOrNothing(t *testing.T) {
 		}
 	}
 	var log2 []string
-	b := NewAuditor(NewEngine(Config{}, []Rule{orderRule{&log2}}), nil, nil, 0)
+	b := NewSession(SessionConfig{Rules: ruleList([]Rule{orderRule{&log2}})}).Audit(AuditorConfig{Queue: 0})
 	if !b.SubmitAll(Item{Frame: &Frame{Raw: []byte("req")}}, Item{Note: &Note{Kind: NoteHTTPResponse}}) {
 		t.Error("SubmitAll with room = false")
 	}

@@ -29,6 +29,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/ahp-tap/ahp-tap/vocab"
 )
 
 var (
@@ -268,13 +270,13 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		want := map[string]int64{"BASE-2": l.base2}
+		want := map[string]int64{string(vocab.Base2): l.base2}
 		if l.stdio1 > 0 {
-			want["STDIO-1"] = l.stdio1
+			want[string(vocab.Stdio1)] = l.stdio1
 		}
 		fmt.Printf("%s findings: %v; not audited (TAP-1): %d\n", l.name, got, dropped)
 		for check, n := range got {
-			if check == "TAP-1" {
+			if check == string(vocab.Tap1) {
 				continue
 			}
 			if w := want[check]; n != w && dropped == 0 {
@@ -315,7 +317,7 @@ func tally(path string) (map[string]int64, int64, error) {
 			continue
 		}
 		got[r.Check]++
-		if r.Check == "TAP-1" {
+		if r.Check == string(vocab.Tap1) {
 			if m := re.FindStringSubmatch(r.Message); m != nil {
 				n, _ := strconv.ParseInt(m[1], 10, 64)
 				dropped += n

@@ -24,6 +24,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ahp-tap/ahp-tap/vocab"
 )
 
 func main() {
@@ -116,7 +118,7 @@ func notAudited(path string) int64 {
 	var n int64
 	for _, l := range bytes.Split(data, []byte("\n")) {
 		var rec struct{ Check, Message string }
-		if json.Unmarshal(l, &rec) != nil || rec.Check != "TAP-1" {
+		if json.Unmarshal(l, &rec) != nil || rec.Check != string(vocab.Tap1) {
 			continue
 		}
 		var k int64

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/auditlink"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/stdio"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -117,7 +118,7 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 	out := auditlink.Feed(rd, run.session, *conn, auditReserve(sf.drain))
 	// From here the link is over: exit within the bound, whatever is left.
 	bound := time.AfterFunc(auditBound, func() {
-		fmt.Fprintf(m.Stderr, "ahp-tap: the audit process did not finish within %v of the link's end; the log or capture may be incomplete\n", auditBound)
+		printable.Fprintf(m.Stderr, "ahp-tap: the audit process did not finish within %v of the link's end; the log or capture may be incomplete\n", auditBound)
 		os.Exit(3)
 	})
 	defer bound.Stop()
@@ -168,7 +169,7 @@ func (m *Main) prepareSplit(sf *stdioFlags, l *loaded, flagArgs, argv []string, 
 	var err error
 	if sharedAuditWanted(sf, l) { // sharedaudit.go
 		if link, err = m.connectSharedAudit(sf, flagArgs, conn, backlog); err != nil {
-			fmt.Fprintf(m.Stderr, "ahp-tap: the shared audit process of --state is not used (%v); this event gets an audit process of its own\n", err)
+			printable.Fprintf(m.Stderr, "ahp-tap: the shared audit process of --state is not used (%v); this event gets an audit process of its own\n", err)
 		}
 	}
 	if link == nil {
@@ -180,7 +181,7 @@ func (m *Main) prepareSplit(sf *stdioFlags, l *loaded, flagArgs, argv []string, 
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(m.Stderr, "ahp-tap: cannot start the audit process (%v); auditing in this process, which a SIGKILL of its group loses\n", err)
+		printable.Fprintf(m.Stderr, "ahp-tap: cannot start the audit process (%v); auditing in this process, which a SIGKILL of its group loses\n", err)
 		return m.prepareStdio(sf, l, argv, prio)
 	}
 	r := &stdioRun{collector: &report.Collector{Limit: 1}, diag: m.Stderr, audit: link, sf: sf}
@@ -211,15 +212,15 @@ func (m *Main) endAudit(run *stdioRun, res stdio.Result) {
 	frames := uint64(res.Harness.Frames + res.Backend.Frames)
 	switch {
 	case e.Unsent > 0:
-		fmt.Fprintf(m.diag(), "ahp-tap: the audit process did not take the last %d bytes of audit copies within --drain (%v); their frames were not audited (TAP-1), and the audit took the link for killed\n", e.Unsent, run.sf.drain)
+		printable.Fprintf(m.diag(), "ahp-tap: the audit process did not take the last %d bytes of audit copies within --drain (%v); their frames were not audited (TAP-1), and the audit took the link for killed\n", e.Unsent, run.sf.drain)
 	case e.Gone:
 		// What the audit had not written when it ended is lost: this
 		// process did not keep the copies. Say so where the findings go.
 		msg := fmt.Sprintf("the audit process ended before it finished this link (killed?): findings about up to %d frames of the link may be missing", frames)
-		fmt.Fprintf(m.diag(), "ahp-tap: %s (TAP-1)\n", msg)
+		printable.Fprintf(m.diag(), "ahp-tap: %s (TAP-1)\n", msg)
 		m.logAuditLoss(run, msg)
 	case !e.Finished:
-		fmt.Fprintf(m.diag(), "ahp-tap: the audit of this link had not finished within --drain (%v) of the backend's exit; the log and capture are completed after ahp-tap exits\n", run.sf.drain)
+		printable.Fprintf(m.diag(), "ahp-tap: the audit of this link had not finished within --drain (%v) of the backend's exit; the log and capture are completed after ahp-tap exits\n", run.sf.drain)
 	}
 }
 
@@ -247,7 +248,7 @@ func (m *Main) refuseUnsafeState(sf *stdioFlags, flagArgs []string) []string {
 		return flagArgs
 	}
 	if _, err := stdio.OpenDirStore(sf.state, io.Discard); err != nil {
-		fmt.Fprintf(m.diag(), "ahp-tap stdio: --state: %v; the state is not used (retries across processes are not checked)\n", err)
+		printable.Fprintf(m.diag(), "ahp-tap stdio: --state: %v; the state is not used (retries across processes are not checked)\n", err)
 		sf.state = ""
 		return append(slices.Clip(flagArgs), "--state=")
 	}

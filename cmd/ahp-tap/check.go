@@ -41,6 +41,9 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		}
 		l.cfg.EditContext = v
 	}
+	if err := refuseInputsAsOutputs(&rf, &of, ef.registration, fs.Args()); err != nil {
+		return err
+	}
 	if err := of.openLog("check", m.Stderr); err != nil {
 		return err
 	}
@@ -51,15 +54,12 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	rs, err := rf.open(m, of.format, set["format"], &ef)
+	rs, err := rf.open(m, of.format, set["format"], &ef, l.cfg.Snapshot, of.threshold)
 	if err != nil {
 		return err
 	}
-	defer rs.close()
-	run, err := rs.newRun(l.cfg.Snapshot, tap.Error)
-	if err != nil {
-		return usageError("check: %v", err)
-	}
+	defer rs.Close()
+	run := rs.Run()
 	if ef.registration != "" {
 		run.StartInput(ef.registration)
 		run.Findings(sources[0].Findings)
@@ -79,13 +79,13 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		sources = append(sources, src)
 	}
 	if sig, ok := interruption(ctx); ok {
-		err := m.finishReports("check", &of, &rf, rs, run, sources, nil)
+		err := m.finishReports("check", &of, rs, sources)
 		if ee, isExit := err.(*exitError); err != nil && (!isExit || ee.code == 2) {
 			return err
 		}
 		return interruptedError(sig, "check")
 	}
-	return m.finishReports("check", &of, &rf, rs, run, sources, nil)
+	return m.finishReports("check", &of, rs, sources)
 }
 
 // parseEditContext parses --edit-context: one JSON object.

@@ -154,7 +154,7 @@ func (rp *replayer) replayConduct(m *Main, names []string, skew time.Duration, a
 	stores := capture.NewStores()
 	discard := tap.SinkFunc(func(tap.Finding) {})
 	err := capture.Merge(readers, func(_ int, h *capture.Header) (*tap.Session, error) {
-		cfg, err := rp.config(h)
+		cfg, err := h.Config(rp.flags.cfg, overridesOf(rp.set))
 		if err != nil {
 			return nil, err
 		}
@@ -194,19 +194,41 @@ func firstHeader(m *Main, name string) (*capture.Header, error) {
 }
 
 // conductSource judges the conduct of the replayed captures and feeds it
-// to the --report run as an input of its own: the source of the conduct
-// findings (nil when no timeline ran) and what it could not check.
-func (rp *replayer) conductSource(m *Main, names []string, skew time.Duration, always bool) (*report.Source, []report.NotPossible) {
+// to the --report run as an input of its own, with its coverage of the
+// COND checks: the source of the conduct findings (nil when no timeline
+// ran).
+func (rp *replayer) conductSource(m *Main, names []string, skew time.Duration, always bool) *report.Source {
 	if rp.interrupted() {
-		return nil, nil
+		return nil
 	}
 	res := rp.replayConduct(m, names, skew, always)
-	if !res.judged {
-		return nil, res.notPossible
+	if !res.judged && len(res.notPossible) == 0 {
+		return nil
 	}
 	rp.run.StartInput(conductSource)
-	rp.run.Conduct(res.chains, res.exercised)
+	nc := map[string]string{}
+	for _, n := range res.notPossible {
+		if _, ok := nc[n.Check]; !ok {
+			nc[n.Check] = n.Reason
+		}
+	}
+	found := map[string]bool{}
+	for _, f := range res.findings {
+		found[f.Check] = true
+	}
+	for _, c := range conductChecks {
+		id := string(c)
+		switch {
+		case found[id] || (res.judged && res.exercised[id] == ""):
+			rp.run.Cover(id, rules.Exercised, "")
+		case nc[id] != "":
+			rp.run.Cover(id, rules.NotChecked, nc[id])
+		default:
+			rp.run.Cover(id, rules.NotExercised, res.exercised[id])
+		}
+	}
+	rp.run.Chains(res.chains)
 	rp.run.Findings(res.findings)
-	rp.run.EndInput(report.InputEnd{}, res.notPossible...)
-	return &report.Source{Name: conductSource, Findings: res.findings, Chains: res.chains}, res.notPossible
+	rp.run.EndInput(report.InputEnd{})
+	return &report.Source{Name: conductSource, Findings: res.findings, Chains: res.chains, ConductNotChecked: res.notPossible}
 }

@@ -8,7 +8,10 @@ import (
 	"io"
 	"os/exec"
 	"sync"
+	"time"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
+	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/stdio"
@@ -80,21 +83,15 @@ The backend in this mode has deliberate faults; ahp-tap forwards every byte unch
 		return fmt.Errorf("demo: starting the example harness: %w", err)
 	}
 
-	collector := &report.Collector{}
-	sinks := tap.MultiSink{collector, tap.SinkFunc(func(f tap.Finding) {
-		fmt.Fprintf(out, "  ahp-tap ▸ %s\n", f)
-	})}
-	if *logPath != "" {
-		lg, err := report.OpenLog(*logPath, m.Stderr)
-		if err != nil {
-			return usageError("demo: %v", err)
-		}
-		defer lg.Close()
-		sinks = append(sinks, lg)
+	o, err := output.Open(output.Config{Name: "demo", Diag: m.Stderr, Log: *logPath,
+		Sinks: []tap.Sink{tap.SinkFunc(func(f tap.Finding) { printable.Fprintf(out, "  ahp-tap ▸ %s\n", f) })}})
+	if err != nil {
+		return usageError("demo: %v", err)
 	}
+	defer o.Close(time.Now().Add(time.Second))
 	// The session reports the registration's own findings first.
 	session := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio, Registration: reg, HookID: demoHook},
-		Rules: rules.Set(rules.Options{}), Sink: sinks})
+		Rules: rules.Set(rules.Options{}), Sink: o.Sink()})
 	t := stdio.New(stdio.Config{
 		Command: self, Args: []string{"example-backend", "--mode", *mode},
 		Stdin: fromHarness, Stdout: toHarness, Stderr: out,
@@ -109,17 +106,20 @@ The backend in this mode has deliberate faults; ahp-tap forwards every byte unch
 		return fmt.Errorf("demo: %w", err)
 	}
 	if err := harness.Wait(); err != nil {
-		fmt.Fprintf(out, "the example harness ended with %v\n", err)
+		printable.Fprintf(out, "the example harness ended with %v\n", err)
 	}
 
-	s := collector.Summary()
+	o.Close(time.Now().Add(time.Second))
+	s := o.Summary(res.NotAudited, session)
+	if *logPath == "" {
+		s.FindingsTo = nil // printed above, as they came
+	}
 	for _, d := range []struct {
 		dir tap.Direction
 		st  stdio.DirStats
 	}{{tap.FromHarness, res.Harness}, {tap.FromBackend, res.Backend}} {
 		s.Streams = append(s.Streams, report.Stream{Dir: d.dir, Frames: uint64(d.st.Frames), Bytes: uint64(d.st.Bytes), SHA256: hex.EncodeToString(d.st.SHA256)})
 	}
-	s.NotAudited = res.NotAudited
 	fmt.Fprintln(out)
 	s.WriteText(out)
 	fmt.Fprintf(out, `

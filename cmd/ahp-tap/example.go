@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -108,12 +109,12 @@ type exampleBackend struct {
 func (b *exampleBackend) handle(line []byte) error {
 	var req exampleRequest
 	if err := json.Unmarshal(line, &req); err != nil {
-		fmt.Fprintf(b.log, "example-backend: ignoring a line that is not JSON: %v\n", err)
+		printable.Fprintf(b.log, "example-backend: ignoring a line that is not JSON: %v\n", err)
 		return nil
 	}
 	if req.ID == nil {
 		// A notification (hooks/observe) is never answered (AHP-RPC-002).
-		fmt.Fprintf(b.log, "example-backend: observed %s\n", req.Params.Event.Type)
+		printable.Fprintf(b.log, "example-backend: observed %s\n", req.Params.Event.Type)
 		return nil
 	}
 	switch b.mode {
@@ -166,7 +167,7 @@ func (b *exampleBackend) decide(req *exampleRequest, version string) map[string]
 	}
 	if b.mode == "demo" && b.n == 3 {
 		// Deliberate fault: a log line on stdout (STDIO-1).
-		fmt.Fprintf(b.out, "[debug] evaluating request %s\n", req.ID)
+		printable.Fprintf(b.out, "[debug] evaluating request %s\n", req.ID)
 	}
 	return map[string]any{"protocolVersion": version, "effects": effects}
 }
@@ -275,7 +276,7 @@ func (m *Main) runExampleHarness(ctx context.Context, args []string) error {
 	}
 	if backend != nil {
 		if werr := backend.Wait(); werr != nil && err == nil {
-			fmt.Fprintf(m.Stderr, "harness: the backend ended with %v\n", werr)
+			printable.Fprintf(m.Stderr, "harness: the backend ended with %v\n", werr)
 		}
 	}
 	return err
@@ -329,7 +330,7 @@ func (h *exampleHarness) play(steps []exampleStep) error {
 			fmt.Fprintf(h.say, "harness: %-46s → sent, no answer expected\n", st.say)
 			continue
 		}
-		fmt.Fprintf(h.say, "harness: %-46s → %s\n", st.say, h.await(id))
+		printable.Fprintf(h.say, "harness: %-46s → %s\n", st.say, h.await(id))
 	}
 	return nil
 }
@@ -348,7 +349,7 @@ func (h *exampleHarness) await(id string) string {
 			}
 			var resp exampleResponse
 			if err := json.Unmarshal(line, &resp); err != nil {
-				fmt.Fprintf(h.say, "harness: (ignoring a line from the backend that is not JSON: %q)\n", strings.TrimSpace(string(line)))
+				printable.Fprintf(h.say, "harness: (ignoring a line from the backend that is not JSON: %q)\n", strings.TrimSpace(string(line)))
 				continue
 			}
 			if resp.ID != id {

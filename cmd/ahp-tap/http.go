@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -20,7 +20,8 @@ import (
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/httpproxy"
-	"github.com/ahp-tap/ahp-tap/report"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
+	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -151,7 +152,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	// m.diag() never blocks (issue 8 item 8): with stderr not read and the
 	// upstream failing, a diagnostic per request must not hold requests.
-	diag := zerolog.New(zerolog.ConsoleWriter{Out: m.diag(), NoColor: true, TimeFormat: time.RFC3339}).
+	diag := zerolog.New(printableConsole(m.diag())).
 		Level(level).With().Timestamp().Str("tap", "http").Logger()
 	cfg.Log = diag
 
@@ -181,27 +182,6 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 			fmt.Fprintf(m.diag(), "ahp-tap http: WARNING: --allow-remote: the metrics on %s are open to everyone who can reach that address\n", mln.Addr())
 		}
 	}
-	var vlog *report.Log
-	if *logPath != "" {
-		if vlog, err = report.OpenLog(*logPath, m.diag()); err != nil {
-			return usageError("http: %v", err)
-		}
-	}
-	var rec tap.Recorder
-	var cw *capture.Writer
-	if *capPath != "" {
-		h := capture.Header{Tool: "ahp-tap " + version, Snapshot: l.cfg.Snapshot, Transport: tap.HTTP,
-			Registration: ef.registration, Hook: ef.hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: l.regDoc}
-		if cw, err = capture.Create(*capPath, h); err != nil {
-			vlog.Close()
-			return usageError("http: cannot open capture: %v", err)
-		}
-		if n := cw.Notice(); n != "" {
-			fmt.Fprintf(m.diag(), "ahp-tap http: capture: %s\n", n)
-		}
-		rec = cw
-	}
-
 	if os.Getenv("GOGC") == "" {
 		// The audit decodes every body into a tree; collecting less often
 		// leaves more CPU to forwarding for a little more memory
@@ -222,38 +202,36 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		debug.SetMemoryLimit(budget + int64(*maxAudit) + 80<<20)
 	}
 	l.cfg.Transport = tap.HTTP
-	collector := &report.Collector{Limit: 1} // counts only: a long-running tap must not grow
 	var auditor *tap.Auditor
 	httpproxy.BuildVersion = version
 	metrics := httpproxy.NewMetrics(func() uint64 { return auditor.Dropped() })
 	metrics.CountCuts(func() uint64 { return auditor.Cuts() })
 	metrics.ZeroFindings(checkIDs())
-	sink := tap.MultiSink{collector, metrics.Sink()}
-	if vlog != nil {
-		sink = append(sink, vlog)
-	}
-	con := openConsole(*console, m.Stderr)
-	if con != nil {
-		sink = append(sink, con)
-	}
-	others := sink // where the exporter reports the findings it lost
 	if otlpx != nil {
-		sink = append(sink, otlpx)
 		metrics.Register(otlpx.Collectors()...)
 	}
+	// The way out: log, console, OTLP, metrics, capture (package output).
+	oc := output.Config{Name: "http", Diag: m.diag(), Log: *logPath, OTLP: otlpx, OTLPClose: httpCloseTimeout,
+		Sinks: []tap.Sink{metrics.Sink()}, SummaryLimit: 1, // counts only: a long-running tap must not grow
+		Capture: *capPath, Header: capture.Header{Tool: "ahp-tap " + version, Snapshot: l.cfg.Snapshot, Transport: tap.HTTP,
+			Registration: ef.registration, Hook: ef.hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: l.regDoc}}
+	if *console {
+		oc.Console = m.Stderr
+	}
+	out, err := output.Open(oc)
+	if err != nil {
+		otlpx.Close(0)
+		return usageError("http: %v", err)
+	}
 	cc := conductClientFor(*conductDir, ef.registration, ef.hook, l, m.diag())
-	session := l.watchedSession(l.cfg, sink, rec, "", 0, cc) // reports the registration's findings
+	session := l.watchedSession(l.cfg, out.Sink(), out.Recorder(), "", 0, cc) // reports the registration's findings
 	// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
 	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue, Budget: budget, Complete: mode == auditComplete, Begin: httpproxy.LowerAuditPriority})
 	cfg.Auditor, cfg.Metrics = auditor, metrics
 	proxy, err := httpproxy.New(cfg)
 	if err != nil {
 		auditor.Close()
-		otlpx.Close(0)
-		vlog.Close()
-		if cw != nil {
-			cw.Close()
-		}
+		out.Close(time.Now())
 		return usageError("http: %v", err)
 	}
 
@@ -278,7 +256,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(m.diag(), "ahp-tap http: forward proxy on %s (%s); set HTTP_PROXY/HTTPS_PROXY=http://%s\n", ln.Addr(), mode, ln.Addr())
 	} else {
-		fmt.Fprintf(m.diag(), "ahp-tap http: listening on http://%s, forwarding to %s\n", ln.Addr(), httpaudit.URL(cfg.Upstream.String()))
+		printable.Fprintf(m.diag(), "ahp-tap http: listening on http://%s, forwarding to %s\n", ln.Addr(), httpaudit.URL(cfg.Upstream.String()))
 	}
 
 	// Issue 8 item 5: --drain bounds the whole shutdown, from the signal:
@@ -303,33 +281,15 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if cc != nil {
 		cc.Close(min(left(), time.Second))
 	}
-	closeOTLP(otlpx, min(httpCloseTimeout, left()), others)
-	logErr := vlog.CloseWithin(left())
-	con.Close()
-	var capErr error
-	if cw != nil {
-		if !within(left(), func() { capErr = errors.Join(cw.Err(), cw.Close()) }) {
-			capErr = nil
-			fmt.Fprintf(m.diag(), "ahp-tap http: the capture could not be closed within --drain %s (a write blocks); it may be incomplete\n", *drain)
-		}
-	}
-	s := collector.Summary()
-	s.NotAudited = auditor.Dropped()
-	s.NotPossible = notPossible(session.NotChecked())
-	if vlog != nil {
-		s.LogDropped = vlog.Dropped()
-	}
-	s.FindingsTo = findingsTo(*logPath, vlog.Failed(), *console)
+	closeErr := out.Close(time.Now().Add(left())) // OTLP, log, console, capture, within --drain
 	if *summary {
-		_ = s.WriteText(m.diag())
+		_ = out.Summary(auditor.Dropped(), session).WriteText(m.diag())
 	}
 	switch {
 	case serveErr != nil:
 		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", serveErr)}
-	case logErr != nil:
-		return &exitError{code: 2, msg: fmt.Sprintf("http: closing the log: %v", logErr)}
-	case capErr != nil:
-		return &exitError{code: 2, msg: fmt.Sprintf("http: writing the capture: %v", capErr)}
+	case closeErr != nil:
+		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", closeErr)}
 	}
 	return nil
 }
@@ -366,4 +326,20 @@ process), never system-wide; keep the key private; delete the directory when don
 Then run: ahp-tap http --forward --mitm-ca %s
 `, dir, cert, dir+"/"+httpproxy.CAKeyFile, dir)
 	return nil
+}
+
+// printableConsole is the diagnostic log's console writer with every part
+// made printable (internal/printable): a message or a field can quote a
+// URL, a header or an error from the wire, and zerolog quotes only some
+// field values (not the message, not C1 or bidi characters in objects).
+func printableConsole(out io.Writer) zerolog.ConsoleWriter {
+	text := func(i any) string {
+		if i == nil {
+			return ""
+		}
+		return printable.Line(fmt.Sprintf("%s", i))
+	}
+	name := func(i any) string { return printable.Line(fmt.Sprintf("%s=", i)) }
+	return zerolog.ConsoleWriter{Out: out, NoColor: true, TimeFormat: time.RFC3339,
+		FormatMessage: text, FormatFieldValue: text, FormatErrFieldValue: text, FormatFieldName: name, FormatErrFieldName: name}
 }

@@ -18,7 +18,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
+	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -210,7 +212,7 @@ func trimPartialRune(b []byte) []byte {
 // output, failure level, log, empty inputs.
 type offlineFlags struct {
 	format     string
-	reports    *reportSet // --report outputs, when given (reports.go)
+	reports    *output.Reports // --report outputs, when given (reports.go)
 	failOn     string
 	logPath    string
 	allowEmpty bool
@@ -277,8 +279,13 @@ type inputChecker struct {
 // Input.
 func (ic *inputChecker) check(name string) report.Source {
 	ic.digest = nil
+	ic.rp.lines = nil
 	src := ic.checkInput(name)
 	src.Input.Bytes, src.Input.SHA256 = ic.digest.sum()
+	if len(ic.rp.lines) == len(src.Findings) {
+		src.Lines = ic.rp.lines // each finding's line in the input (issue 21 item 5)
+	}
+	ic.rp.lines = nil
 	return src
 }
 
@@ -286,7 +293,7 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 	src := report.Source{Name: name, Input: &report.Input{}}
 	fail := func(format string, args ...any) report.Source {
 		src.Input.Error = fmt.Sprintf(format, args...)
-		fmt.Fprintf(ic.m.Stderr, "ahp-tap: %s %s: %s\n", ic.cmd, name, src.Input.Error)
+		printable.Fprintf(ic.m.Stderr, "ahp-tap: %s %s: %s\n", ic.cmd, name, src.Input.Error)
 		return src
 	}
 	in, err := ic.m.openInput(name, ic.bar)
@@ -330,7 +337,7 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
 		ic.rp.damaged = func(le *capture.LineError) {
 			src.Input.Damaged++
-			fmt.Fprintf(ic.m.Stderr, "ahp-tap: %s %s:%d: damaged record skipped: %v\n", ic.cmd, name, le.Line, le.Err)
+			printable.Fprintf(ic.m.Stderr, "ahp-tap: %s %s:%d: damaged record skipped: %v\n", ic.cmd, name, le.Line, le.Err)
 		}
 		fds, err := ic.rp.replayCapture(capture.NewReader(in.r))
 		ic.rp.damaged = nil
@@ -364,8 +371,7 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		} else if in.kind == kindMessage {
 			src.Input.Frames = 1
 		}
-		src.Findings, src.Exchanges = rules.CheckDocumentRecords(doc, data, ic.flags.cfg, ic.flags.opt)
-		feedDocument(ic.rp.run, doc, data, ic.flags.cfg, src.Findings, src.Exchanges) // --report (reports.go)
+		src.Findings, src.Exchanges = ic.rp.checkDocument(rules.DetectKind(doc, data), data)
 	}
 	if src.Input.Frames == 0 && in.kind != kindRegistration && !ic.allowEmpty {
 		return fail("no frame to audit (a capture with only its header, or blank lines); give --allow-empty to accept it")
@@ -395,26 +401,26 @@ func (m *Main) finishOffline(cmd string, of *offlineFlags, sources []report.Sour
 	}
 	sources = exportSources(of.otlpx, sources, of.lg)
 	if err := of.lg.Close(); err != nil {
-		fmt.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
+		printable.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
 	}
 	sum := report.SummaryOf(sources)
 	sum.NotPossible = notPossible
-	outs := []classicReport{{format: of.format, w: m.Stdout}}
+	outs := []output.Classic{{Format: of.format, W: m.Stdout}}
 	var header *report.JSONHeader
 	if of.reports != nil { // --report: text/json where the flags say (reports.go)
-		outs = of.reports.classic
-		sum.Baselined, sum.Claim = of.reports.baselined, of.reports.claimMatrix
-		header = of.reports.jsonHeader
+		outs = of.reports.Classic()
+		sum.Baselined, sum.Claim = of.reports.End.Baselined, of.reports.End.Claim
+		header = of.reports.JSONHeader
 	}
 	for _, o := range outs {
-		if err := writeReport(o.w, o.format, header, sources, sum); err != nil {
+		if err := writeReport(o.W, o.Format, header, sources, sum); err != nil {
 			return usageError("%s: writing the report: %v", cmd, err)
 		}
-		if o.format == "text" && sum.Baselined > 0 {
-			fmt.Fprintf(o.w, "  baselined: %d findings accepted by the baseline\n", sum.Baselined)
+		if o.Format == "text" && sum.Baselined > 0 {
+			fmt.Fprintf(o.W, "  baselined: %d findings accepted by the baseline\n", sum.Baselined)
 		}
-		if o.format == "text" && sum.Claim != nil {
-			sum.Claim.WriteText(o.w)
+		if o.Format == "text" && sum.Claim != nil {
+			sum.Claim.WriteText(o.W)
 		}
 	}
 	code := 0

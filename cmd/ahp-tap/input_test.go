@@ -157,7 +157,7 @@ func TestDamagedRecordSkipped(t *testing.T) {
 		t.Errorf("stderr %q does not name the file and line", r.stderr)
 	}
 	// Both files' findings are there: the damaged one's from its other lines.
-	for _, name := range []string{"damaged.capture: ", "good.capture: "} {
+	for _, name := range []string{"damaged.capture:", "good.capture:"} {
 		if !strings.Contains(r.stdout, name) || !strings.Contains(r.stdout, "BASE-2") {
 			t.Errorf("stdout lacks findings of %s: %q", name, r.stdout)
 		}
@@ -168,7 +168,7 @@ func TestDamagedRecordSkipped(t *testing.T) {
 	// A missing file is said and the others are still checked.
 	for _, cmd := range []string{"check", "replay"} {
 		r := runTap(t, "", cmd, "/no/such/file.capture", good)
-		if r.code != 3 || !strings.Contains(r.stderr, "/no/such/file.capture: open") || !strings.Contains(r.stdout, "good.capture: ") {
+		if r.code != 3 || !strings.Contains(r.stderr, "/no/such/file.capture: open") || !strings.Contains(r.stdout, "good.capture:") {
 			t.Errorf("%s with a missing file: exit %d, stdout %q, stderr %q", cmd, r.code, r.stdout, r.stderr)
 		}
 	}

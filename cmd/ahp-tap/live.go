@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/ahp-tap/ahp-tap/report"
+
+	"github.com/ahp-tap/ahp-tap/vocab"
 )
 
 // The output flags both live taps (stdio, http) share.
@@ -51,7 +53,7 @@ func checkIDs() []string {
 			ids = append(ids, c)
 		}
 	}
-	for _, c := range []string{"TAP-1", "TAP-2"} {
+	for _, c := range []string{string(vocab.Tap1), string(vocab.Tap2)} {
 		if !slices.Contains(ids, c) {
 			ids = append(ids, c)
 		}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ahp-tap/ahp-tap/internal/nbwriter"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/stdio"
 )
 
@@ -151,7 +152,7 @@ func main() {
 			s := (<-sigs).(syscall.Signal)
 			cancel(&interrupted{sig: s})
 			s = (<-sigs).(syscall.Signal)
-			fmt.Fprintf(m.diag(), "ahp-tap: %s again: exiting now, without finishing the shutdown\n", unix.SignalName(s))
+			printable.Fprintf(m.diag(), "ahp-tap: %s again: exiting now, without finishing the shutdown\n", unix.SignalName(s))
 			m.flushDiag()
 			os.Exit(128 + int(s))
 		}()
@@ -173,11 +174,11 @@ func (m *Main) exitCode(err error) int {
 	}
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintf(m.diag(), "ahp-tap: %s\n", ee.msg)
+			printable.Fprintf(m.diag(), "ahp-tap: %s\n", ee.msg)
 		}
 		return ee.code
 	}
-	fmt.Fprintf(m.diag(), "ahp-tap: %v\n", err)
+	printable.Fprintf(m.diag(), "ahp-tap: %v\n", err)
 	return 2
 }
 

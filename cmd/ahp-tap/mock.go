@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/httpaudit"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/mock"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -134,7 +135,7 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	cfg, err := (&replayer{flags: l, set: set}).config(&rec.Header)
+	cfg, err := rec.Header.Config(l.cfg, overridesOf(set))
 	if err != nil {
 		return nil, usageError("%s: %s: %v", name, capturePath, err)
 	}
@@ -143,7 +144,7 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 		collector: &report.Collector{}, diag: &lockedWriter{w: m.Stderr}}
 	sink := tap.MultiSink{r.collector}
 	if !mf.quiet {
-		sink = append(sink, tap.SinkFunc(func(f tap.Finding) { fmt.Fprintf(r.diag, "ahp-tap %s ▸ %s\n", name, r.audit.Text(f.String())) }))
+		sink = append(sink, tap.SinkFunc(func(f tap.Finding) { printable.Fprintf(r.diag, "ahp-tap %s ▸ %s\n", name, r.audit.Text(f.String())) }))
 	}
 	if mf.logPath != "" {
 		if r.log, err = report.OpenLog(mf.logPath, m.Stderr); err != nil {
@@ -164,7 +165,7 @@ func (r *mockRun) finish(failures int, what string) error {
 		r.log.Close()
 	}
 	lc := r.collector.Levels()
-	fmt.Fprintf(r.diag, "ahp-tap %s: %s; audit: %d findings (%d error, %d warn, %d info)\n",
+	printable.Fprintf(r.diag, "ahp-tap %s: %s; audit: %d findings (%d error, %d warn, %d info)\n",
 		r.name, what, lc.Total(), lc.Error, lc.Warn, lc.Info)
 	if failures > 0 || (r.threshold > 0 && lc.AtLeast(r.threshold) > 0) {
 		return &exitError{code: 1}
@@ -213,7 +214,7 @@ func (m *Main) runMockBackend(ctx context.Context, args []string) error {
 		if !*allowRemote {
 			return usageError("mock backend: --listen on %s (not loopback) would serve the recording to everyone who can reach it; listen on 127.0.0.1, or give --allow-remote", ln.Addr())
 		}
-		fmt.Fprintf(m.Stderr, "ahp-tap mock backend: WARNING: --allow-remote: the recording on %s is served to everyone who can reach that address\n", ln.Addr())
+		printable.Fprintf(m.Stderr, "ahp-tap mock backend: WARNING: --allow-remote: the recording on %s is served to everyone who can reach that address\n", ln.Addr())
 	}
 	r, err := m.prepareMock("mock backend", fs, &mf, fs.Arg(0), tap.HTTP, "")
 	if err != nil {
@@ -249,14 +250,14 @@ func (b *backendSide) answer(f *tap.Frame) (lines [][]byte, resp []byte, status 
 		if t, ok := f.Event().Get("type").Text(); ok {
 			desc += " " + t
 		}
-		fmt.Fprintf(b.r.diag, "ahp-tap mock backend ▸ unmatched: %s: no recorded exchange matches (--match %s); answered with a JSON-RPC error\n",
+		printable.Fprintf(b.r.diag, "ahp-tap mock backend ▸ unmatched: %s: no recorded exchange matches (--match %s); answered with a JSON-RPC error\n",
 			b.r.audit.Text(desc+" id "+tap.IDText(f.RPCID())), b.r.match)
 		e := b.matcher.Unmatched(f)
 		return [][]byte{append(bytes.Clone(e), '\n')}, e, http.StatusOK
 	}
 	b.served++
 	if st.Response == nil {
-		fmt.Fprintf(b.r.diag, "ahp-tap mock backend ▸ %s was never answered in the recording; no answer sent\n", st.Describe())
+		printable.Fprintf(b.r.diag, "ahp-tap mock backend ▸ %s was never answered in the recording; no answer sent\n", st.Describe())
 		return nil, nil, http.StatusNoContent
 	}
 	resp = mock.Answer(st, f)
@@ -302,7 +303,7 @@ func (r *mockRun) serveStdio(in io.Reader, out io.Writer, conn string) error {
 	// answered, never held whole (a 2 GiB line without "\n" was).
 	sp := &tap.Splitter{Max: mockMaxBody, Emit: func(line []byte, _ tap.Framing, size int, truncated bool) {
 		if truncated {
-			fmt.Fprintf(r.diag, "ahp-tap mock backend ▸ a harness line of %d bytes is longer than the %d the mock reads; not answered\n", size, mockMaxBody)
+			printable.Fprintf(r.diag, "ahp-tap mock backend ▸ a harness line of %d bytes is longer than the %d the mock reads; not answered\n", size, mockMaxBody)
 			return
 		}
 		lines, _, _ := b.answer(&tap.Frame{Raw: bytes.Clone(line)})
@@ -379,7 +380,7 @@ func (r *mockRun) serveHTTP(ctx context.Context, ln net.Listener, readTimeout ti
 			aud.SubmitAll(items...)
 		}),
 	}
-	fmt.Fprintf(r.diag, "ahp-tap mock backend: serving %d recorded harness messages on http://%s/\n", len(r.rec.Steps), ln.Addr())
+	printable.Fprintf(r.diag, "ahp-tap mock backend: serving %d recorded harness messages on http://%s/\n", len(r.rec.Steps), ln.Addr())
 	done := make(chan error, 1) // receives Serve's result
 	go func() { done <- srv.Serve(ln) }()
 	var err error
@@ -482,9 +483,9 @@ func (h *harnessSide) compare() int {
 			continue
 		}
 		differing++
-		fmt.Fprintf(h.r.diag, "ahp-tap mock harness ▸ difference: %s\n", h.r.audit.Text(st.Describe()))
+		printable.Fprintf(h.r.diag, "ahp-tap mock harness ▸ difference: %s\n", h.r.audit.Text(st.Describe()))
 		for _, d := range diffs {
-			fmt.Fprintf(h.r.diag, "    %s\n", h.r.audit.Text(fmt.Sprint(d)))
+			printable.Fprintf(h.r.diag, "    %s\n", h.r.audit.Text(fmt.Sprint(d)))
 		}
 	}
 	return differing
@@ -533,7 +534,7 @@ func (r *mockRun) playStdio(ctx context.Context, argv []string, stderr io.Writer
 				r.session.Close()
 				return usageError("mock harness: cannot start the backend: %v", err)
 			}
-			fmt.Fprintf(r.diag, "ahp-tap mock harness: cannot start the backend for %s: %v\n", g[0].Describe(), err)
+			printable.Fprintf(r.diag, "ahp-tap mock harness: cannot start the backend for %s: %v\n", g[0].Describe(), err)
 			failed++
 		}
 	}
@@ -598,7 +599,7 @@ func (r *mockRun) playProcess(ctx context.Context, argv []string, stderr io.Writ
 		}
 		p := mock.Line(st.Request)
 		if _, err := toBackend.Write(p); err != nil {
-			fmt.Fprintf(r.diag, "ahp-tap mock harness: the backend stopped reading at %s: %v\n", st.Describe(), err)
+			printable.Fprintf(r.diag, "ahp-tap mock harness: the backend stopped reading at %s: %v\n", st.Describe(), err)
 			break
 		}
 		s.Stream(conn, tap.FromHarness, time.Now(), p)
@@ -633,7 +634,7 @@ func (r *mockRun) playProcess(ctx context.Context, argv []string, stderr io.Writ
 			exit.ExitCode, exit.Signal = -1, ws.Signal().String()
 		}
 	} else if werr != nil {
-		fmt.Fprintf(r.diag, "ahp-tap mock harness: waiting for the backend: %v\n", werr)
+		printable.Fprintf(r.diag, "ahp-tap mock harness: waiting for the backend: %v\n", werr)
 	}
 	s.Note(exit)
 	return nil
@@ -679,7 +680,7 @@ func (r *mockRun) playHTTP(ctx context.Context, url, token string, wait time.Dur
 		if err != nil {
 			failed++
 			detail := r.audit.Text(err.Error())
-			fmt.Fprintf(r.diag, "ahp-tap mock harness: %s: %s\n", r.audit.Text(st.Describe()), detail)
+			printable.Fprintf(r.diag, "ahp-tap mock harness: %s: %s\n", r.audit.Text(st.Describe()), detail)
 			s.Note(tap.Note{Kind: tap.NoteUpstreamFailure, Time: time.Now(), Conn: conn, Detail: detail})
 			continue
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"slices"
 	"time"
@@ -72,21 +71,21 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		return err
 	}
 	of.otlpx = otlpx
+	if err := refuseInputsAsOutputs(&rf, &of, ef.registration, fs.Args()); err != nil {
+		return err
+	}
 	if err := of.openLog("replay", m.diag()); err != nil {
 		return err
 	}
 	defer of.lg.Close() // idempotent; flushes on the error paths too
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	rs, err := rf.open(m, of.format, set["format"], &ef)
+	rs, err := rf.open(m, of.format, set["format"], &ef, l.cfg.Snapshot, of.threshold)
 	if err != nil {
 		return err
 	}
-	defer rs.close()
-	run, err := rs.newRun(l.cfg.Snapshot, of.threshold)
-	if err != nil {
-		return usageError("replay: %v", err)
-	}
+	defer rs.Close()
+	run := rs.Run()
 	rp := &replayer{flags: l, set: set, dir: dir, input: *input, diag: m.diag(), ctx: ctx, run: run}
 
 	var sources []report.Source
@@ -111,21 +110,18 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		}
 	}
 	if sig, ok := interruption(ctx); ok {
-		err := m.finishReports("replay", &of, &rf, rs, run, sources, nil)
+		err := m.finishReports("replay", &of, rs, sources)
 		if ee, isExit := err.(*exitError); err != nil && (!isExit || ee.code == 2) {
 			return err
 		}
 		return interruptedError(sig, "replay")
 	}
-	np := rp.notPossible()
 	if *conductMode != "off" {
-		src, cnp := rp.conductSource(m, names, *skew, *conductMode == "on")
-		if src != nil {
+		if src := rp.conductSource(m, names, *skew, *conductMode == "on"); src != nil {
 			sources = append(sources, *src)
 		}
-		np = append(np, cnp...)
 	}
-	return m.finishReports("replay", &of, &rf, rs, run, sources, np)
+	return m.finishReports("replay", &of, rs, sources)
 }
 
 // errInterrupted ends the replay of a file when a SIGINT/SIGTERM arrived;
@@ -160,30 +156,13 @@ type replayer struct {
 	line func() int
 	// progress is the progress bar of the input being replayed, or nil.
 	progress *progress
-	// notChecked holds what every session replayed so far could not
-	// check (the first one's reasons); sessions says whether there was
-	// one. Kept as it goes, so that memory does not grow with the
-	// sessions (a per_event capture has one per event).
-	notChecked []tap.NotChecked
-	sessions   bool
+	// lines holds the input line of each finding of the input, in the
+	// order of its findings (0: not known), for the text report.
+	lines []int
 }
 
 // interrupted reports whether a SIGINT/SIGTERM asked the replay to stop.
 func (rp *replayer) interrupted() bool { return rp.ctx != nil && rp.ctx.Err() != nil }
-
-// notPossible lists the checks that no session replayed could make (with
-// the first session's reason).
-func (rp *replayer) notPossible() []report.NotPossible {
-	return notPossible(rp.notChecked)
-}
-
-// intersectNotChecked keeps of have what next lists too (by check): the
-// checks no session could make, with the first session's reasons.
-func intersectNotChecked(have, next []tap.NotChecked) []tap.NotChecked {
-	return slices.DeleteFunc(have, func(nc tap.NotChecked) bool {
-		return !slices.ContainsFunc(next, func(o tap.NotChecked) bool { return o.Check == nc.Check })
-	})
-}
 
 // maxReplayExchanges caps the exchange records a replay keeps per input
 // for the reports (each conversation keeps its most recent answered
@@ -207,14 +186,32 @@ func (rp *replayer) keepRecords(recs []tap.ExchangeRecord) {
 // name, not again here; a registration a capture embeds is judged by the
 // session of each segment, as each live run did.
 func (rp *replayer) session(cfg tap.Config, out *[]tap.Finding, sharedEvents bool) *tap.Session {
-	return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.flags.opt),
-		Sink:                 tap.SinkFunc(func(f tap.Finding) { *out = append(*out, f); rp.run.Findings([]tap.Finding{f}) }),
-		Recorder:             frameCounter{&rp.frames, rp.run, rp.line, rp.progress},
+	sc := rp.sessionConfig(cfg, out)
+	sc.SharedEvents = sharedEvents
+	return tap.NewSession(rp.run.SessionConfig(sc, rp.lineOf))
+}
+
+// sessionConfig is the configuration of a replayed session: the rules of
+// the flags, its findings appended to out, its frames counted.
+func (rp *replayer) sessionConfig(cfg tap.Config, out *[]tap.Finding) tap.SessionConfig {
+	return tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.flags.opt),
+		Sink: tap.SinkFunc(func(f tap.Finding) {
+			*out = append(*out, f)
+			rp.lines = append(rp.lines, rp.run.LineOf(f))
+		}),
+		Recorder:             frameCounter{&rp.frames, rp.progress},
 		RegistrationReported: cfg.Registration != nil && cfg.Registration == rp.flags.cfg.Registration,
-		SharedEvents:         sharedEvents,
 		// As the live taps cap theirs (issue 8 item 9): a longer line is
 		// audited as a prefix (TAP-1) and the rest streams past.
-		MaxLine: maxReplayLine})
+		MaxLine: maxReplayLine}
+}
+
+// lineOf is the input line of the frame being recorded (0: not known).
+func (rp *replayer) lineOf() int {
+	if rp.line == nil {
+		return 0
+	}
+	return rp.line()
 }
 
 // close closes the sessions of a file, in order, and keeps what they
@@ -222,15 +219,9 @@ func (rp *replayer) session(cfg tap.Config, out *[]tap.Finding, sharedEvents boo
 func (rp *replayer) close(sessions []*tap.Session) {
 	for _, s := range sessions {
 		s.Close()
-		recs := s.Records()
-		rp.keepRecords(recs)
-		rp.run.Exchanges(recs)
+		rp.keepRecords(s.Records())
+		rp.run.Closed(s)
 		rp.forgotten += s.Forgotten()
-		if !rp.sessions {
-			rp.notChecked, rp.sessions = s.NotChecked(), true
-		} else {
-			rp.notChecked = intersectNotChecked(rp.notChecked, s.NotChecked())
-		}
 	}
 }
 
@@ -300,18 +291,17 @@ func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
 // segment's session is closed as soon as the segment is complete.
 func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 	var out []tap.Finding
-	stores := capture.NewStores()
 	cr.Damaged = rp.damaged
-	rp.line = cr.Line // a frame's line in the capture, for the reports
-	defer func() { rp.line = nil }()
-	err := capture.Replay(cr, func(h *capture.Header) (*tap.Session, error) {
-		cfg, err := rp.config(h)
+	err := rp.run.Replay(cr, func(h *capture.Header) (tap.SessionConfig, error) {
+		cfg, err := h.Config(rp.flags.cfg, overridesOf(rp.set))
 		if err != nil {
-			return nil, err
+			return tap.SessionConfig{}, err
 		}
-		cfg.Events = stores.For(h)
-		return rp.session(cfg, &out, h.State != ""), nil
-	}, func(s *tap.Session) { rp.close([]*tap.Session{s}) })
+		return rp.sessionConfig(cfg, &out), nil
+	}, func(s *tap.Session) {
+		rp.keepRecords(s.Records())
+		rp.forgotten += s.Forgotten()
+	})
 	if err != nil {
 		if rp.interrupted() {
 			// A signal closed the file under the reader: keep what
@@ -323,54 +313,55 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 	return out, nil
 }
 
-// frameCounter is a tap.Recorder that counts the frames a session audits.
-// It also hands each frame to the --report run (decoded early, which the
-// engine's own Decode then reuses) with its line in the input, when line
-// knows it (nil or 0: not known, as for HAR entries).
+// overridesOf says which capture header settings the flags given
+// explicitly override.
+func overridesOf(set map[string]bool) capture.Overrides {
+	return capture.Overrides{Snapshot: set["protocol-version"], Timeout: set["timeout"],
+		Registration: set["registration"], Hook: set["hook"]}
+}
+
+// frameCounter is a tap.Recorder that counts the frames a session audits
+// and moves the progress bar.
 type frameCounter struct {
 	n        *int
-	run      *report.Run
-	line     func() int
 	progress *progress // nil: no bar
 }
 
 func (c frameCounter) Record(f *tap.Frame) {
 	*c.n++
 	c.progress.frame()
-	if c.run != nil {
-		f.Decode()
-		line := 0
-		if c.line != nil {
-			line = c.line()
-		}
-		c.run.Frame(f, line)
-	}
 }
 func (c frameCounter) RecordNote(tap.Note) {}
 
-// config builds the engine configuration of a capture segment: the live
-// run's settings from its header, overridden by flags given explicitly.
-func (rp *replayer) config(h *capture.Header) (tap.Config, error) {
+// checkDocument checks one standalone document (check): a message is one
+// frame on no transport, a stream goes through the stdio framing rules, a
+// registration is judged as in §5. A document is an excerpt of a link: a
+// request without its response is no finding. It goes through a session
+// like every replayed input, so its reports say the same per check.
+func (rp *replayer) checkDocument(kind rules.DocKind, data []byte) ([]tap.Finding, []tap.ExchangeRecord) {
 	cfg := rp.flags.cfg
-	cfg.Transport = h.Transport
-	if h.Snapshot != "" && !rp.set["protocol-version"] {
-		cfg.Snapshot = h.Snapshot
+	cfg.Partial = true
+	var out []tap.Finding
+	switch kind {
+	case rules.DocRegistration:
+		reg, _, _ := tap.ParseJSON(data)
+		out = rules.Set(rp.flags.opt).Registration(reg, cfg.Resolved().Snapshot)
+		rp.run.Findings(out)
+		return out, nil
+	case rules.DocStream:
+		cfg.Transport = tap.Stdio
+	default:
+		cfg.Transport = tap.File
 	}
-	if h.TimeoutMs > 0 && !rp.set["timeout"] {
-		cfg.Timeout = time.Duration(h.TimeoutMs) * time.Millisecond
+	rp.records, rp.frames, rp.forgotten = nil, 0, 0
+	rp.line = func() int { return rp.frames } // frame N of a document is its line N
+	defer func() { rp.line = nil }()
+	s := rp.session(cfg, &out, true)
+	if kind == rules.DocStream {
+		s.Stream("", 0, time.Time{}, data)
+	} else {
+		s.Frame(&tap.Frame{Transport: tap.File, Raw: data})
 	}
-	if len(h.RegistrationDoc) > 0 && !rp.set["registration"] {
-		reg, _, err := tap.ParseJSON(h.RegistrationDoc)
-		if err != nil {
-			return cfg, fmt.Errorf("header registrationDoc is not JSON: %v", err)
-		}
-		cfg.Registration = reg
-		if !rp.set["hook"] {
-			cfg.HookID = h.Hook
-		}
-	}
-	if h.Lifecycle != "" {
-		cfg.Lifecycle = h.Lifecycle
-	}
-	return cfg, nil
+	rp.close([]*tap.Session{s})
+	return out, rp.records
 }

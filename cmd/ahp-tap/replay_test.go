@@ -184,7 +184,8 @@ func TestReplayMatchesLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	var live report.Collector
-	aud := tap.NewAuditor(tap.NewEngine(cfg, rules.Default(rules.Options{})), &live, w, 0)
+	aud := tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rules.Options{}), Sink: &live, Recorder: w,
+		RegistrationReported: true}).Audit(tap.AuditorConfig{})
 	for _, it := range items[1:] {
 		switch {
 		case it.Frame != nil:

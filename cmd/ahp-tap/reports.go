@@ -1,22 +1,16 @@
 package main
 
 import (
-	"bufio"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strings"
-	"syscall"
 
+	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
-
-// reportFormats are the --report formats, in the order the help lists them.
-var reportFormats = []string{"text", "json", "junit", "sarif", "github", "html"}
 
 // A reportSpec is one --report FORMAT[=FILE].
 type reportSpec struct {
@@ -38,11 +32,11 @@ func (l *reportList) String() string {
 func (l *reportList) Set(v string) error {
 	format, file, _ := strings.Cut(v, "=")
 	known := false
-	for _, f := range reportFormats {
+	for _, f := range output.ReportFormats {
 		known = known || f == format
 	}
 	if !known {
-		return fmt.Errorf("format %q is not one of %s", format, strings.Join(reportFormats, ", "))
+		return fmt.Errorf("format %q is not one of %s", format, strings.Join(output.ReportFormats, ", "))
 	}
 	*l = append(*l, reportSpec{format: format, file: file})
 	return nil
@@ -67,42 +61,15 @@ func (rf *reportFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&rf.quiet, "quiet", false, "no progress bar")
 }
 
-// reportSet is what reportFlags resolve to: the open report files, the
-// streaming writers, and the text/json outputs that are written from the
-// collected findings at the end.
-type reportSet struct {
-	writers  []report.Writer
-	closers  []io.Closer
-	classic  []classicReport // text and json
-	baseline *report.Baseline
-	claim    *report.Claim
-	root     string
-	sarif    *report.SARIF
-	html     *report.HTML
-	// baselined and claimMatrix are what the run concluded, for the
-	// text and json reports.
-	baselined   int
-	claimMatrix *report.ClaimMatrix
-	// header is the run's header; jsonHeader is it with the inputs'
-	// sizes and digests, once the run has ended.
-	header     report.Header
-	jsonHeader *report.JSONHeader
-}
-
-// A classicReport is a text or json report written at the end.
-type classicReport struct {
-	format string
-	w      io.Writer
-}
-
-// open validates the flags and opens every report file before any work,
-// so that a bad path fails fast (exit 2). format is --format, the
-// stdout shorthand, used when no --report names stdout.
-func (rf *reportFlags) open(m *Main, format string, formatSet bool, ef *engineFlags) (*reportSet, error) {
-	rs := &reportSet{root: rf.sarifRoot}
-	specs := append(reportList(nil), rf.reports...)
+// open validates the flags, reads the baseline and opens every report
+// file before any work, so that a bad path fails fast (exit 2), and starts
+// the report run (output.OpenReports). format is --format, the stdout
+// shorthand, used when no --report names stdout.
+func (rf *reportFlags) open(m *Main, format string, formatSet bool, ef *engineFlags, snapshot string, failOn tap.Level) (*output.Reports, error) {
+	var specs []output.ReportSpec
 	stdout := 0
-	for _, s := range specs {
+	for _, s := range rf.reports {
+		specs = append(specs, output.ReportSpec{Format: s.format, File: s.file})
 		if s.file == "" || s.file == "-" {
 			stdout++
 		}
@@ -114,172 +81,47 @@ func (rf *reportFlags) open(m *Main, format string, formatSet bool, ef *engineFl
 		if err := checkFormat(format); err != nil {
 			return nil, err
 		}
-		specs = append(reportList{{format: format}}, specs...)
+		specs = append([]output.ReportSpec{{Format: format}}, specs...)
 	} else if formatSet {
 		return nil, usageError("--format and a --report to standard output both given: use one")
 	}
-	if rf.baseline != "" {
-		f, err := os.Open(rf.baseline)
-		if err != nil {
-			return nil, usageError("--baseline: %v", err)
-		}
-		b, err := report.ReadBaseline(bufio.NewReader(f))
-		f.Close()
-		if err != nil {
-			return nil, usageError("--baseline %s: %v", rf.baseline, err)
-		}
-		rs.baseline = b
-	}
+	var claim *report.Claim
 	if rf.claim != "" {
 		c, err := report.ParseClaim(rf.claim, ef.spec, ef.snapshot)
 		if err != nil {
 			return nil, usageError("%v", err)
 		}
-		rs.claim = c
+		claim = c
 	}
-	for _, s := range specs {
-		var w io.Writer = m.Stdout
-		if s.file != "" && s.file != "-" {
-			f, err := createReport(s.file)
-			if err != nil {
-				rs.close()
-				return nil, usageError("--report %s=%s: %v", s.format, s.file, err)
-			}
-			rs.closers = append(rs.closers, f)
-			bw := bufio.NewWriterSize(f, 64<<10)
-			rs.closers = append([]io.Closer{flushCloser{bw}}, rs.closers...)
-			w = bw
-		}
-		switch s.format {
-		case "text", "json":
-			rs.classic = append(rs.classic, classicReport{format: s.format, w: w})
-		case "junit":
-			rs.writers = append(rs.writers, report.NewJUnit(w))
-		case "sarif":
-			rs.sarif = report.NewSARIF(w)
-			rs.writers = append(rs.writers, rs.sarif)
-		case "github":
-			rs.writers = append(rs.writers, report.NewGitHub(w, os.Getenv("GITHUB_STEP_SUMMARY")))
-		case "html":
-			rs.html = report.NewHTML(w)
-			rs.writers = append(rs.writers, rs.html)
-		}
-	}
-	if rf.writeBaseline != "" {
-		// Checked now, written at the end.
-		f, err := createReport(rf.writeBaseline)
-		if err != nil {
-			rs.close()
-			return nil, usageError("--write-baseline: %v", err)
-		}
-		f.Close()
+	rs, err := output.OpenReports(output.ReportsConfig{Specs: specs, Stdout: m.Stdout, Stderr: m.Stderr,
+		Baseline: rf.baseline, WriteBaseline: rf.writeBaseline, Claim: claim, SarifRoot: rf.sarifRoot,
+		Header:      report.Header{Tool: "ahp-tap", Version: version, Snapshot: snapshot, Catalogue: rules.Catalogue},
+		FailOn:      failOn,
+		StepSummary: os.Getenv("GITHUB_STEP_SUMMARY")})
+	if err != nil {
+		return nil, usageError("%v", err)
 	}
 	return rs, nil
 }
 
-// flushCloser flushes a buffered report file before it is closed.
-type flushCloser struct{ w *bufio.Writer }
-
-func (f flushCloser) Close() error { return f.w.Flush() }
-
-// createReport creates (or truncates) a report file: mode 0600, never
-// following a symlink at the path.
-func createReport(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%s is a symbolic link; refusing to write through it", path)
-		}
-		return nil, err
+// refuseInputsAsOutputs refuses a --report, --write-baseline or --log file
+// that is one of the inputs (issue 28 item 10); --write-baseline may name
+// the --baseline it replaces.
+func refuseInputsAsOutputs(rf *reportFlags, of *offlineFlags, registration string, inputs []string) error {
+	in := append([]string{registration}, inputs...)
+	withBaseline := append(append([]string(nil), in...), rf.baseline)
+	var outs [][2]string
+	for _, r := range rf.reports {
+		outs = append(outs, [2]string{"--report " + r.format + "=", r.file})
 	}
-	return f, nil
-}
-
-// close flushes and closes every report file; the first error wins.
-func (rs *reportSet) close() error {
-	var first error
-	for _, c := range rs.closers {
-		if err := c.Close(); err != nil && first == nil {
-			first = err
-		}
+	outs = append(outs, [2]string{"--log", of.logPath})
+	if err := output.RefuseInputs(outs, withBaseline); err != nil {
+		return usageError("%v", err)
 	}
-	rs.closers = nil
-	return first
-}
-
-// newRun starts the streaming report run.
-func (rs *reportSet) newRun(snapshot string, failOn tap.Level) (*report.Run, error) {
-	rs.header = report.Header{Tool: "ahp-tap", Version: version, Snapshot: snapshot, Catalogue: rules.Catalogue}
-	return report.NewRun(report.RunConfig{
-		Header:   rs.header,
-		Writers:  rs.writers,
-		Root:     rs.root,
-		Baseline: rs.baseline,
-		Claim:    rs.claim,
-		FailOn:   failOn,
-	})
-}
-
-// feedDocument hands one checked document to the streaming reports: its
-// frames (so findings get their line and fingerprint shape), findings and
-// exchanges. A stream's frame N is its line N; a message file is one frame
-// on line 1; a registration has no frames. kindName is the name the
-// document kind was detected by.
-func feedDocument(run *report.Run, kindName string, data []byte, cfg tap.Config, fds []tap.Finding, xs []tap.ExchangeRecord) {
-	if run == nil {
-		return
+	if err := output.RefuseInputs([][2]string{{"--write-baseline", rf.writeBaseline}}, in); err != nil {
+		return usageError("%v", err)
 	}
-	run.Note(cfg.Registration != nil, cfg.HookID != "", cfg.Timeout > 0 || cfg.HookID != "", "")
-	switch rules.DetectKind(kindName, data) {
-	case rules.DocRegistration:
-	case rules.DocStream:
-		for i, f := range rules.StreamFrames(data, 0) {
-			f.Seq = uint64(i + 1)
-			run.Frame(f, i+1)
-		}
-	default:
-		f := &tap.Frame{Seq: 1, Transport: tap.File, Raw: data}
-		f.Dir = tap.GuessDirection(f)
-		run.Frame(f, 1)
-	}
-	run.Findings(fds)
-	run.Exchanges(xs)
-}
-
-// finishStreams ends the streaming run for commands whose text/json
-// output is written elsewhere (finishOffline): writers get the totals, the
-// claim matrix and stale entries go to stderr, the baseline is written.
-func (rs *reportSet) finishStreams(m *Main, rf *reportFlags, run *report.Run, notPossible []report.NotPossible) (*report.End, error) {
-	end, err := run.Close(notPossible)
-	if err != nil {
-		rs.close()
-		return end, usageError("writing a report: %v", err)
-	}
-	rs.baselined, rs.claimMatrix = end.Baselined, end.Claim
-	rs.jsonHeader = report.HeaderOf(rs.header, end)
-	if end.Claim != nil && len(rs.classic) == 0 {
-		end.Claim.WriteText(m.Stderr)
-	}
-	if rs.sarif != nil && rs.sarif.Dropped() > 0 {
-		fmt.Fprintf(m.Stderr, "ahp-tap: SARIF report: %d results left out (GitHub takes at most %d per run)\n", rs.sarif.Dropped(), report.SARIFMaxResults)
-	}
-	for _, st := range end.Stale {
-		fmt.Fprintf(m.Stderr, "ahp-tap: %s\n", report.StaleText(st))
-	}
-	if rf.writeBaseline != "" {
-		f, err := createReport(rf.writeBaseline)
-		if err != nil {
-			return end, usageError("--write-baseline: %v", err)
-		}
-		werr := run.NewBaseline().Write(f)
-		if err := f.Close(); werr == nil {
-			werr = err
-		}
-		if werr != nil {
-			return end, usageError("--write-baseline: %v", werr)
-		}
-	}
-	return end, nil
+	return nil
 }
 
 // finishReports ends check and replay: the streaming reports get their
@@ -287,14 +129,14 @@ func (rs *reportSet) finishStreams(m *Main, rf *reportFlags, run *report.Run, no
 // where --report and --format say. The streaming run decides exit code 1
 // (it knows the baseline); exit code 2 from finishOffline (an input not
 // checked whole) wins.
-func (m *Main) finishReports(cmd string, of *offlineFlags, rf *reportFlags, rs *reportSet, run *report.Run, sources []report.Source, notPossible []report.NotPossible) error {
-	end, err := rs.finishStreams(m, rf, run, notPossible)
+func (m *Main) finishReports(cmd string, of *offlineFlags, rs *output.Reports, sources []report.Source) error {
+	end, err := rs.Finish()
 	if err != nil {
-		return err
+		return usageError("%v", err)
 	}
 	of.reports = rs
-	err = m.finishOffline(cmd, of, sources, notPossible)
-	if cerr := rs.close(); cerr != nil && err == nil {
+	err = m.finishOffline(cmd, of, sources, end.NotPossible)
+	if cerr := rs.Close(); cerr != nil && err == nil {
 		return usageError("writing a report: %v", cerr)
 	}
 	if ee, ok := err.(*exitError); err != nil && (!ok || ee.code != 1) {

@@ -27,7 +27,7 @@ func TestReportFlagUsage(t *testing.T) {
 		{"replay", "--report", "pdf=x.pdf", exampleCapture},                             // unknown format
 		{"replay", "--format", "json", "--report", "github", exampleCapture},            // --format and a stdout report
 		{"replay", "--claim", "role=proxy,binding=stdio,profiles=base", exampleCapture}, // bad claim
-		{"replay", "--baseline", "/nonexistent/baseline.json", exampleCapture},
+		{"replay", "--baseline", "reports_test.go", exampleCapture},                     // a baseline that is not one
 		{"check", "--report", "html=/nonexistent/dir/r.html", exampleCapture},
 	} {
 		r := runTap(t, "", args...)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/ahp-tap/ahp-tap/auditlink"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/stdio"
 )
 
@@ -127,7 +128,7 @@ func (m *Main) runAuditServer(_ context.Context, args []string) error {
 		defer close(rulesLoaded)
 		var err error
 		if l, err = sf.load(); err != nil {
-			fmt.Fprintf(m.Stderr, "ahp-tap: shared audit process: %v\n", err)
+			printable.Fprintf(m.Stderr, "ahp-tap: shared audit process: %v\n", err)
 			l = nil
 		}
 	}()

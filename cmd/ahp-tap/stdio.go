@@ -19,6 +19,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/auditlink"
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/conduct/live"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/stdio"
@@ -241,7 +242,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		// a directory that changed since is not used either, and never
 		// costs the audit.
 		if st, err := stdio.OpenDirStore(sf.state, m.diag()); err != nil {
-			fmt.Fprintf(m.diag(), "ahp-tap stdio: --state: %v; the state is not used (retries across processes are not checked)\n", err)
+			printable.Fprintf(m.diag(), "ahp-tap stdio: --state: %v; the state is not used (retries across processes are not checked)\n", err)
 		} else {
 			cfg.Events = st
 		}
@@ -273,10 +274,10 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		}
 		w, err := capture.Create(sf.capture, h)
 		if err != nil {
-			fmt.Fprintf(m.diag(), "ahp-tap: cannot open the capture: %v; nothing is captured, traffic is not affected\n", err)
+			printable.Fprintf(m.diag(), "ahp-tap: cannot open the capture: %v; nothing is captured, traffic is not affected\n", err)
 		} else {
 			if n := w.Notice(); n != "" {
-				fmt.Fprintf(m.diag(), "ahp-tap: capture: %s\n", n)
+				printable.Fprintf(m.diag(), "ahp-tap: capture: %s\n", n)
 			}
 			r.capture, rec = w, w
 		}
@@ -355,9 +356,9 @@ func (r *stdioRun) closeWithin(d time.Duration) {
 		// Close waits for a write in progress, so it runs bounded.
 		c := r.capture
 		if !within(max(time.Until(deadline), time.Millisecond), func() { c.Close() }) {
-			fmt.Fprintf(r.diag, "ahp-tap: the capture could not be closed within %s of exiting (a write blocks); it may be incomplete, traffic was not affected\n", d)
+			printable.Fprintf(r.diag, "ahp-tap: the capture could not be closed within %s of exiting (a write blocks); it may be incomplete, traffic was not affected\n", d)
 		} else if err := c.Err(); err != nil {
-			fmt.Fprintf(r.diag, "ahp-tap: writing the capture failed (%v); it is incomplete, traffic was not affected\n", err)
+			printable.Fprintf(r.diag, "ahp-tap: writing the capture failed (%v); it is incomplete, traffic was not affected\n", err)
 		}
 	}
 }
@@ -393,6 +394,6 @@ func (r *stdioRun) writeSummary(w io.Writer, res stdio.Result) {
 	if res.Signal != 0 {
 		how = "was killed by " + res.Signal.String()
 	}
-	fmt.Fprintf(w, "ahp-tap: backend %s\n", how)
+	printable.Fprintf(w, "ahp-tap: backend %s\n", how)
 	s.WriteText(w)
 }

@@ -5,14 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -68,11 +69,17 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 		if name == "-" {
 			tl.r = m.Stdin
 		} else {
-			f, err := os.Open(name)
+			f, err := openInterruptibly(ctx, name)
+			if errors.Is(err, errInterrupted) {
+				return nil // a signal while a FIFO waited for a writer
+			}
 			if err != nil {
 				return usageError("tail: %v", err)
 			}
 			defer f.Close()
+			// A signal ends a read that waits (a FIFO, a pipe): closing a
+			// pollable file ends its Read (issue 28 item 16).
+			defer context.AfterFunc(ctx, func() { f.Close() })()
 			tl.r = f
 		}
 		logs = append(logs, tl)
@@ -88,14 +95,14 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 			Time time.Time `json:"time"`
 		}
 		if json.Unmarshal(line, &f) != nil || f.Check == "" || json.Unmarshal(line, &probe) != nil {
-			fmt.Fprintf(m.Stderr, "ahp-tap: tail %s:%d: not a finding record, skipped\n", tl.name, tl.line)
+			printable.Fprintf(m.Stderr, "ahp-tap: tail %s:%d: not a finding record, skipped\n", tl.name, tl.line)
 			return
 		}
 		if !keep(f) {
 			return
 		}
 		if prefix {
-			out.WriteString(tl.name + ": ")
+			out.WriteString(printable.Line(tl.name + ": "))
 		}
 		if !probe.Time.IsZero() {
 			out.WriteString(probe.Time.Local().Format("15:04:05.000") + " ")
@@ -165,4 +172,31 @@ func (l *listFlag) Set(s string) error {
 		}
 	}
 	return nil
+}
+
+// openInterruptibly opens name for reading, giving up when ctx ends first:
+// opening a FIFO blocks until a writer opens it, and a SIGTERM meanwhile
+// must end the command (issue 28 item 16). The abandoned open is closed
+// if it ever completes.
+func openInterruptibly(ctx context.Context, name string) (*os.File, error) {
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(name)
+		ch <- opened{f, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.f, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-ch; o.f != nil {
+				o.f.Close()
+			}
+		}()
+		return nil, errInterrupted
+	}
 }

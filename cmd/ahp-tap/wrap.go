@@ -10,7 +10,9 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 	"github.com/ahp-tap/ahp-tap/wrap"
@@ -84,7 +86,7 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 	}
 	invalid := false
 	for _, f := range fds {
-		fmt.Fprintf(m.Stderr, "%s: %s\n", in, f)
+		printable.Fprintf(m.Stderr, "%s: %s\n", in, f)
 		invalid = invalid || f.Level == tap.Error
 	}
 	if invalid {
@@ -102,13 +104,13 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 		return usageError("wrap: %v", err)
 	}
 	for _, c := range changes {
-		fmt.Fprintf(m.Stderr, "ahp-tap wrap: %s (%s): %s", c.Hook, c.Transport, c.Action)
+		printable.Fprintf(m.Stderr, "ahp-tap wrap: %s (%s): %s", c.Hook, c.Transport, c.Action)
 		if c.Detail != "" {
-			fmt.Fprintf(m.Stderr, ": %s", c.Detail)
+			printable.Fprintf(m.Stderr, ": %s", c.Detail)
 		}
 		fmt.Fprintln(m.Stderr)
 		if c.Command != nil {
-			fmt.Fprintf(m.Stderr, "  the harness now posts to http://%s; start that tap before the harness:\n    %s\n", c.Listen, wrap.ShellQuote(c.Command))
+			printable.Fprintf(m.Stderr, "  the harness now posts to http://%s; start that tap before the harness:\n    %s\n", c.Listen, wrap.ShellQuote(c.Command))
 		}
 		if o.Conduct != "" && c.Action != "wrapped" {
 			fmt.Fprintf(m.Stderr, "ahp-tap wrap: note: %s is not tapped with --conduct: the live conduct timeline does not judge the events it intercepts\n", c.Hook)
@@ -164,7 +166,7 @@ func (m *Main) runUnwrap(ctx context.Context, args []string) error {
 		return usageError("unwrap: %v", err)
 	}
 	for _, c := range changes {
-		fmt.Fprintf(m.Stderr, "ahp-tap unwrap: %s (%s): %s\n", c.Hook, c.Transport, c.Action)
+		printable.Fprintf(m.Stderr, "ahp-tap unwrap: %s (%s): %s\n", c.Hook, c.Transport, c.Action)
 	}
 	return nil
 }
@@ -188,7 +190,10 @@ func tapExecutable(p string) (string, error) {
 }
 
 func readRegistration(name string) ([]byte, iofs.FileInfo, error) {
-	f, err := os.Open(name)
+	// O_NONBLOCK: a FIFO without a writer is refused below instead of
+	// blocking the open, where no signal would be seen (issue 28 item 16);
+	// a regular file ignores it.
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, err
 	}

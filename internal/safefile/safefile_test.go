@@ -143,3 +143,95 @@ func TestOpenAppendRefusesKernelFiles(t *testing.T) {
 		t.Errorf("/proc/version mode changed from %v to %v", before.Mode(), after.Mode())
 	}
 }
+
+// TestCreate checks the report/baseline opener: a regular file is
+// truncated and made 0600 (with a notice when it was wider); a symlink, a
+// FIFO (without blocking) and a directory are refused, and nothing is
+// truncated through them.
+func TestCreate(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "r.sarif")
+	os.WriteFile(p, []byte("old contents"), 0o644)
+	os.Chmod(p, 0o644)
+	f, notice, err := Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("new")
+	f.Close()
+	if b, _ := os.ReadFile(p); string(b) != "new" {
+		t.Errorf("contents %q, want the old ones truncated", b)
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 || !strings.Contains(notice, "changed it to 0600") {
+		t.Errorf("mode %v, notice %q; want 0600 and a notice", fi.Mode().Perm(), notice)
+	}
+	if _, notice, err := Create(filepath.Join(dir, "fresh")); err != nil || notice != "" {
+		t.Errorf("a new file: %v %q", err, notice)
+	}
+	target := filepath.Join(dir, "target")
+	os.WriteFile(target, []byte("keep"), 0o600)
+	link := filepath.Join(dir, "link")
+	os.Symlink(target, link)
+	if _, _, err := Create(link); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("a symlink: %v", err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep" {
+		t.Errorf("the symlink's target was truncated: %q", b)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err == nil {
+		if _, _, err := Create(fifo); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("a FIFO: %v", err)
+		}
+		if _, err := AppendExisting(fifo); err == nil {
+			t.Error("AppendExisting opened a FIFO")
+		}
+	}
+	if _, _, err := Create(dir); err == nil {
+		t.Error("a directory was opened")
+	}
+	if _, err := AppendExisting(link); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("AppendExisting through a symlink: %v", err)
+	}
+	summary := filepath.Join(dir, "summary.md")
+	os.WriteFile(summary, []byte("a\n"), 0o644)
+	os.Chmod(summary, 0o644)
+	g, err := AppendExisting(summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.WriteString("b\n")
+	g.Close()
+	if b, _ := os.ReadFile(summary); string(b) != "a\nb\n" {
+		t.Errorf("appended %q", b)
+	}
+	if fi, _ := os.Stat(summary); fi.Mode().Perm() != 0o644 {
+		t.Errorf("AppendExisting changed the owner's mode to %v", fi.Mode().Perm())
+	}
+}
+
+// TestSameFile checks that an output is matched to an input by device and
+// inode, not by name.
+func TestSameFile(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	os.WriteFile(in, []byte("x"), 0o600)
+	hard := filepath.Join(dir, "hard")
+	if err := os.Link(in, hard); err != nil {
+		t.Skip(err)
+	}
+	if same, ok := SameFile(hard, []string{"", "-", filepath.Join(dir, "other"), in}); !ok || same != in {
+		t.Errorf("hard link: %q %v", same, ok)
+	}
+	if _, ok := SameFile(filepath.Join(dir, ".", "in"), []string{in}); !ok {
+		t.Error("another spelling of the path is not the same file")
+	}
+	other := filepath.Join(dir, "other")
+	os.WriteFile(other, []byte("x"), 0o600)
+	if _, ok := SameFile(other, []string{in}); ok {
+		t.Error("two files with equal contents are the same file")
+	}
+	if _, ok := SameFile(filepath.Join(dir, "missing"), []string{in}); ok {
+		t.Error("a missing path is a file")
+	}
+}

@@ -1,0 +1,216 @@
+// Package output is the way out of a live link, the twin of tap.Session on
+// the way in: built once from a Config (never from flags), it owns where
+// findings and frames go — the violation log, the console, an OTLP
+// exporter, more sinks (metrics) and a collector for the summary — and the
+// capture with its header, and it closes them all within a deadline and
+// gives the summary. A command becomes: flags → tap.SessionConfig +
+// output.Config; tap.NewSession(…Sink: o.Sink(), Recorder: o.Recorder());
+// feed; o.Close(deadline); o.Summary(…).
+package output
+
+import (
+	"errors"
+	"fmt"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
+	"io"
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/otlpexport"
+	"github.com/ahp-tap/ahp-tap/report"
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// Config says where the findings and frames of one live link go.
+type Config struct {
+	// Name prefixes the one-line notices ("ahp-tap http: …").
+	Name string
+	// Diag receives one-line notices; it must never block.
+	Diag io.Writer
+	// Console, when set, prints each finding as a readable line (the
+	// --console view).
+	Console io.Writer
+	// Log is the violation log's path ("": none, "-": standard error).
+	// With LogBestEffort a log that cannot be opened is said on Diag and
+	// skipped (a stdio tap's backend must run whatever happens to its
+	// aids); otherwise Open fails.
+	Log           string
+	LogBestEffort bool
+	// Capture is the capture file's path ("": none), Header its header.
+	// With CaptureBestEffort a capture that cannot be created is said on
+	// Diag and skipped; otherwise Open fails.
+	Capture           string
+	Header            capture.Header
+	CaptureBestEffort bool
+	// OTLP, when set, exports every finding (opened by the command from
+	// its flags); Close gives it at most OTLPClose.
+	OTLP      *otlpexport.Exporter
+	OTLPClose time.Duration
+	// Sinks are more places every finding goes (metrics).
+	Sinks []tap.Sink
+	// SummaryLimit caps the examples the summary's collector keeps per
+	// check (0: no cap; a long-running tap counts only, with 1).
+	SummaryLimit int
+}
+
+// An Output is the open way out of one link.
+type Output struct {
+	cfg       Config
+	collector *report.Collector
+	log       *report.Log
+	console   *report.Console
+	capture   *capture.Writer
+	sink      tap.MultiSink
+	others    tap.MultiSink // every sink but the exporter
+	closed    bool
+}
+
+// MinClose is what closing the log and the capture gets when the deadline
+// has already passed.
+const MinClose = 100 * time.Millisecond
+
+// Open opens every output of cfg. On an error nothing stays open.
+func Open(cfg Config) (*Output, error) {
+	if cfg.Diag == nil {
+		cfg.Diag = io.Discard
+	}
+	o := &Output{cfg: cfg, collector: &report.Collector{Limit: cfg.SummaryLimit}}
+	o.sink = tap.MultiSink{o.collector}
+	o.sink = append(o.sink, cfg.Sinks...)
+	if cfg.Console != nil {
+		o.console = report.NewConsole(cfg.Console, report.UseColour(cfg.Console))
+		o.sink = append(o.sink, o.console)
+	}
+	if cfg.Log != "" {
+		if cfg.LogBestEffort {
+			o.log = report.OpenLogBestEffort(cfg.Log, cfg.Diag)
+		} else {
+			lg, err := report.OpenLog(cfg.Log, cfg.Diag)
+			if err != nil {
+				return nil, err
+			}
+			o.log = lg
+		}
+		o.sink = append(o.sink, o.log)
+	}
+	o.others = o.sink
+	if cfg.OTLP != nil {
+		o.sink = append(o.sink, cfg.OTLP)
+	}
+	if cfg.Capture != "" {
+		w, err := capture.Create(cfg.Capture, cfg.Header)
+		switch {
+		case err != nil && cfg.CaptureBestEffort:
+			printable.Fprintf(cfg.Diag, "ahp-tap: cannot open the capture: %v; nothing is captured, traffic is not affected\n", err)
+		case err != nil:
+			o.log.Close()
+			return nil, fmt.Errorf("cannot open capture: %v", err)
+		default:
+			if n := w.Notice(); n != "" {
+				printable.Fprintf(cfg.Diag, "ahp-tap %s: capture: %s\n", cfg.Name, n)
+			}
+			o.capture = w
+		}
+	}
+	return o, nil
+}
+
+// Sink is where every finding of the link goes.
+func (o *Output) Sink() tap.Sink { return o.sink }
+
+// Recorder is the capture, or nil.
+func (o *Output) Recorder() tap.Recorder {
+	if o.capture == nil {
+		return nil
+	}
+	return o.capture
+}
+
+// Close flushes and closes the exporter, the log, the console and the
+// capture, giving up at deadline (each still gets MinClose): a sink that
+// blocks (stderr not read, a hung mount, a collector that does not answer)
+// never holds up the exit. What the exporter could not send is a TAP-1
+// finding in the log and the summary. It returns the first error of the
+// log or the capture, and is idempotent.
+func (o *Output) Close(deadline time.Time) error {
+	if o.closed {
+		return nil
+	}
+	o.closed = true
+	left := func() time.Duration { return max(time.Until(deadline), MinClose) }
+	if o.cfg.OTLP != nil {
+		d := left()
+		if o.cfg.OTLPClose > 0 {
+			d = min(d, o.cfg.OTLPClose)
+		}
+		if f := o.cfg.OTLP.Close(d); f != nil {
+			o.others.Write(*f) // what it could not send: TAP-1
+		}
+	}
+	logErr := o.log.CloseWithin(left())
+	o.console.Close()
+	var capErr error
+	if c := o.capture; c != nil {
+		// Close waits for a write in progress, so it runs bounded.
+		if !within(left(), func() { capErr = errors.Join(c.Err(), c.Close()) }) {
+			capErr = nil
+			fmt.Fprintf(o.cfg.Diag, "ahp-tap %s: the capture could not be closed in time (a write blocks); it may be incomplete, traffic was not affected\n", o.cfg.Name)
+		}
+	}
+	if logErr != nil {
+		return fmt.Errorf("closing the log: %v", logErr)
+	}
+	if capErr != nil {
+		return fmt.Errorf("writing the capture: %v", capErr)
+	}
+	return nil
+}
+
+// Summary is the link's summary: the findings counted, the frames not
+// audited, what the session could not check (the catalogue's answer,
+// Session.NotChecked), and where the findings went.
+func (o *Output) Summary(notAudited uint64, s *tap.Session) *report.Summary {
+	sum := o.collector.Summary()
+	sum.NotAudited = notAudited
+	if s != nil {
+		for _, n := range s.NotChecked() {
+			sum.NotPossible = append(sum.NotPossible, report.NotPossible{Check: n.Check, Reason: n.Reason})
+		}
+	}
+	sum.LogDropped = o.log.Dropped()
+	sum.FindingsTo = FindingsTo(o.cfg.Log, o.log.Failed(), o.console != nil)
+	return sum
+}
+
+// FindingsTo says where a live tap's findings went, for its summary.
+func FindingsTo(logPath string, logFailed bool, console bool) []string {
+	var out []string
+	switch {
+	case logPath == "-":
+		out = append(out, "standard error (--log -, JSON Lines)")
+	case logPath != "" && !logFailed:
+		out = append(out, "the violation log "+logPath+" (read it with 'ahp-tap tail "+logPath+"')")
+	}
+	if console {
+		out = append(out, "standard error (--console)")
+	}
+	if len(out) == 0 {
+		out = append(out, "nowhere but this summary: give --console, or --log PATH")
+	}
+	return out
+}
+
+// within runs fn and waits up to d for it to return; it reports whether it
+// did. fn is left running otherwise.
+func within(d time.Duration, fn func()) bool {
+	done := make(chan struct{})
+	go func() { fn(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}

@@ -1,0 +1,138 @@
+package output
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/rules"
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// TestOutputOfASession feeds a real session through an Output with a log,
+// a console and a capture, and checks what each received, the summary,
+// and that the files are 0600.
+func TestOutputOfASession(t *testing.T) {
+	dir := t.TempDir()
+	logPath, capPath := filepath.Join(dir, "v.log"), filepath.Join(dir, "s.capture")
+	var console, diag bytes.Buffer
+	o, err := Open(Config{Name: "test", Diag: &diag, Console: &console, Log: logPath, Capture: capPath,
+		Header: capture.Header{Tool: "test", Transport: tap.Stdio}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio}, Rules: rules.Set(rules.Options{}),
+		Sink: o.Sink(), Recorder: o.Recorder(), Conn: "stdio:1"})
+	s.Stream("stdio:1", tap.FromBackend, time.Now(), []byte("banner\n"))
+	s.Close()
+	if err := o.Close(time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	sum := o.Summary(3, s)
+	if sum.Levels.Error == 0 || sum.NotAudited != 3 {
+		t.Errorf("summary %+v: want the STDIO-1 error and 3 frames not audited", sum)
+	}
+	var notChecked []string
+	for _, np := range sum.NotPossible {
+		notChecked = append(notChecked, np.Check)
+	}
+	if got := strings.Join(notChecked, " "); got != "STDIO-2 STDIO-3 BASE-5 CORR-3" {
+		t.Errorf("not checked %q, want the catalogue's answer for a bare stdio link", got)
+	}
+	if !strings.Contains(strings.Join(sum.FindingsTo, "; "), "v.log") || !strings.Contains(strings.Join(sum.FindingsTo, "; "), "--console") {
+		t.Errorf("findings to %v", sum.FindingsTo)
+	}
+	if !strings.Contains(console.String(), "STDIO-1") {
+		t.Errorf("console %q lacks the finding", console.String())
+	}
+	for _, p := range []string{logPath, capPath} {
+		b, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(b, []byte("banner")) && !bytes.Contains(b, []byte("STDIO-1")) {
+			t.Errorf("%s: %v %q", p, err, b)
+		}
+		if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v, want 0600", p, fi.Mode().Perm())
+		}
+	}
+	if err := o.Close(time.Now()); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestOutputOpenFailures checks that an output that cannot be opened is an
+// error, or with best effort one diagnostic line and no output.
+func TestOutputOpenFailures(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "no", "such", "dir", "f")
+	if _, err := Open(Config{Log: bad}); err == nil {
+		t.Error("a log in a missing directory opened")
+	}
+	if _, err := Open(Config{Capture: bad}); err == nil || !strings.Contains(err.Error(), "cannot open capture") {
+		t.Errorf("a capture in a missing directory: %v", err)
+	}
+	var diag bytes.Buffer
+	o, err := Open(Config{Name: "test", Diag: &diag, Log: bad, LogBestEffort: true, Capture: bad, CaptureBestEffort: true})
+	if err != nil {
+		t.Fatalf("best effort: %v", err)
+	}
+	if o.Recorder() != nil {
+		t.Error("a capture that could not be created records")
+	}
+	if !strings.Contains(diag.String(), "cannot open the capture") {
+		t.Errorf("diag %q does not say the capture failed", diag.String())
+	}
+	if err := o.Close(time.Now()); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+// TestReportsOfARun opens a JUnit and a text report, feeds a session
+// through the run, and checks that the files are 0600 and hold the
+// finding, and that an output that is an input (a hard link to it) is
+// refused.
+func TestReportsOfARun(t *testing.T) {
+	dir := t.TempDir()
+	junit := filepath.Join(dir, "r.xml")
+	var stdout bytes.Buffer
+	rs, err := OpenReports(ReportsConfig{Specs: []ReportSpec{{Format: "junit", File: junit}, {Format: "text"}}, Stdout: &stdout,
+		Baseline: filepath.Join(dir, "missing.json"), FailOn: tap.Error})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := rs.Run()
+	run.StartInput("in.jsonl")
+	s := tap.NewSession(run.SessionConfig(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio}, Rules: rules.Set(rules.Options{})}, nil))
+	s.Stream("", tap.FromBackend, time.Time{}, []byte("banner\n"))
+	s.Close()
+	run.Closed(s)
+	end, err := rs.Finish()
+	if err != nil || !end.Failing() {
+		t.Fatalf("Finish: %v, failing %v; want a failing run (STDIO-1)", err, end != nil && end.Failing())
+	}
+	if len(rs.Classic()) != 1 || rs.Classic()[0].Format != "text" {
+		t.Errorf("classic reports %+v", rs.Classic())
+	}
+	if err := rs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(junit)
+	if !bytes.Contains(b, []byte("STDIO-1")) {
+		t.Errorf("JUnit lacks the finding: %s", b)
+	}
+	if fi, _ := os.Stat(junit); fi.Mode().Perm() != 0o600 {
+		t.Errorf("JUnit mode %v", fi.Mode().Perm())
+	}
+	alias := filepath.Join(dir, "alias")
+	if err := os.Link(junit, alias); err != nil {
+		t.Skip(err)
+	}
+	if err := RefuseInputs([][2]string{{"--report junit=", alias}}, []string{junit}); err == nil {
+		t.Error("an output that is an input (hard link) was not refused")
+	}
+	if err := RefuseInputs([][2]string{{"--report junit=", filepath.Join(dir, "other.xml")}}, []string{junit}); err != nil {
+		t.Errorf("another file refused: %v", err)
+	}
+}
