@@ -20,7 +20,7 @@ import (
 
 // exampleModes are the behaviours of `ahp-tap example-backend --mode`.
 var exampleModes = []struct{ name, help string }{
-	{"conforming", "answer correctly: deny dangerous tool calls, no effects otherwise, a manifest for hooks/capabilities (default)"},
+	{"conforming", "answer correctly: deny dangerous tool calls, no effects otherwise, a manifest for hooks/capabilities"},
 	{"demo", "conforming, plus the faults ahp-tap demo shows: a banner and a log line on stdout, an unadvertised effect, a wrong protocolVersion"},
 	{"banner", "conforming, but print a startup banner on stdout first (STDIO-1)"},
 	{"wrong-version", `answer every request with protocolVersion "2025-01-01" (BASE-2)`},
@@ -70,6 +70,9 @@ func (m *Main) runExampleBackend(ctx context.Context, args []string) error {
 	delay := fs.Duration("delay", 2*time.Second, "how long --mode slow waits before answering")
 	snapshot := fs.String("protocol-version", tap.DefaultSnapshot, "the protocol snapshot `V` the backend supports")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
+		return err
+	}
+	if err := noArguments(fs); err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(exampleModes, func(x struct{ name, help string }) bool { return x.name == *mode }) {

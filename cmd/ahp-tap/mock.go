@@ -101,7 +101,7 @@ func (m *Main) runMock(ctx context.Context, args []string) error {
 	case "harness":
 		return m.runMockHarness(ctx, args[1:])
 	case "-h", "--help", "help":
-		fmt.Fprintln(m.Stdout, mockUsage)
+		printHelp(m.Stdout, "mock", nil)
 		return nil
 	}
 	return usageError("mock: %q is not backend or harness (run 'ahp-tap mock -h')", args[0])
@@ -348,7 +348,7 @@ func (r *mockRun) serveHTTP(ctx context.Context, ln net.Listener, readTimeout ti
 		// this (200 slow-body connections were still open after 25 s).
 		ReadTimeout: readTimeout,
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
-			return context.WithValue(ctx, connKey{}, fmt.Sprintf("http/%d", conns.Add(1)))
+			return context.WithValue(ctx, connKey{}, tap.HTTPConn(conns.Add(1)))
 		},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			start := time.Now()
@@ -656,7 +656,7 @@ func (r *mockRun) playHTTP(ctx context.Context, url, token string, wait time.Dur
 	s := r.session
 	h := &harnessSide{r: r, got: map[string][]*tap.Frame{}}
 	client := &http.Client{Timeout: wait, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	const conn = "http/1"
+	conn := tap.HTTPConn(1)
 	failed := 0
 	for _, st := range r.rec.Steps {
 		if ctx.Err() != nil {

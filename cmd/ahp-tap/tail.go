@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -69,14 +71,32 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 			tl.r = m.Stdin
 		} else {
 			f, err := os.Open(name)
+			if errors.Is(err, os.ErrNotExist) && *follow {
+				// Issue 21 item 7: like tail -F, wait for a log that a
+				// tap has not created yet.
+				fmt.Fprintf(m.Stderr, "ahp-tap tail: %s does not exist yet; waiting for it\n", name)
+				tl.waiting = true
+				logs = append(logs, tl)
+				continue
+			}
 			if err != nil {
 				return usageError("tail: %v", err)
 			}
 			defer f.Close()
+			if err := notALog(f, name); err != nil {
+				return err
+			}
 			tl.r = f
 		}
 		logs = append(logs, tl)
 	}
+	defer func() {
+		for _, tl := range logs {
+			if c, ok := tl.r.(io.Closer); ok && tl.opened {
+				c.Close()
+			}
+		}
+	}()
 	prefix := len(logs) > 1
 	print := func(tl *tailedLog, line []byte) {
 		tl.line++
@@ -104,6 +124,14 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 	}
 	for {
 		for _, tl := range logs {
+			if tl.waiting {
+				if err := tl.open(); err != nil {
+					return err
+				}
+				if tl.waiting {
+					continue
+				}
+			}
 			tl.read(print)
 		}
 		if !*follow {
@@ -123,8 +151,62 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 	}
 }
 
+// notALog refuses what tail cannot read as a violation log, with the
+// command that can (issue 21 item 7: a directory printed nothing and
+// exited 0; a capture printed one "skipped" line per record).
+func notALog(f *os.File, name string) error {
+	st, err := f.Stat()
+	if err != nil {
+		return usageError("tail: %v", err)
+	}
+	if st.IsDir() {
+		return usageError("tail: %s is a directory, not a violation log (give the log file --log wrote)", name)
+	}
+	if !st.Mode().IsRegular() {
+		return nil // a FIFO or a terminal: read as it comes
+	}
+	// The first line, read without moving the offset tail reads from.
+	head := make([]byte, peekSize)
+	n, _ := f.ReadAt(head, 0)
+	head = bytes.TrimLeft(head[:n], " \t\r\n")
+	if i := bytes.IndexByte(head, '\n'); i >= 0 {
+		head = head[:i]
+	}
+	head = bytes.TrimSpace(head)
+	if capture.IsHeader(head) {
+		return usageError("tail: %s is a capture, not a violation log: re-check it with 'ahp-tap replay %s'", name, name)
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(head, &probe) == nil && probe["jsonrpc"] != nil {
+		return usageError("tail: %s holds AHP messages, not findings: check them with 'ahp-tap check %s'", name, name)
+	}
+	return nil
+}
+
+// open opens a log -f is waiting for, once it exists (waiting stays true
+// until then).
+func (tl *tailedLog) open() error {
+	f, err := os.Open(tl.name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return usageError("tail: %v", err)
+	}
+	if err := notALog(f, tl.name); err != nil {
+		f.Close()
+		return err
+	}
+	tl.r, tl.waiting, tl.opened = f, false, true
+	return nil
+}
+
 // A tailedLog is one log being read, with the part of a line not yet ended.
 type tailedLog struct {
+	// waiting says the log did not exist yet when -f started; opened that
+	// open opened it since (closed at the end).
+	waiting, opened bool
+
 	name    string
 	r       io.Reader
 	line    int
