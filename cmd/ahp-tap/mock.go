@@ -517,7 +517,7 @@ func (b *backendLines) read(r io.Reader) {
 func (r *mockRun) playStdio(ctx context.Context, argv []string, stderr io.Writer, wait time.Duration) error {
 	h := &harnessSide{r: r, got: map[string][]*tap.Frame{}}
 	groups := [][]*mock.Step{r.rec.Steps}
-	if r.session.Config().Lifecycle == "per_event" {
+	if r.session.Config().Resolved().Lifecycle == tap.LifecyclePerEvent {
 		groups = nil
 		for _, st := range r.rec.Steps {
 			groups = append(groups, []*mock.Step{st})
