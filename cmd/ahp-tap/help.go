@@ -29,8 +29,8 @@ audited off the forwarding path. A --log or --capture that cannot be opened is e
 	"demo":            "usage: ahp-tap demo [flags]\nRun an example harness and backend through a live stdio tap and print the findings.",
 	"rules":           "usage: ahp-tap rules [flags]\nList every check and rule: ID, requirement, level, one line.",
 	"tail":            "usage: ahp-tap tail [flags] LOG...\nPrint a violation log (--log) as readable lines; with -f, follow it as it grows (a log that does not\nexist yet is waited for, as tail -F does). A capture or a stream of messages is refused (exit 2).",
-	"example-backend": "usage: ahp-tap example-backend [flags]\nAn example AHP backend on stdio, with known faults per --mode, for testing a harness.",
-	"example-harness": "usage: ahp-tap example-harness [flags] [CMD [ARGS...]]\nAn example AHP harness that plays a short session (against CMD, or on stdin/stdout).",
+	"example-backend": "usage: ahp-tap example-backend [flags]\nAn example AHP backend on stdio (or over HTTP with --listen), with known faults per --mode, for testing a harness.",
+	"example-harness": "usage: ahp-tap example-harness [flags] [CMD [ARGS...]]\nAn example AHP harness that plays a short session: against CMD (once, or once per message with\n--lifecycle per_event), on stdin/stdout, or over HTTP to --url.",
 	"ca": `usage: ahp-tap ca init DIR
 Create a CA for HTTPS interception ('http --forward --mitm-ca DIR') in DIR (files 0600).
 Whoever trusts its certificate lets the holder of its key read and change all their HTTPS traffic:

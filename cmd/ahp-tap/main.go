@@ -199,8 +199,8 @@ Commands:
   stdio           wrap a stdio backend: ahp-tap stdio [flags] -- CMD [ARGS...]
   http            reverse (or forward) proxy in front of an HTTP backend
   rules           list every check and rule
-  example-backend an example AHP backend on stdio, for testing harnesses (--mode MODE)
-  example-harness an example AHP harness that plays a short session
+  example-backend an example AHP backend on stdio or HTTP, for testing harnesses (--mode MODE)
+  example-harness an example AHP harness that plays a short session (stdio, per_event or HTTP)
   wrap            put ahp-tap in front of every backend of a registration (--dir DIR [-o FILE] REGISTRATION)
   unwrap          take ahp-tap out of a wrapped registration again
   mock            serve (mock backend) or play (mock harness) one side of a capture, audited
