@@ -29,7 +29,7 @@ func (ef *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&ef.registration, "registration", "", "registration document `FILE` (drives dispatch and deadline checks)")
 	fs.StringVar(&ef.hook, "hook", "", "`ID` of the backend entry in the registration this link talks to")
 	fs.StringVar(&ef.snapshot, "protocol-version", tap.DefaultSnapshot, "protocol snapshot `V` every message must carry")
-	fs.DurationVar(&ef.timeout, "timeout", 0, "response deadline when no subscription gives one (e.g. 5s)")
+	fs.DurationVar(&ef.timeout, "timeout", 0, "response deadline, a `DURATION` with its unit (e.g. 5s), when no subscription gives one")
 	fs.StringVar(&ef.spec, "spec", "", "also validate against an upstream schema snapshot in `DIR` (laid out like shared/ahp)")
 }
 

@@ -67,7 +67,7 @@ type exampleRequest struct {
 func (m *Main) runExampleBackend(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("example-backend", flag.ContinueOnError)
 	mode := fs.String("mode", "conforming", "`MODE`, one of:"+modeHelp())
-	delay := fs.Duration("delay", 2*time.Second, "how long --mode slow waits before answering")
+	delay := fs.Duration("delay", 2*time.Second, "how long (`DURATION`) --mode slow waits before answering")
 	snapshot := fs.String("protocol-version", tap.DefaultSnapshot, "the protocol snapshot `V` the backend supports")
 	listen := fs.String("listen", "", "serve AHP over HTTP on `ADDR` (a loopback host:port) instead of stdio, until SIGINT/SIGTERM")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
@@ -243,7 +243,7 @@ func exampleSession(now time.Time) []exampleStep {
 func (m *Main) runExampleHarness(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("example-harness", flag.ContinueOnError)
 	snapshot := fs.String("protocol-version", tap.DefaultSnapshot, "protocol snapshot `V` to send")
-	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each response")
+	timeout := fs.Duration("timeout", 5*time.Second, "how long (`DURATION`) to wait for each response")
 	url := fs.String("url", "", "play the session over HTTP: POST each message to `URL` (waits up to --timeout for it to accept connections)")
 	lifecycle := fs.String("lifecycle", "persistent", "`LIFECYCLE` of the backend CMD: persistent (one process for the session) or per_event (one process per message, which gets it and then EOF)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {

@@ -69,7 +69,7 @@ func (mf *mockFlags) register(fs *flag.FlagSet) {
 	fs.Var(&mf.ignore, "ignore", "leave the member at JSON `POINTER` out of matching (backend) or of the comparison (harness); repeatable; * matches any one token")
 	fs.BoolVar(&mf.allowRedacted, "allow-redacted", false, "use a capture whose bodies hold redacted credentials (the placeholder is sent as recorded)")
 	fs.StringVar(&mf.logPath, "log", "", "also append the audit's findings to the violation log at `PATH`")
-	fs.StringVar(&mf.failOn, "fail-on", "error", "exit 1 when a finding at or above this level exists: error, warn, info or never")
+	fs.StringVar(&mf.failOn, "fail-on", "error", "exit 1 when a finding at or above `LEVEL` exists: error, warn, info or never")
 	fs.BoolVar(&mf.quiet, "quiet", false, "do not print each finding on stderr (the summary and the mock's own results still are)")
 }
 
@@ -405,7 +405,7 @@ func (m *Main) runMockHarness(ctx context.Context, args []string) error {
 	var mf mockFlags
 	mf.register(fs)
 	url := fs.String("url", "", "play against the HTTP backend at `URL` instead of starting one")
-	wait := fs.Duration("wait", 10*time.Second, "how long to wait for each answer")
+	wait := fs.Duration("wait", 10*time.Second, "how long (`DURATION`) to wait for each answer")
 	bearerEnv := fs.String("bearer-env", "", "with --url: send \"Authorization: Bearer\" with the credential held by environment variable `VAR` (never written to any output)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
