@@ -21,11 +21,11 @@ import (
 // Tests for issue 21 items 7, 11, 12 and 13: each runs the built binary
 // as a user does.
 
-// readmeBlocks returns the shell blocks of README.md marked
-// "<!-- readme-test -->", in order.
-func readmeBlocks(t *testing.T) []string {
+// readmeBlocks returns the shell blocks of page (README.md, docs/…)
+// marked "<!-- readme-test -->", in order.
+func readmeBlocks(t *testing.T, page string) []string {
 	t.Helper()
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile("../../" + page)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,10 +57,33 @@ func readmeBlocks(t *testing.T) []string {
 // stdio wrap (persistent and per_event), the HTTP reverse proxy, and the
 // CI replay of what they recorded.
 func TestREADMEUseCases(t *testing.T) {
-	blocks := readmeBlocks(t)
+	blocks := readmeBlocks(t, "README.md")
 	if len(blocks) < 3 {
 		t.Fatalf("README has %d readme-test blocks; want the three use cases", len(blocks))
 	}
+	dir := freshClone(t)
+	runBlocks(t, dir, "README", blocks)
+	checkREADMEResults(t, dir)
+	// docs/http.md's trial, in a clone of its own.
+	httpBlocks := readmeBlocks(t, "docs/http.md")
+	if len(httpBlocks) == 0 {
+		t.Fatal("docs/http.md has no readme-test block")
+	}
+	dir = freshClone(t)
+	runBlocks(t, dir, "docs/http.md", httpBlocks)
+	if _, err := os.Stat(filepath.Join(dir, "http.capture")); err != nil {
+		t.Errorf("docs/http.md's trial made no http.capture: %v", err)
+	}
+	if r := runTapIn(t, dir, "replay", "--fail-on", "warn", "http.capture"); r.code != 0 || !strings.Contains(r.stdout, "12 frames audited") {
+		t.Errorf("replay of docs/http.md's trial: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// freshClone makes an empty directory holding what a fresh clone has that
+// the documented commands use (examples/), with the built ahp-tap on the
+// PATH runBlocks gives (.bin).
+func freshClone(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, ".bin")
 	if err := os.MkdirAll(filepath.Join(dir, "examples"), 0o755); err != nil {
@@ -85,6 +108,14 @@ func TestREADMEUseCases(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return dir
+}
+
+// runBlocks runs each block with bash -e in dir, in order, failing the test
+// at the first that fails.
+func runBlocks(t *testing.T, dir, page string, blocks []string) {
+	t.Helper()
+	bin := filepath.Join(dir, ".bin")
 	for i, block := range blocks {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		cmd := exec.CommandContext(ctx, "bash", "-eo", "pipefail", "-c", block)
@@ -101,10 +132,15 @@ func TestREADMEUseCases(t *testing.T) {
 		}
 		cancel()
 		if err != nil {
-			t.Fatalf("README block %d failed (%v):\n%s\noutput:\n%s", i+1, err, block, out)
+			t.Fatalf("%s block %d failed (%v):\n%s\noutput:\n%s", page, i+1, err, block, out)
 		}
-		t.Logf("README block %d:\n%s", i+1, out)
+		t.Logf("%s block %d:\n%s", page, i+1, out)
 	}
+}
+
+// checkREADMEResults checks what the README's blocks say they make.
+func checkREADMEResults(t *testing.T, dir string) {
+	t.Helper()
 	// What the blocks say they make, they made.
 	for _, f := range []string{"session.capture", "http.capture", "violations.log", "ahp.sarif", "ahp-junit.xml", "ahp-report.html"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
