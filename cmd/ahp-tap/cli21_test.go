@@ -208,6 +208,7 @@ func TestBadInputIssue21(t *testing.T) {
 		{[]string{"mock", "backend", "--stdio"}, "ahp-tap mock backend: one CAPTURE expected", nil},
 		{[]string{"mock", "harness", "--bogus", "x"}, "ahp-tap mock harness: flag provided but not defined: --bogus", nil},
 		{[]string{"stdio", "--audit-queue", "0", "--", "/bin/true"}, "ahp-tap stdio: --audit-queue must be at least 1", nil},
+		{[]string{"stdio", "--audit-queue", "many", "--", "/bin/true"}, `ahp-tap stdio: invalid value "many" for --audit-queue: not a whole number`, []string{"parse error"}},
 		{[]string{"http", "--upstream", "ftp://x"}, "ahp-tap http: --upstream", nil},
 		{[]string{"wrap", "--dir", dir}, "ahp-tap wrap: ", nil},
 	}

@@ -138,17 +138,27 @@ func flagError(fs *flag.FlagSet, args []string, err error) string {
 		}
 	}
 	if f := fs.Lookup(name); f != nil && strings.HasPrefix(sub[1], "invalid value") {
+		why := sub[5]
 		if g, ok := f.Value.(flag.Getter); ok {
-			if _, isDuration := g.Get().(time.Duration); isDuration {
+			switch g.Get().(type) {
+			case time.Duration:
 				if _, perr := time.ParseDuration(sub[2]); perr != nil {
 					if _, nerr := strconv.ParseFloat(sub[2], 64); nerr == nil {
 						return fmt.Sprintf("%s %s: a duration needs a unit: give one, e.g. %ss or %sms", typed, sub[2], sub[2], sub[2])
 					}
 					return fmt.Sprintf("%s %q is not a duration (e.g. 5s, 500ms, 2m)", typed, sub[2])
 				}
+			case int, int64, uint, uint64:
+				if why == ": parse error" {
+					why = ": not a whole number"
+				}
+			case float64:
+				if why == ": parse error" {
+					why = ": not a number"
+				}
 			}
 		}
-		return fmt.Sprintf("invalid value %q for %s%s", sub[2], typed, strings.TrimSuffix(sub[5], ": parse error"))
+		return fmt.Sprintf("invalid value %q for %s%s", sub[2], typed, why)
 	}
 	return strings.Replace(msg, "-"+name, typed, 1)
 }
