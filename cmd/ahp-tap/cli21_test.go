@@ -77,6 +77,12 @@ func TestREADMEUseCases(t *testing.T) {
 	if r := runTapIn(t, dir, "replay", "--fail-on", "warn", "http.capture"); r.code != 0 || !strings.Contains(r.stdout, "12 frames audited") {
 		t.Errorf("replay of docs/http.md's trial: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// docs/mock.md's trial: record, then each mock side.
+	mockBlocks := readmeBlocks(t, "docs/mock.md")
+	if len(mockBlocks) == 0 {
+		t.Fatal("docs/mock.md has no readme-test block")
+	}
+	runBlocks(t, freshClone(t), "docs/mock.md", mockBlocks)
 }
 
 // freshClone makes an empty directory holding what a fresh clone has that
