@@ -444,7 +444,7 @@ func TestExampleHarnessPerEventAndHTTP(t *testing.T) {
 	}
 	// Nothing listens: the harness says so, exit 2, within its --timeout.
 	r = runTap(t, "", "example-harness", "--timeout", "300ms", "--url", "http://"+addr+"/agent-hooks")
-	if r.code != 2 || !strings.Contains(r.stderr, "ahp-tap example-harness: --url") {
+	if r.code != 2 || !strings.Contains(r.stderr, "ahp-tap example-harness: nothing accepts connections on "+addr) {
 		t.Errorf("example-harness --url with nothing listening: exit %d, %s", r.code, r.stderr)
 	}
 }

@@ -246,11 +246,13 @@ func (m *Main) runExampleHarness(ctx context.Context, args []string) error {
 	timeout := fs.Duration("timeout", 5*time.Second, "how long (`DURATION`) to wait for each response")
 	url := fs.String("url", "", "play the session over HTTP: POST each message to `URL` (waits up to --timeout for it to accept connections)")
 	lifecycle := fs.String("lifecycle", "persistent", "`LIFECYCLE` of the backend CMD: persistent (one process for the session) or per_event (one process per message, which gets it and then EOF)")
+	var waitFor listFlag
+	fs.Var(&waitFor, "wait-for", "with --url: first wait (up to --timeout) until `ADDR` (host:port) accepts connections too, e.g. the backend behind a tap; repeatable")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
-	if *url != "" || *lifecycle != "persistent" {
-		return m.playExampleLink(ctx, fs.Args(), *snapshot, *timeout, *url, *lifecycle)
+	if *url != "" || *lifecycle != "persistent" || len(waitFor) > 0 {
+		return m.playExampleLink(ctx, fs.Args(), *snapshot, *timeout, *url, *lifecycle, waitFor)
 	}
 	in, out := m.Stdin, m.Stdout
 	var backend *exec.Cmd

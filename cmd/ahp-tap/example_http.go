@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -144,7 +145,7 @@ func (l *httpHarnessLink) Write(p []byte) (int, error) {
 func waitAccepting(ctx context.Context, rawURL string, d time.Duration) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageError("example-harness: --url %q is not an http:// or https:// URL", rawURL)
+		return usageError("example-harness: %q is not an http:// or https:// URL (--url), or a host:port (--wait-for)", strings.TrimPrefix(rawURL, "http://"))
 	}
 	host := u.Host
 	if u.Port() == "" {
@@ -158,7 +159,7 @@ func waitAccepting(ctx context.Context, rawURL string, d time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return usageError("example-harness: --url %s: nothing accepts connections on %s (%v)", rawURL, host, err)
+			return usageError("example-harness: nothing accepts connections on %s within --timeout (%v)", host, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -242,7 +243,7 @@ func (b *exampleBackend) manifest() map[string]any {
 
 // playExampleLink plays the example session over HTTP (--url) or to one
 // backend process per message (--lifecycle per_event).
-func (m *Main) playExampleLink(ctx context.Context, argv []string, snapshot string, timeout time.Duration, url, lifecycle string) error {
+func (m *Main) playExampleLink(ctx context.Context, argv []string, snapshot string, timeout time.Duration, url, lifecycle string, waitFor []string) error {
 	h := &exampleHarness{snapshot: snapshot, timeout: timeout, say: m.Stderr, lines: make(chan []byte, 16)}
 	switch {
 	case lifecycle != "persistent" && lifecycle != "per_event":
@@ -255,8 +256,17 @@ func (m *Main) playExampleLink(ctx context.Context, argv []string, snapshot stri
 		return usageError("example-harness: --lifecycle per_event needs the backend CMD to start for each message")
 	case timeout <= 0:
 		return usageError("example-harness: --timeout must be positive")
+	case len(waitFor) > 0 && url == "":
+		return usageError("example-harness: --wait-for is for --url: a stdio backend is started by the harness itself")
 	}
 	if url != "" {
+		// The backend behind a tap first (a tap that listens before its
+		// upstream does would answer 502), then the URL itself.
+		for _, addr := range waitFor {
+			if err := waitAccepting(ctx, "http://"+addr, timeout); err != nil {
+				return err
+			}
+		}
 		if err := waitAccepting(ctx, url, timeout); err != nil {
 			return err
 		}
