@@ -324,7 +324,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          log.New(serverLog{p}, "", 0),
 		ConnContext: func(ctx context.Context, nc net.Conn) context.Context {
 			ctx = context.WithValue(ctx, netConnKey{}, nc)
-			return context.WithValue(ctx, connKey{}, "http/"+strconv.FormatUint(p.conns.Add(1), 10))
+			return context.WithValue(ctx, connKey{}, tap.HTTPConn(p.conns.Add(1)))
 		},
 	}
 	errc := make(chan error, 1)

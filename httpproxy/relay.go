@@ -119,7 +119,7 @@ func (r *relay) accept(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		c := &relayConn{r: r, nc: nc, id: "http/" + strconv.FormatUint(r.p.conns.Add(1), 10)}
+		c := &relayConn{r: r, nc: nc, id: tap.HTTPConn(r.p.conns.Add(1))}
 		r.mu.Lock()
 		if r.closing.Load() {
 			r.mu.Unlock()

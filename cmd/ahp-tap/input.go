@@ -293,7 +293,7 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 	src := report.Source{Name: name, Input: &report.Input{}}
 	fail := func(format string, args ...any) report.Source {
 		src.Input.Error = fmt.Sprintf(format, args...)
-		printable.Fprintf(ic.m.Stderr, "ahp-tap: %s %s: %s\n", ic.cmd, name, src.Input.Error)
+		printable.Fprintf(ic.m.Stderr, "ahp-tap %s: %s: %s\n", ic.cmd, name, src.Input.Error)
 		return src
 	}
 	in, err := ic.m.openInput(name, ic.bar)
@@ -315,6 +315,11 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		in.kind = kindHAR
 	}
 	src.Input.Kind = in.kindText()
+	if ic.rp.dir != 0 && (in.kind == kindCapture || in.kind == kindHAR) {
+		// Issue 21 item 7: it was silently ignored. A capture and a HAR
+		// record each frame's sender; --direction is for NDJSON.
+		return fail("--direction is for plain NDJSON streams: a %s records who sent each frame; replay it without --direction", in.kind)
+	}
 	switch in.kind {
 	case kindHAR:
 		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
@@ -337,7 +342,7 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
 		ic.rp.damaged = func(le *capture.LineError) {
 			src.Input.Damaged++
-			printable.Fprintf(ic.m.Stderr, "ahp-tap: %s %s:%d: damaged record skipped: %v\n", ic.cmd, name, le.Line, le.Err)
+			printable.Fprintf(ic.m.Stderr, "ahp-tap %s: %s:%d: damaged record skipped: %v\n", ic.cmd, name, le.Line, le.Err)
 		}
 		fds, err := ic.rp.replayCapture(capture.NewReader(in.r))
 		ic.rp.damaged = nil
@@ -401,7 +406,7 @@ func (m *Main) finishOffline(cmd string, of *offlineFlags, sources []report.Sour
 	}
 	sources = exportSources(of.otlpx, sources, of.lg)
 	if err := of.lg.Close(); err != nil {
-		printable.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
+		printable.Fprintf(m.Stderr, "ahp-tap %s: closing the log: %v\n", cmd, err)
 	}
 	sum := report.SummaryOf(sources)
 	sum.NotPossible = notPossible

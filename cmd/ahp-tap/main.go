@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -126,6 +127,10 @@ func notifyUnignored(c chan<- os.Signal, sigs ...os.Signal) {
 type exitError struct {
 	code int
 	msg  string // one line for stderr; empty for none
+	// cmd is the command that failed ("check", "mock backend"), which
+	// prefixes msg: every command's error line reads
+	// "ahp-tap <command>: …" (issue 21 item 7). Run sets it.
+	cmd string
 }
 
 func (e *exitError) Error() string { return e.msg }
@@ -173,7 +178,11 @@ func (m *Main) exitCode(err error) int {
 		return 0
 	}
 	if errors.As(err, &ee) {
-		if ee.msg != "" {
+		switch {
+		case ee.msg == "":
+		case ee.cmd != "":
+			printable.Fprintf(m.diag(), "ahp-tap %s: %s\n", ee.cmd, ee.msg)
+		default:
 			printable.Fprintf(m.diag(), "ahp-tap: %s\n", ee.msg)
 		}
 		return ee.code
@@ -191,8 +200,8 @@ Commands:
   stdio           wrap a stdio backend: ahp-tap stdio [flags] -- CMD [ARGS...]
   http            reverse (or forward) proxy in front of an HTTP backend
   rules           list every check and rule
-  example-backend an example AHP backend on stdio, for testing harnesses (--mode MODE)
-  example-harness an example AHP harness that plays a short session
+  example-backend an example AHP backend on stdio or HTTP, for testing harnesses (--mode MODE)
+  example-harness an example AHP harness that plays a short session (stdio, per_event or HTTP)
   wrap            put ahp-tap in front of every backend of a registration (--dir DIR [-o FILE] REGISTRATION)
   unwrap          take ahp-tap out of a wrapped registration again
   mock            serve (mock backend) or play (mock harness) one side of a capture, audited
@@ -205,17 +214,66 @@ Commands:
 Run 'ahp-tap help COMMAND' or 'ahp-tap COMMAND --help' for a command's flags.
 `
 
-// Run runs one ahp-tap command.
+// Run runs one ahp-tap command. Its error, if any, names the command
+// (commandName), so that every error line starts "ahp-tap <command>: ".
 func (m *Main) Run(ctx context.Context, args []string) error {
+	err := m.run(ctx, args)
+	if err == nil || len(args) == 0 {
+		return err
+	}
+	cmd := commandName(args)
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		return &exitError{code: 2, msg: strings.TrimPrefix(err.Error(), cmd+": "), cmd: cmd}
+	}
+	if ee.cmd == "" && ee.msg != "" {
+		ee.cmd = cmd
+		// Messages written as "cmd: …" (or "mock: …" for "mock backend")
+		// lose that prefix: the line gets it once.
+		if cmd != "" {
+			for _, p := range []string{cmd + ": ", strings.Fields(cmd)[0] + ": "} {
+				ee.msg = strings.TrimPrefix(ee.msg, p)
+			}
+		}
+	}
+	return err
+}
+
+// commandName is the command args run, as error lines name it: "check",
+// "mock backend", or for "help CMD" CMD's name.
+func commandName(args []string) string {
+	cmd, rest := args[0], args[1:]
+	if cmd == "help" && len(rest) > 0 {
+		cmd, rest = rest[0], rest[1:]
+	}
+	if cmd == "mock" && len(rest) > 0 && (rest[0] == "backend" || rest[0] == "harness") {
+		return cmd + " " + rest[0]
+	}
+	if _, known := synopses[cmd]; !known && cmd != "mock" {
+		return "" // an unknown command: "ahp-tap: unknown command …"
+	}
+	return cmd
+}
+
+func (m *Main) run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(m.Stderr, usage)
 		return &exitError{code: 2}
 	}
 	cmd, rest := args[0], args[1:]
 	if cmd == "help" && len(rest) > 0 {
-		cmd, rest = rest[0], []string{"--help"} // help CMD: CMD's help
+		// help CMD: CMD's help; help mock backend: that mock's.
+		sub := rest[1:]
+		cmd, rest = rest[0], []string{"--help"}
+		if cmd == "mock" && len(sub) > 0 {
+			rest = []string{sub[0], "--help"}
+		}
 	}
-	if wantsHelp(cmd, rest) {
+	if cmd == "mock" && len(rest) > 1 && (rest[0] == "backend" || rest[0] == "harness") && wantsHelp(cmd, rest[1:]) {
+		// mock backend --help lists mock backend's flags (issue 21
+		// item 7), not only the usage lines of both.
+		rest = []string{rest[0], "--help"}
+	} else if wantsHelp(cmd, rest) {
 		// Before the command acts on anything: 'ca init -h' must not
 		// create a CA in a directory named -h.
 		switch cmd {

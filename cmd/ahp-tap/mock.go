@@ -70,7 +70,7 @@ func (mf *mockFlags) register(fs *flag.FlagSet) {
 	fs.Var(&mf.ignore, "ignore", "leave the member at JSON `POINTER` out of matching (backend) or of the comparison (harness); repeatable; * matches any one token")
 	fs.BoolVar(&mf.allowRedacted, "allow-redacted", false, "use a capture whose bodies hold redacted credentials (the placeholder is sent as recorded)")
 	fs.StringVar(&mf.logPath, "log", "", "also append the audit's findings to the violation log at `PATH`")
-	fs.StringVar(&mf.failOn, "fail-on", "error", "exit 1 when a finding at or above this level exists: error, warn, info or never")
+	fs.StringVar(&mf.failOn, "fail-on", "error", "exit 1 when a finding at or above `LEVEL` exists: error, warn, info or never")
 	fs.BoolVar(&mf.quiet, "quiet", false, "do not print each finding on stderr (the summary and the mock's own results still are)")
 }
 
@@ -102,7 +102,7 @@ func (m *Main) runMock(ctx context.Context, args []string) error {
 	case "harness":
 		return m.runMockHarness(ctx, args[1:])
 	case "-h", "--help", "help":
-		fmt.Fprintln(m.Stdout, mockUsage)
+		printHelp(m.Stdout, "mock", nil)
 		return nil
 	}
 	return usageError("mock: %q is not backend or harness (run 'ahp-tap mock -h')", args[0])
@@ -349,7 +349,7 @@ func (r *mockRun) serveHTTP(ctx context.Context, ln net.Listener, readTimeout ti
 		// this (200 slow-body connections were still open after 25 s).
 		ReadTimeout: readTimeout,
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
-			return context.WithValue(ctx, connKey{}, fmt.Sprintf("http/%d", conns.Add(1)))
+			return context.WithValue(ctx, connKey{}, tap.HTTPConn(conns.Add(1)))
 		},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			start := time.Now()
@@ -406,7 +406,7 @@ func (m *Main) runMockHarness(ctx context.Context, args []string) error {
 	var mf mockFlags
 	mf.register(fs)
 	url := fs.String("url", "", "play against the HTTP backend at `URL` instead of starting one")
-	wait := fs.Duration("wait", 10*time.Second, "how long to wait for each answer")
+	wait := fs.Duration("wait", 10*time.Second, "how long (`DURATION`) to wait for each answer")
 	bearerEnv := fs.String("bearer-env", "", "with --url: send \"Authorization: Bearer\" with the credential held by environment variable `VAR` (never written to any output)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
@@ -518,7 +518,7 @@ func (b *backendLines) read(r io.Reader) {
 func (r *mockRun) playStdio(ctx context.Context, argv []string, stderr io.Writer, wait time.Duration) error {
 	h := &harnessSide{r: r, got: map[string][]*tap.Frame{}}
 	groups := [][]*mock.Step{r.rec.Steps}
-	if r.session.Config().Lifecycle == "per_event" {
+	if r.session.Config().Resolved().Lifecycle == tap.LifecyclePerEvent {
 		groups = nil
 		for _, st := range r.rec.Steps {
 			groups = append(groups, []*mock.Step{st})
@@ -657,7 +657,7 @@ func (r *mockRun) playHTTP(ctx context.Context, url, token string, wait time.Dur
 	s := r.session
 	h := &harnessSide{r: r, got: map[string][]*tap.Frame{}}
 	client := &http.Client{Timeout: wait, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	const conn = "http/1"
+	conn := tap.HTTPConn(1)
 	failed := 0
 	for _, st := range r.rec.Steps {
 		if ctx.Err() != nil {

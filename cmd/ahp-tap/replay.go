@@ -28,7 +28,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	var rf reportFlags
 	rf.register(fs)
 	input := fs.String("input", "", "input `KIND`: har for an HTTP Archive (default: recognised by content)")
-	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line)")
+	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line); refused for a capture or HAR, which record each sender")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -73,6 +74,14 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 			if errors.Is(err, errInterrupted) {
 				return nil // a signal while a FIFO waited for a writer
 			}
+			if errors.Is(err, os.ErrNotExist) && *follow {
+				// Issue 21 item 7: like tail -F, wait for a log that a
+				// tap has not created yet.
+				printable.Fprintf(m.Stderr, "ahp-tap tail: %s does not exist yet; waiting for it\n", name)
+				tl.waiting = true
+				logs = append(logs, tl)
+				continue
+			}
 			if err != nil {
 				return usageError("tail: %v", err)
 			}
@@ -80,10 +89,20 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 			// A signal ends a read that waits (a FIFO, a pipe): closing a
 			// pollable file ends its Read (issue 28 item 16).
 			defer context.AfterFunc(ctx, func() { f.Close() })()
+			if err := notALog(f, name); err != nil {
+				return err
+			}
 			tl.r = f
 		}
 		logs = append(logs, tl)
 	}
+	defer func() {
+		for _, tl := range logs {
+			if c, ok := tl.r.(io.Closer); ok && tl.opened {
+				c.Close()
+			}
+		}
+	}()
 	prefix := len(logs) > 1
 	print := func(tl *tailedLog, line []byte) {
 		tl.line++
@@ -111,6 +130,14 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 	}
 	for {
 		for _, tl := range logs {
+			if tl.waiting {
+				if err := tl.open(); err != nil {
+					return err
+				}
+				if tl.waiting {
+					continue
+				}
+			}
 			tl.read(print)
 		}
 		if !*follow {
@@ -130,8 +157,62 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 	}
 }
 
+// notALog refuses what tail cannot read as a violation log, with the
+// command that can (issue 21 item 7: a directory printed nothing and
+// exited 0; a capture printed one "skipped" line per record).
+func notALog(f *os.File, name string) error {
+	st, err := f.Stat()
+	if err != nil {
+		return usageError("tail: %v", err)
+	}
+	if st.IsDir() {
+		return usageError("tail: %s is a directory, not a violation log (give the log file --log wrote)", name)
+	}
+	if !st.Mode().IsRegular() {
+		return nil // a FIFO or a terminal: read as it comes
+	}
+	// The first line, read without moving the offset tail reads from.
+	head := make([]byte, peekSize)
+	n, _ := f.ReadAt(head, 0)
+	head = bytes.TrimLeft(head[:n], " \t\r\n")
+	if i := bytes.IndexByte(head, '\n'); i >= 0 {
+		head = head[:i]
+	}
+	head = bytes.TrimSpace(head)
+	if capture.IsHeader(head) {
+		return usageError("tail: %s is a capture, not a violation log: re-check it with 'ahp-tap replay %s'", name, name)
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(head, &probe) == nil && probe["jsonrpc"] != nil {
+		return usageError("tail: %s holds AHP messages, not findings: check them with 'ahp-tap check %s'", name, name)
+	}
+	return nil
+}
+
+// open opens a log -f is waiting for, once it exists (waiting stays true
+// until then).
+func (tl *tailedLog) open() error {
+	f, err := os.Open(tl.name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return usageError("tail: %v", err)
+	}
+	if err := notALog(f, tl.name); err != nil {
+		f.Close()
+		return err
+	}
+	tl.r, tl.waiting, tl.opened = f, false, true
+	return nil
+}
+
 // A tailedLog is one log being read, with the part of a line not yet ended.
 type tailedLog struct {
+	// waiting says the log did not exist yet when -f started; opened that
+	// open opened it since (closed at the end).
+	waiting, opened bool
+
 	name    string
 	r       io.Reader
 	line    int
