@@ -137,6 +137,10 @@ type Proxy struct {
 	hops  *hops                    // loops through chains of taps (hops.go)
 	bg    sync.WaitGroup           // audit facts handed over off the request path; Serve waits for them
 
+	// aborted ends the drain of requests in flight at once (Abort).
+	aborted     context.Context
+	abortCancel context.CancelFunc
+
 	// Reverse mode's relay (relay.go).
 	upstreamAddr  string      // host:port to dial
 	upstreamBase  string      // scheme://host, for the audit envelope
@@ -174,6 +178,7 @@ func New(cfg Config) (*Proxy, error) {
 		metrics:  cfg.Metrics,
 		log:      cfg.Log,
 	}
+	p.aborted, p.abortCancel = context.WithCancel(context.Background())
 	if p.maxAudit <= 0 {
 		p.maxAudit = DefaultMaxAuditBody
 	}
@@ -334,7 +339,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), p.drain)
+	sctx, cancel := context.WithTimeout(p.aborted, p.drain)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		p.log.Warn().Dur("drain", p.drain).Msg("requests still in flight after the drain bound; closing their connections")
@@ -345,6 +350,12 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	p.bg.Wait()
 	return nil
 }
+
+// Abort ends the drain of Serve at once: the connections of requests
+// still in flight are closed (a second termination signal, issue 21 item
+// 10: the tap exits now, and still closes its log and capture). It may
+// be called before, during or after Serve, from any goroutine.
+func (p *Proxy) Abort() { p.abortCancel() }
 
 // Close releases the upstream connections. It is idempotent.
 func (p *Proxy) Close() error {

@@ -282,6 +282,12 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	var stopAt atomic.Int64 // unix nanoseconds of the signal
 	stopTiming := context.AfterFunc(ctx, func() { stopAt.Store(time.Now().UnixNano()) })
 	defer stopTiming()
+	// Issue 21 item 10: a second signal cuts the requests in flight and
+	// the drain short, but the audit, the log and the capture (its end
+	// record) still close, within forceBound.
+	var forcedAt atomic.Int64
+	force := func() { forcedAt.Store(time.Now().UnixNano()); proxy.Abort() }
+	m.force.Store(&force)
 	serveErr := proxy.Serve(ctx, ln)
 	if msrv != nil {
 		_ = msrv.Close()
@@ -291,7 +297,13 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if ns := stopAt.Load(); ns != 0 {
 		deadline = time.Unix(0, ns).Add(*drain)
 	}
-	left := func() time.Duration { return max(time.Until(deadline), minSinkClose) }
+	left := func() time.Duration {
+		d := deadline
+		if ns := forcedAt.Load(); ns != 0 {
+			d = time.Unix(0, ns).Add(forceBound)
+		}
+		return max(time.Until(d), minSinkClose)
+	}
 	if !auditor.CloseWithin(left()) { // drains the queue, end-of-stream rules, TAP-1 for drops
 		fmt.Fprintf(m.diag(), "ahp-tap http: the audit did not finish within --drain %s; %d frames were not audited (TAP-1)\n", *drain, auditor.Dropped())
 	}
