@@ -48,6 +48,10 @@ const (
 	minDrain = 100 * time.Millisecond
 )
 
+// processStart is when this process began: a harness may write its first
+// request from then on (NoteStart.Since).
+var processStart = processStarted()
+
 // Config describes one wrapped backend.
 type Config struct {
 	// Command and Args are the backend to run, directly (no shell).
@@ -331,7 +335,7 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 		// watchdog is for the case where Run never gets there.
 		defer disarm()
 	}
-	start := tap.Note{Kind: tap.NoteStart, Time: time.Now(), Conn: t.cfg.Conn, Detail: fmt.Sprintf("pid %d", cmd.Process.Pid)}
+	start := tap.Note{Kind: tap.NoteStart, Time: time.Now(), Conn: t.cfg.Conn, Detail: fmt.Sprintf("pid %d", cmd.Process.Pid), Since: processStart}
 	if !t.mirror(start) && t.aud != nil {
 		// Notes go through the auditor in order; nothing else is queued yet.
 		t.aud.Note(start)

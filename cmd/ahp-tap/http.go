@@ -239,9 +239,21 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	session := l.session(l.cfg, sink, rec, "", 0) // reports the registration's findings
 	// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
-	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue, Budget: budget, Complete: mode == auditComplete, Begin: httpproxy.LowerAuditPriority})
+	// Deadlines are judged as they pass (issue 21 item 8): the proxy
+	// hands over a request unanswered by the shortest deadline, and the
+	// auditor tells the session the time the proxy vouches for.
+	var proxyRef atomic.Pointer[httpproxy.Proxy]
+	clock := func(now time.Time) time.Time {
+		if p := proxyRef.Load(); p != nil {
+			return p.SafeClock(now)
+		}
+		return now
+	}
+	cfg.Probe = session.Config().MinDeadline()
+	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue, Budget: budget, Complete: mode == auditComplete, Begin: httpproxy.LowerAuditPriority, Clock: clock})
 	cfg.Auditor, cfg.Metrics = auditor, metrics
 	proxy, err := httpproxy.New(cfg)
+	proxyRef.Store(proxy)
 	if err != nil {
 		auditor.Close()
 		otlpx.Close(0)
