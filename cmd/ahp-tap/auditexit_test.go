@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -230,7 +231,22 @@ func TestStdioSharedAuditKilledMidEventSaysSo(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // the link is being read; the backend sleeps
+	// The tap starts its backend once the shared audit process reads its
+	// link: kill the server while the backend sleeps.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		backend := processesRunning(func(cl []string) bool {
+			// The backend itself (argv[1] "helper"), not the tap whose
+			// arguments name it.
+			return len(cl) > 2 && cl[1] == "helper" && cl[2] == "replyexit" && slices.Contains(cl, "banner")
+		})
+		if len(backend) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the backend did not start; stderr %q", stderr.String())
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the request reaches the server
 	syscall.Kill(srv, syscall.SIGKILL)
 	waitWithin(t, cmd, time.Minute)
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
