@@ -142,7 +142,7 @@ func (r *relay) shutdown(drain time.Duration) {
 		c.closeIfIdle()
 	}
 	r.mu.Unlock()
-	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	sctx, cancel := context.WithTimeout(r.p.aborted, drain)
 	defer cancel()
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()

@@ -163,6 +163,17 @@ type Conversation struct {
 	// unjudged is the exchange a response of correlation Unjudgeable
 	// answers (nil when it answers a blind request).
 	unjudged *Exchange
+	// deadlines are the pending intercepts' deadlines, earliest first;
+	// clock is the time of the latest NoteDeadline, and due what it found
+	// (deadline.go).
+	deadlines dueHeap
+	clock     time.Time
+	due       []*Exchange
+	// since is when the stdio tap's process began (NoteStart.Since), and
+	// firstSeq the sequence number of the first request, which may have
+	// waited from then on to be read (EarliestSend).
+	since    time.Time
+	firstSeq uint64
 }
 
 func newConversation(cfg Config) *Conversation {
@@ -388,6 +399,10 @@ func (c *Conversation) end(f *Frame) {
 		c.pending[x.Key] = x // a retry replaces the earlier pending entry
 		c.order = append(c.order, x)
 		c.remember(f, x)
+		c.watchDeadline(x)
+		if c.firstSeq == 0 {
+			c.firstSeq = f.Seq
+		}
 	case *Notification:
 		c.remember(f, nil)
 	case *Response:

@@ -209,6 +209,16 @@ func (s *Session) Note(n Note) {
 	case NoteDropped:
 		s.dropped(n)
 		return
+	case NoteDeadline:
+		// The clock is the link's: every engine (connection) judges the
+		// deadlines that passed by then.
+		if s.cfg.Recorder != nil {
+			s.cfg.Recorder.RecordNote(n)
+		}
+		for _, e := range s.order {
+			s.write(e.Note(n))
+		}
+		return
 	}
 	if s.cfg.Recorder != nil {
 		s.cfg.Recorder.RecordNote(n)

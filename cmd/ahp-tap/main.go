@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -69,6 +70,13 @@ type Main struct {
 	// flush waits, bounded, for Diag's queued writes before an exit (nil:
 	// nothing to flush).
 	flush func()
+	// force, when a command sets it, is called on a second termination
+	// signal: the command cuts its shutdown short and still closes its log
+	// and capture within forceBound (issue 21 item 10). forced is the
+	// signal, for the exit status. Without force, the second signal exits
+	// at once.
+	force  atomic.Pointer[func()]
+	forced atomic.Int32
 }
 
 // diag is where ahp-tap's own messages go.
@@ -151,21 +159,42 @@ func main() {
 		// within --drain, check and replay stop with what they have. A
 		// second one exits at once (issue 8 item 5). `ahp-tap stdio`
 		// handles signals itself: they are the backend's business.
-		sigs := make(chan os.Signal, 2)
+		sigs := make(chan os.Signal, 4)
 		notifyUnignored(sigs, syscall.SIGINT, syscall.SIGTERM)
 		go func() {
 			s := (<-sigs).(syscall.Signal)
+			first := time.Now()
 			cancel(&interrupted{sig: s})
-			s = (<-sigs).(syscall.Signal)
+			// A signal repeated within stdio.SignalRepeat is the same
+			// request (issue 21 item 10): GNU timeout signals its child
+			// and then its process group, microseconds apart.
+			for s = (<-sigs).(syscall.Signal); time.Since(first) < stdio.SignalRepeat; s = (<-sigs).(syscall.Signal) {
+			}
+			if force := m.force.Load(); force != nil {
+				// Exit now, but still close the log and the capture
+				// (their end record) within forceBound.
+				m.forced.Store(int32(s))
+				printable.Fprintf(m.diag(), "ahp-tap: %s again: exiting now; requests in flight are cut, the log and capture are closed within %v\n", unix.SignalName(s), forceBound)
+				(*force)()
+				time.Sleep(2 * forceBound) // the command ends sooner; this is the backstop
+			}
 			printable.Fprintf(m.diag(), "ahp-tap: %s again: exiting now, without finishing the shutdown\n", unix.SignalName(s))
 			m.flushDiag()
 			os.Exit(128 + int(s))
 		}()
 	}
 	code := m.exitCode(m.Run(ctx, os.Args[1:]))
+	if s := m.forced.Load(); s != 0 {
+		code = 128 + int(s)
+	}
 	m.flushDiag()
 	os.Exit(code)
 }
+
+// forceBound bounds a forced exit (a second termination signal) of a
+// command that closes its log and capture then (Main.force): they get
+// this long, and the process exits at twice this whatever is left.
+const forceBound = time.Second
 
 // exitCode maps an error from Run to the process exit code, printing its
 // one-line reason.
