@@ -282,6 +282,9 @@ func NewReader(r io.Reader) *Reader { return &Reader{br: bufio.NewReaderSize(r, 
 func (r *Reader) Next() (Item, error) {
 	for {
 		b, err := r.readLine()
+		if r.line == 0 {
+			b = tap.TrimBOM(b) // a capture saved by an editor that adds one
+		}
 		if len(b) > 0 {
 			r.line++
 		}

@@ -1,11 +1,14 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/ahp-tap/ahp-tap/tap"
 )
 
 // A Baseline lists known findings (--baseline) that do not fail a run.
@@ -30,7 +33,9 @@ type BaselineEntry struct {
 
 // ReadBaseline parses a baseline file.
 func ReadBaseline(r io.Reader) (*Baseline, error) {
-	dec := json.NewDecoder(r)
+	br := bufio.NewReader(r)
+	tap.SkipBOM(br) // RFC 8259 lets a parser ignore it; editors write it
+	dec := json.NewDecoder(br)
 	dec.DisallowUnknownFields()
 	var b Baseline
 	if err := dec.Decode(&b); err != nil {

@@ -131,6 +131,10 @@ func (m *Main) openInput(name string, bar bool) (*input, error) {
 		in.gzip = true
 		br = bufio.NewReaderSize(zr, peekSize)
 	}
+	// A document saved with a byte order mark (RFC 8259 lets a parser
+	// ignore it) is recognised and read as without one: never as a stdio
+	// stream whose first line starts with "\ufeff".
+	tap.SkipBOM(br)
 	in.r = br
 	head, err := br.Peek(peekSize)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
@@ -317,6 +321,9 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		}
 		src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
 		src.Input.Frames = ic.rp.frames
+		if src.Input.Frames == 0 && !ic.allowEmpty {
+			return fail("%s", harEmpty(ic.rp.har))
+		}
 	case kindLog:
 		return fail("this is a violation log (findings ahp-tap wrote), not traffic; read it with 'ahp-tap tail %s'", name)
 	case kindBinary:

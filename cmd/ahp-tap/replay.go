@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/har"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/stdio"
@@ -139,6 +140,8 @@ type replayer struct {
 	line func() int
 	// progress is the progress bar of the input being replayed, or nil.
 	progress *progress
+	// har is what the last HAR replayed held (replayHAR).
+	har *har.Stats
 	// notChecked holds what every session replayed so far could not
 	// check (the first one's reasons); sessions says whether there was
 	// one. Kept as it goes, so that memory does not grow with the

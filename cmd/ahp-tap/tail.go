@@ -83,6 +83,9 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 	prefix := len(logs) > 1
 	print := func(tl *tailedLog, line []byte) {
 		tl.line++
+		if tl.line == 1 {
+			line = tap.TrimBOM(line) // a log saved by an editor that adds one
+		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			return
 		}
