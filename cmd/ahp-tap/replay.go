@@ -242,10 +242,11 @@ func checkInterruptibly(ctx context.Context, check func() report.Source) (report
 // one side only (--direction) is an excerpt: a request without its
 // response is no finding. Without --direction each line's sender is
 // guessed (tap.GuessDirection).
-func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
+// With excerpt (check), the stream is an excerpt whichever it is.
+func (rp *replayer) replayStream(r io.Reader, excerpt bool) ([]tap.Finding, error) {
 	cfg := rp.flags.cfg
 	cfg.Transport = tap.Stdio
-	cfg.Partial = rp.dir != 0
+	cfg.Partial = rp.dir != 0 || excerpt
 	var out []tap.Finding
 	first := rp.frames
 	rp.line = func() int { return rp.frames - first } // frame N of a stream is its line N
