@@ -472,7 +472,7 @@ func (h *harnessSide) compare() int {
 		if st.Notification() {
 			continue
 		}
-		k := tap.IDKey(st.Request.RPCID())
+		k := tap.IDKey(st.ID)
 		var got *tap.Frame
 		if q := h.got[k]; len(q) > 0 {
 			got, h.got[k] = q[0], q[1:]
@@ -603,7 +603,7 @@ func (r *mockRun) playProcess(ctx context.Context, argv []string, stderr io.Writ
 		}
 		s.Stream(conn, tap.FromHarness, time.Now(), p)
 		if st.Response != nil {
-			await(tap.IDKey(st.Request.RPCID()), wait)
+			await(tap.IDKey(st.ID), wait)
 		}
 	}
 	toBackend.Close()
