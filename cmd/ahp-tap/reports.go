@@ -263,8 +263,8 @@ func (rs *reportSet) finishStreams(m *Main, rf *reportFlags, run *report.Run, no
 	if rs.sarif != nil && rs.sarif.Dropped() > 0 {
 		fmt.Fprintf(m.Stderr, "ahp-tap: SARIF report: %d results left out (GitHub takes at most %d per run)\n", rs.sarif.Dropped(), report.SARIFMaxResults)
 	}
-	for _, st := range end.Stale {
-		fmt.Fprintf(m.Stderr, "ahp-tap: %s\n", report.StaleText(st))
+	if s := report.StaleSummary(end); s != "" {
+		fmt.Fprintf(m.Stderr, "ahp-tap: %s\n", s) // one line, however many (issue 28 item 9)
 	}
 	if rf.writeBaseline != "" {
 		f, err := createReport(rf.writeBaseline)
