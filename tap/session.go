@@ -96,6 +96,13 @@ type Session struct {
 	lost    uint64             // frames not audited, from NoteDropped notes
 	partial bool               // frames were lost on a stream: new engines start partial
 	closed  bool
+	// Connections of a per_event link retired after their exit
+	// (session_retire.go): their records, how many exchanges they forgot,
+	// and the names of the most recent.
+	retiredRecs      []ExchangeRecord
+	retiredForgotten int
+	retired          map[string]bool
+	retiredFIFO      []string
 	// fixed is the one engine of a session made around an existing
 	// engine (NewAuditor); nil otherwise.
 	fixed *Engine
@@ -236,7 +243,13 @@ func (s *Session) Note(n Note) {
 	if s.cfg.Recorder != nil {
 		s.cfg.Recorder.RecordNote(n)
 	}
+	if s.retired[n.Conn] {
+		return // a late note of a connection whose process has exited
+	}
 	s.write(s.engine(n.Conn).Note(n))
+	if n.Kind == NoteExit {
+		s.retire(n.Conn, n.Time)
+	}
 }
 
 // Lost records that n frames of the link were not audited (the audit
@@ -291,7 +304,7 @@ func (s *Session) Close() {
 // Records returns what each exchange of the session concluded, engine by
 // engine in creation order.
 func (s *Session) Records() []ExchangeRecord {
-	var out []ExchangeRecord
+	out := append([]ExchangeRecord(nil), s.retiredRecs...)
 	for _, e := range s.order {
 		out = append(out, e.Conversation().Records()...)
 	}
