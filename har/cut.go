@@ -83,9 +83,9 @@ func (c *cutter) Read(p []byte) (int, error) {
 
 // fill transforms the next chunk of input into pending.
 func (c *cutter) fill() {
-	in, err := c.r.Peek(c.r.Buffered())
+	in, _ := c.r.Peek(c.r.Buffered())
 	if len(in) == 0 {
-		if _, err = c.r.Peek(1); err != nil {
+		if _, err := c.r.Peek(1); err != nil {
 			c.err = err
 			return
 		}
