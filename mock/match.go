@@ -161,7 +161,7 @@ type Matcher struct {
 func NewMatcher(rec *Recording, mode Match, ignore []Pointer) *Matcher {
 	m := &Matcher{rec: rec, mode: mode, ignore: ignore, byKey: map[[sha256.Size]byte][]*Step{}, used: map[*Step]bool{}, types: map[string]bool{}}
 	for _, st := range rec.Steps {
-		k := sha256.Sum256([]byte(Key(st.Request.Undecoded(), mode, ignore))) // decoded for the key only
+		k := sha256.Sum256([]byte(Key(rec.Frame(st.Request), mode, ignore))) // decoded for the key only
 		m.byKey[k] = append(m.byKey[k], st)
 		m.types[st.Method+"|"+st.EventType] = true
 	}
@@ -235,7 +235,7 @@ func rawOf(doc []byte, v *tap.Value) []byte {
 // that differed from the request's (a backend fault) is kept: the mock
 // plays the recording, faults included. Every other byte is as recorded.
 func Answer(st *Step, incoming *tap.Frame) []byte {
-	resp := st.Response.Undecoded() // the recording keeps its frames undecoded
+	resp := st.frame(st.Response) // the recording keeps its frames undecoded
 	resp.Decode()
 	r, ok := resp.Msg.(*tap.Response)
 	if !ok {
@@ -249,7 +249,7 @@ func Answer(st *Step, incoming *tap.Frame) []byte {
 	if r.ID != nil {
 		edits = append(edits, splice{r.ID, rawOf(incoming.Raw, incoming.RPCID())})
 	}
-	req := st.Request.Undecoded()
+	req := st.frame(st.Request)
 	req.Decode()
 	recV := req.Params().Get("protocolVersion")
 	inV := incoming.Params().Get("protocolVersion")
@@ -267,4 +267,12 @@ func Answer(st *Step, incoming *tap.Frame) []byte {
 		out = append(out[:e.at.Start:e.at.Start], append(bytes.Clone(e.with), out[e.at.End:]...)...)
 	}
 	return out
+}
+
+// frame is f of st with its bytes (Recording.Frame).
+func (st *Step) frame(f *tap.Frame) *tap.Frame {
+	if st.rec == nil {
+		return f.Undecoded()
+	}
+	return st.rec.Frame(f)
 }

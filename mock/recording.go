@@ -31,6 +31,38 @@ type Recording struct {
 	// message (a startup banner, say), stdio only: each element one frame
 	// with its recorded line ending.
 	Prelude [][]byte
+
+	// When the capture can be read again (an io.ReaderAt: a file), the
+	// frames of Steps hold no bytes, only where their record is (at):
+	// Frame reads them when they are needed, so a recording costs a few
+	// hundred bytes per frame whatever the traffic (issue 28 item 9).
+	src io.ReaderAt
+	at  map[*tap.Frame]recordAt
+}
+
+type recordAt struct {
+	off  int64
+	line int
+}
+
+// Frame returns f with its bytes, undecoded: a frame of Steps (Request,
+// Response, Output) as recorded. The caller may decode it.
+func (rec *Recording) Frame(f *tap.Frame) *tap.Frame {
+	if f == nil {
+		return nil
+	}
+	l, ok := rec.at[f]
+	if !ok || rec.src == nil {
+		return f.Undecoded()
+	}
+	it, err := capture.ReadRecordAt(rec.src, l.off, l.line)
+	if err != nil || it.Frame == nil {
+		// The capture changed under the mock: nothing to send.
+		return f.Undecoded()
+	}
+	g := it.Frame
+	g.Seq, g.Dir, g.DirGuessed = f.Seq, f.Dir, f.DirGuessed
+	return g
 }
 
 // A Step is one message of the harness and what the backend did about it.
@@ -44,6 +76,7 @@ type Step struct {
 	ID *tap.Value
 	// notification says the message expects no answer.
 	notification bool
+	rec          *Recording
 	// Response is the backend's answer to Request, nil for a notification
 	// or a request the backend never answered.
 	Response *tap.Frame
@@ -87,9 +120,15 @@ var ErrEmpty = errors.New("the capture holds no message from the harness")
 
 // Load reads a capture into a Recording. A capture with redacted values
 // is refused with a *Redacted error unless allowRedacted.
+//
+// When r is an io.ReaderAt (a file), it must stay open while the
+// Recording is used: frames are read from it again when needed.
 func Load(r io.Reader, allowRedacted bool) (*Recording, error) {
 	cr := capture.NewReader(r)
 	rec := &Recording{}
+	if ra, ok := r.(io.ReaderAt); ok {
+		rec.src, rec.at = ra, map[*tap.Frame]recordAt{}
+	}
 	var (
 		started   bool
 		redacted  []uint64
@@ -132,12 +171,19 @@ func Load(r io.Reader, allowRedacted bool) (*Recording, error) {
 			// 72 MiB capture took 1.44 GB).
 			decoded := f
 			f = f.Undecoded()
-			if decoded.Dir == tap.FromHarness {
-				st := &Step{Request: f, Method: decoded.Method()}
-				_, st.notification = decoded.Msg.(*tap.Notification)
-				if id := decoded.RPCID(); id != nil {
-					st.ID = &tap.Value{Kind: id.Kind, Str: strings.Clone(id.Str), Bool: id.Bool}
+			if rec.src != nil {
+				f.Raw = nil
+				rec.at[f] = recordAt{cr.Offset(), it.Line}
+				if resp, ok := decoded.Msg.(*tap.Response); ok {
+					// What a mock asks of a frame without reading it: is
+					// it an answer.
+					f.Msg = &tap.Response{ID: idClone(resp.ID)}
 				}
+			}
+			if decoded.Dir == tap.FromHarness {
+				st := &Step{Request: f, Method: decoded.Method(), rec: rec}
+				_, st.notification = decoded.Msg.(*tap.Notification)
+				st.ID = idClone(decoded.RPCID())
 				if ev := decoded.Event(); ev != nil {
 					st.EventType, _ = ev.Get("type").Text()
 				}
@@ -162,7 +208,7 @@ func Load(r io.Reader, allowRedacted bool) (*Recording, error) {
 			} else if f.Transport != tap.HTTP && (firstConn == nil || *firstConn == f.Conn) {
 				// One process's banner: per_event processes each print theirs.
 				firstConn = &f.Conn
-				rec.Prelude = append(rec.Prelude, Line(f))
+				rec.Prelude = append(rec.Prelude, Line(decoded))
 			}
 		}
 	}
@@ -190,4 +236,12 @@ func Line(f *tap.Frame) []byte {
 		out = append(out, '\n')
 	}
 	return out
+}
+
+// idClone is a JSON-RPC id without the frame it was read from.
+func idClone(v *tap.Value) *tap.Value {
+	if v == nil {
+		return nil
+	}
+	return &tap.Value{Kind: v.Kind, Str: strings.Clone(v.Str), Bool: v.Bool}
 }
