@@ -60,7 +60,7 @@ func (ef *engineFlags) load() (*loaded, error) {
 		if err != nil {
 			return nil, usageError("cannot read registration: %v", err)
 		}
-		reg, dups, err := tap.ParseJSON(data)
+		reg, dups, err := tap.ParseJSON(tap.TrimBOM(data))
 		if err != nil {
 			return nil, usageError("registration %s is not JSON: %v", ef.registration, err)
 		}

@@ -128,9 +128,9 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 	if err != nil {
 		return nil, usageError("%s: %v", name, err)
 	}
-	rec, err := mock.Load(f, mf.allowRedacted)
-	f.Close()
+	rec, err := mock.Load(f, mf.allowRedacted) // f stays open: the recording reads its frames from it
 	if err != nil {
+		f.Close()
 		return nil, usageError("%s: %s: %v", name, capturePath, err)
 	}
 	set := map[string]bool{}
@@ -270,7 +270,7 @@ func (b *backendSide) answer(f *tap.Frame) (lines [][]byte, resp []byte, status 
 		case isResponse(o):
 			// The answer to another request, pipelined: it goes with its own.
 		default:
-			lines = append(lines, mock.Line(o))
+			lines = append(lines, mock.Line(b.r.rec.Frame(o)))
 		}
 	}
 	if !sent {
@@ -473,12 +473,12 @@ func (h *harnessSide) compare() int {
 		if st.Notification() {
 			continue
 		}
-		k := tap.IDKey(st.Request.RPCID())
+		k := tap.IDKey(st.ID)
 		var got *tap.Frame
 		if q := h.got[k]; len(q) > 0 {
 			got, h.got[k] = q[0], q[1:]
 		}
-		diffs := mock.Diff(st.Response, got, h.r.ignore)
+		diffs := mock.Diff(h.r.rec.Frame(st.Response), got, h.r.ignore)
 		if len(diffs) == 0 {
 			continue
 		}
@@ -597,14 +597,14 @@ func (r *mockRun) playProcess(ctx context.Context, argv []string, stderr io.Writ
 		if ctx.Err() != nil {
 			break
 		}
-		p := mock.Line(st.Request)
+		p := mock.Line(r.rec.Frame(st.Request))
 		if _, err := toBackend.Write(p); err != nil {
 			printable.Fprintf(r.diag, "ahp-tap mock harness: the backend stopped reading at %s: %v\n", st.Describe(), err)
 			break
 		}
 		s.Stream(conn, tap.FromHarness, time.Now(), p)
 		if st.Response != nil {
-			await(tap.IDKey(st.Request.RPCID()), wait)
+			await(tap.IDKey(st.ID), wait)
 		}
 	}
 	toBackend.Close()
@@ -663,7 +663,8 @@ func (r *mockRun) playHTTP(ctx context.Context, url, token string, wait time.Dur
 		if ctx.Err() != nil {
 			break
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(st.Request.Raw))
+		raw := r.rec.Frame(st.Request).Raw
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(raw))
 		if err != nil {
 			return usageError("mock harness: --url: %v", r.audit.Text(err.Error()))
 		}
@@ -675,7 +676,7 @@ func (r *mockRun) playHTTP(ctx context.Context, url, token string, wait time.Dur
 		// AHP-AUTH-001: the audit copy is the HTTP tap's: the token, the
 		// URL's credentials and every escaped form of them redacted.
 		reqMeta := r.audit.Request(http.MethodPost, req.URL, req.Header, "")
-		s.Frame(r.audit.Frame(tap.FromHarness, start, conn, httpaudit.Body{Bytes: st.Request.Raw}, reqMeta))
+		s.Frame(r.audit.Frame(tap.FromHarness, start, conn, httpaudit.Body{Bytes: raw}, reqMeta))
 		resp, err := client.Do(req)
 		if err != nil {
 			failed++

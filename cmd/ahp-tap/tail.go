@@ -93,6 +93,9 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 				return err
 			}
 			tl.r = f
+			if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+				tl.f = f
+			}
 		}
 		logs = append(logs, tl)
 	}
@@ -106,6 +109,9 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 	prefix := len(logs) > 1
 	print := func(tl *tailedLog, line []byte) {
 		tl.line++
+		if tl.line == 1 {
+			line = tap.TrimBOM(line) // a log saved by an editor that adds one
+		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			return
 		}
@@ -138,12 +144,18 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 					continue
 				}
 			}
-			tl.read(print)
+			tl.read(print, m.Stderr)
+			if *follow && tl.truncated() {
+				printable.Fprintf(m.Stderr, "ahp-tap tail: %s: the file shrank (truncated, e.g. by logrotate's copytruncate): following it from its start\n", tl.name)
+				tl.read(print, m.Stderr)
+			}
 		}
 		if !*follow {
 			for _, tl := range logs {
 				if len(tl.partial) > 0 {
 					print(tl, tl.partial) // a last line without "\n"
+				} else if tl.skipping {
+					tl.skipped(m.Stderr)
 				}
 			}
 			return nil
@@ -204,8 +216,16 @@ func (tl *tailedLog) open() error {
 		return err
 	}
 	tl.r, tl.waiting, tl.opened = f, false, true
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		tl.f = f
+	}
 	return nil
 }
+
+// maxTailLine bounds the part of one line tail keeps while waiting for
+// its end: a finding record is a few KiB, so a longer line is not one; it
+// is skipped (one stderr line) without being held (issue 28 item 18).
+const maxTailLine = 1 << 20
 
 // A tailedLog is one log being read, with the part of a line not yet ended.
 type tailedLog struct {
@@ -213,32 +233,86 @@ type tailedLog struct {
 	// open opened it since (closed at the end).
 	waiting, opened bool
 
-	name    string
-	r       io.Reader
-	line    int
-	partial []byte
+	name string
+	r    io.Reader
+	// f is the log when it is a regular file, so that -f notices when it
+	// shrinks (logrotate's copytruncate); off is how far it was read.
+	f   *os.File
+	off int64
+	// line counts the lines read; partial holds the start of a line whose
+	// "\n" has not come yet, at most maxTailLine bytes; skipping says
+	// the current line is longer than that and is being passed over.
+	line     int
+	partial  []byte
+	skipping bool
+	buf      []byte
 }
 
 // read prints every complete line available now; a line without its "\n"
-// yet waits for the next read.
-func (tl *tailedLog) read(print func(*tailedLog, []byte)) {
-	buf := make([]byte, 64<<10)
+// yet waits for the next read. Each byte is copied at most once, however
+// long its line: a read appends only its own bytes to what is kept. A line
+// longer than maxTailLine is skipped with one line on stderr.
+func (tl *tailedLog) read(print func(*tailedLog, []byte), stderr io.Writer) {
+	if tl.buf == nil {
+		tl.buf = make([]byte, 64<<10)
+	}
 	for {
-		n, err := tl.r.Read(buf)
-		data := append(tl.partial, buf[:n]...)
+		n, err := tl.r.Read(tl.buf)
+		tl.off += int64(n)
+		data := tl.buf[:n]
 		for {
 			i := bytes.IndexByte(data, '\n')
 			if i < 0 {
 				break
 			}
-			print(tl, data[:i])
+			switch {
+			case tl.skipping:
+				tl.skipped(stderr)
+			case len(tl.partial) > 0:
+				tl.partial = append(tl.partial, data[:i]...)
+				print(tl, tl.partial)
+				tl.partial = tl.partial[:0]
+			default:
+				print(tl, data[:i])
+			}
 			data = data[i+1:]
 		}
-		tl.partial = append(tl.partial[:0], data...)
+		if !tl.skipping {
+			if len(tl.partial)+len(data) > maxTailLine {
+				tl.skipping, tl.partial = true, nil
+			} else {
+				tl.partial = append(tl.partial, data...)
+			}
+		}
 		if n == 0 || err != nil {
 			return
 		}
 	}
+}
+
+// skipped ends a line longer than maxTailLine: one line on stderr.
+func (tl *tailedLog) skipped(stderr io.Writer) {
+	tl.line++
+	tl.skipping = false
+	printable.Fprintf(stderr, "ahp-tap tail: %s:%d: a line longer than %d MiB is not a finding record, skipped\n", tl.name, tl.line, maxTailLine>>20)
+}
+
+// truncated reports whether the log is a regular file now shorter than
+// what was read of it (copied and truncated by logrotate, or emptied by
+// hand), and if so starts reading it again from its start.
+func (tl *tailedLog) truncated() bool {
+	if tl.f == nil {
+		return false
+	}
+	st, err := tl.f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() >= tl.off {
+		return false
+	}
+	if _, err := tl.f.Seek(0, io.SeekStart); err != nil {
+		return false
+	}
+	tl.off, tl.line, tl.partial, tl.skipping = 0, 0, tl.partial[:0], false
+	return true
 }
 
 // listFlag is a repeatable, comma-separated flag.
