@@ -42,7 +42,19 @@ func Feed(rd *Reader, s *tap.Session, conn string, reserve time.Duration) Outcom
 	abandoning := false
 	var pending uint64 // lines abandoned and not yet told to s
 	for {
-		rec, err := rd.Next()
+		// Deadlines pass while the link is quiet (issue 21 item 8): once
+		// every record read by a pending intercept's deadline (and a
+		// little after) has been checked, the session is told the time,
+		// and reports CORR-3 then rather than at the end of the stream.
+		var wake time.Time
+		if next := s.NextDeadline(); !next.IsZero() && !abandoning {
+			wake = next.Add(tap.ClockGrace)
+		}
+		rec, err, idle := rd.NextBefore(wake)
+		if idle {
+			s.Clock(time.Now().Add(-tap.ClockGrace))
+			continue
+		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 				s.Note(tap.Note{Kind: tap.NoteUpstreamFailure, Time: time.Now(), Conn: conn,

@@ -40,8 +40,19 @@ type Mirror struct {
 	store   []byte // the backlog's array (cap max), allocated on first use
 	sent    int    // bytes of store before backlog (written already)
 	sock    bool   // fd is a stream socket: closing shuts its write side down first
+	// recs are the records in the backlog, in order, by the bytes of each
+	// still to write; partial marks one already written in part (its
+	// rest must follow). End uses them to cut the chunks that cannot be
+	// handed over in time (cutChunksLocked).
+	recs []backlogRec
 
 	dropped atomic.Uint64 // records dropped
+}
+
+// A backlogRec is one record waiting in the backlog.
+type backlogRec struct {
+	n       int  // bytes of it still in the backlog
+	partial bool // already written in part
 }
 
 // MaxBacklog is the default bound of the records waiting in the
@@ -115,8 +126,19 @@ func (m *Mirror) End(res stdio.Result, wait time.Duration) (left int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.write(RecordEnd, 0, time.Now(), b)
-	deadline := time.Now().Add(wait)
+	start := time.Now()
+	deadline, cutAt := start.Add(wait), start.Add(wait/2)
+	cut := false
 	for m.flushLocked() && len(m.backlog) > 0 && time.Now().Before(deadline) {
+		if !cut && time.Now().After(cutAt) {
+			// Half the time is gone: the audit copies still waiting will
+			// not all be handed over. Cut them (counted as not audited,
+			// TAP-1) so that the notes and the end record are: a clean
+			// end is never taken for a kill (issue 28 item 3).
+			m.cutChunksLocked()
+			cut = true
+			continue
+		}
 		m.mu.Unlock()
 		time.Sleep(time.Millisecond)
 		m.mu.Lock()
@@ -142,7 +164,7 @@ func (m *Mirror) closeLocked() {
 		syscall.Close(m.fd)
 		m.fd = -1
 	}
-	m.backlog, m.store = nil, nil
+	m.backlog, m.store, m.recs = nil, nil, nil
 	if m.flusher {
 		close(m.kick)
 		m.flusher = false
@@ -196,7 +218,7 @@ func (m *Mirror) write(kind byte, dir tap.Direction, t time.Time, p []byte) bool
 	binary.LittleEndian.PutUint64(b[24:], lost)
 	copy(b[recordHeader:], p)
 	if len(m.backlog) > 0 {
-		m.queue(b) // in order, behind what waits
+		m.queueRec(b, false) // in order, behind what waits
 		return true
 	}
 	written := false
@@ -219,7 +241,7 @@ func (m *Mirror) write(kind byte, dir tap.Direction, t time.Time, p []byte) bool
 		if !written && kind == RecordChunk && len(b) > m.max {
 			return drop() // too big to wait
 		}
-		m.queue(b)
+		m.queueRec(b, written)
 		m.startFlusher()
 		return true
 	}
@@ -234,12 +256,13 @@ func (m *Mirror) flushLocked() bool {
 		case w > 0:
 			m.backlog = m.backlog[w:]
 			m.sent += w
+			m.consumed(w)
 		case errors.Is(err, syscall.EINTR):
 		case errors.Is(err, syscall.EAGAIN):
 			return true
 		default:
 			m.dead = errors.Is(err, syscall.EPIPE) || m.dead
-			m.backlog, m.sent = m.store[:0], 0
+			m.backlog, m.sent, m.recs = m.store[:0], 0, m.recs[:0]
 			return false
 		}
 	}
@@ -263,6 +286,78 @@ func (m *Mirror) queue(b []byte) {
 		m.backlog, m.sent = m.store[:n], 0
 	}
 	m.backlog = append(m.backlog, b...)
+}
+
+// queueRec queues one record (the rest of one, when partial: its start
+// was written already).
+func (m *Mirror) queueRec(b []byte, partial bool) {
+	m.queue(b)
+	m.recs = append(m.recs, backlogRec{n: len(b), partial: partial})
+}
+
+// consumed accounts for w bytes of the backlog written.
+func (m *Mirror) consumed(w int) {
+	for w > 0 && len(m.recs) > 0 {
+		if w < m.recs[0].n {
+			m.recs[0].n -= w
+			m.recs[0].partial = true
+			return
+		}
+		w -= m.recs[0].n
+		m.recs = m.recs[1:]
+	}
+}
+
+// cutChunksLocked drops the chunk records waiting in the backlog, except
+// one already written in part, and counts their lines as lost: a record
+// of no bytes per direction carries the loss (flagLoss and its lines)
+// ahead of the notes and the end record, which are kept.
+func (m *Mirror) cutChunksLocked() {
+	var kept []byte
+	var recs []backlogRec
+	var loss [3]bool
+	var lines [3]uint64
+	var tail []byte // the kept notes and end record
+	var tailRecs []backlogRec
+	off := 0
+	for _, r := range m.recs {
+		rec := m.backlog[off : off+r.n]
+		off += r.n
+		if r.partial {
+			kept = append(kept, rec...)
+			recs = append(recs, r)
+			continue
+		}
+		if len(rec) >= recordHeader && rec[0] == RecordChunk {
+			d := tap.Direction(rec[1]) % 3
+			loss[d] = true
+			lines[d] += binary.LittleEndian.Uint64(rec[24:]) + uint64(bytes.Count(rec[recordHeader:], []byte{'\n'}))
+			m.dropped.Add(1)
+			continue
+		}
+		tail = append(tail, rec...)
+		tailRecs = append(tailRecs, r)
+	}
+	for d := range loss {
+		loss[d] = loss[d] || m.loss[d]
+		lines[d] += m.lines[d]
+		m.loss[d], m.lines[d] = false, 0
+		if !loss[d] || d == 0 {
+			continue
+		}
+		var h [recordHeader]byte
+		m.seq++
+		h[0], h[1], h[2] = RecordChunk, byte(d), flagLoss
+		binary.LittleEndian.PutUint64(h[8:], uint64(time.Now().UnixNano()))
+		binary.LittleEndian.PutUint64(h[16:], m.seq)
+		binary.LittleEndian.PutUint64(h[24:], lines[d])
+		kept = append(kept, h[:]...)
+		recs = append(recs, backlogRec{n: recordHeader})
+	}
+	kept = append(kept, tail...)
+	recs = append(recs, tailRecs...)
+	m.store = kept
+	m.backlog, m.sent, m.recs = kept, 0, recs
 }
 
 // startFlusher starts (once) the goroutine that empties the backlog as the

@@ -146,3 +146,65 @@ func TestSocketMirrorEndsTheLinkAndHearsTheAnswer(t *testing.T) {
 		t.Errorf("the answer after the end: %q, %v", b, err)
 	}
 }
+
+// A clean end whose backlog the reader cannot take in time (issue 28 item
+// 3): End cuts the chunks still waiting, so that the notes and the end
+// record are handed over, and the lines cut are carried by a loss record:
+// the audit counts them as not audited (TAP-1) and takes the end as
+// clean, never as a kill. Before, the end record stayed in the backlog and
+// the audit recorded the link as killed.
+func TestMirrorEndCutsWhatCannotBeHandedOver(t *testing.T) {
+	m, r, err := NewPipeMirror(4 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	line := append(bytes.Repeat([]byte("y"), 4095), '\n')
+	t0 := time.Unix(1700000000, 0)
+	chunks := 0
+	for m.Dropped() == 0 && chunks < 2000 { // fill the pipe and part of the backlog
+		m.Chunk(tap.FromHarness, t0, line)
+		chunks++
+	}
+	m.Note(tap.Note{Kind: tap.NoteEOF, Time: t0, Dir: tap.FromHarness})
+	// The reader is away until past half of End's wait (when it cuts),
+	// then reads what the pipe holds and what is handed over after.
+	done := make(chan []Record)
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		var out []Record
+		rr := NewRecordReader(r)
+		for {
+			rec, err := rr.Next()
+			if err != nil {
+				done <- out
+				return
+			}
+			out = append(out, rec)
+		}
+	}()
+	left := m.End(stdio.Result{}, 200*time.Millisecond)
+	recs := <-done
+	if left != 0 {
+		t.Fatalf("End left %d bytes unsent: the end record did not reach the audit", left)
+	}
+	var got, lost uint64
+	var eof, end bool
+	for _, rec := range recs {
+		lost += rec.Lost // a note of the direction may carry a loss too
+		switch rec.Kind {
+		case RecordChunk:
+			got += uint64(bytes.Count(rec.Payload, []byte{'\n'}))
+		case RecordNote:
+			eof = true
+		case RecordEnd:
+			end = true
+		}
+	}
+	if !eof || !end || recs[len(recs)-1].Kind != RecordEnd {
+		t.Fatalf("notes %v, end %v (last record kind %d): want the EOF note and the end record last", eof, end, recs[len(recs)-1].Kind)
+	}
+	if lost == 0 || got+lost != uint64(chunks) {
+		t.Errorf("%d lines handed over + %d counted lost, want %d in all, some lost", got, lost, chunks)
+	}
+}

@@ -175,6 +175,40 @@ func (rd *Reader) Next() (Record, error) {
 	return rec, nil
 }
 
+// NextBefore is Next, but gives up at t when no record has come by then:
+// idle reports that (the queue was empty at t, so every record the reader
+// had read by then has been taken). A zero t waits as Next does.
+func (rd *Reader) NextBefore(t time.Time) (rec Record, err error, idle bool) {
+	if t.IsZero() {
+		rec, err = rd.Next()
+		return rec, err, false
+	}
+	rd.mu.Lock()
+	if rd.head == len(rd.q) && rd.err == nil {
+		d := time.Until(t)
+		if d <= 0 {
+			rd.mu.Unlock()
+			return Record{}, nil, true
+		}
+		wake := time.AfterFunc(d, func() {
+			rd.mu.Lock()
+			rd.cond.Broadcast()
+			rd.mu.Unlock()
+		})
+		for rd.head == len(rd.q) && rd.err == nil && time.Now().Before(t) {
+			rd.cond.Wait()
+		}
+		wake.Stop()
+		if rd.head == len(rd.q) && rd.err == nil {
+			rd.mu.Unlock()
+			return Record{}, nil, true
+		}
+	}
+	rd.mu.Unlock()
+	rec, err = rd.Next()
+	return rec, err, false
+}
+
 // Discard takes every record to the end of the link (an audit that
 // cannot run: the forwarding process never waits on it).
 func (rd *Reader) Discard() {

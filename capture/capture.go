@@ -267,6 +267,27 @@ type Reader struct {
 	br      *bufio.Reader
 	line    int  // number of the last line read
 	started bool // the header has been read
+	pos     int64
+	start   int64 // offset of the line Next read last
+}
+
+// Offset is the byte offset in the input of the line Next read last: the
+// record it returned can be read again from there (ReadRecordAt).
+func (r *Reader) Offset() int64 { return r.start }
+
+// ReadRecordAt reads the record of the line starting at byte off of ra
+// (an offset Reader.Offset gave), line being its line number.
+func ReadRecordAt(ra io.ReaderAt, off int64, line int) (Item, error) {
+	br := bufio.NewReaderSize(io.NewSectionReader(ra, off, MaxLine+1), 1<<16)
+	rd := &Reader{br: br, line: line - 1, started: true}
+	b, err := rd.readLine()
+	if len(b) == 0 && err != nil {
+		return Item{}, err
+	}
+	if off == 0 {
+		b = tap.TrimBOM(b)
+	}
+	return parseLine(b, line)
 }
 
 // Line is the number of the capture line Next read last (1-based): the
@@ -281,7 +302,12 @@ func NewReader(r io.Reader) *Reader { return &Reader{br: bufio.NewReaderSize(r, 
 // the caller may read it another way).
 func (r *Reader) Next() (Item, error) {
 	for {
+		r.start = r.pos
 		b, err := r.readLine()
+		r.pos += int64(len(b))
+		if r.line == 0 {
+			b = tap.TrimBOM(b) // a capture saved by an editor that adds one
+		}
 		if len(b) > 0 {
 			r.line++
 		}

@@ -192,7 +192,10 @@ func (h *Header) Config(base tap.Config, o Overrides) (tap.Config, error) {
 			cfg.HookID = h.Hook
 		}
 	}
-	if h.Lifecycle != "" {
+	// A --registration given on the command line says the lifecycle when
+	// its hook declares one (mock harness switches to one process per
+	// message by it, issue 21 item 12); otherwise the live run's header.
+	if h.Lifecycle != "" && (!o.Registration || cfg.Resolved().Lifecycle == "") {
 		cfg.Lifecycle = h.Lifecycle
 	}
 	return cfg, nil

@@ -62,6 +62,12 @@ type Stats struct {
 	// Skipped is the number of entries that did not (other requests of a
 	// browser session, say).
 	Skipped int
+	// NotRecorded is the number of AHP exchanges not audited because the
+	// HAR does not hold their bodies (saved without content, as browsers
+	// do by default): counted in Skipped too, reported as a TAP-1 fact.
+	NotRecorded int
+	// FirstNotRecorded is the entry number of the first of them.
+	FirstNotRecorded int
 }
 
 // The HAR 1.2 structures ahp-tap reads (http://www.softwareishard.com/blog/har-12-spec/).
@@ -93,17 +99,17 @@ type (
 		Value string `json:"value"`
 	}
 	postData struct {
-		MimeType string `json:"mimeType"`
-		Text     string `json:"text"`
+		MimeType string  `json:"mimeType"`
+		Text     *string `json:"text"`
 		// Encoding is not in HAR 1.2 for postData, but some exporters
 		// write "base64" here as for content.
 		Encoding string `json:"encoding"`
 	}
 	content struct {
-		Size     int64  `json:"size"`
-		MimeType string `json:"mimeType"`
-		Text     string `json:"text"`
-		Encoding string `json:"encoding"`
+		Size     int64   `json:"size"`
+		MimeType string  `json:"mimeType"`
+		Text     *string `json:"text"`
+		Encoding string  `json:"encoding"`
 	}
 	timings struct {
 		Blocked, DNS, Connect, Send, Wait, Receive, SSL float64
@@ -120,8 +126,11 @@ type Reader struct {
 }
 
 // NewReader positions a reader at the entries of the HAR document in r.
+// The JSON text is cut as it is read (cutter): memory is bounded in bytes
+// whatever the file holds, and a body longer than MaxAuditBody is audited
+// as a truncated prefix (TAP-1).
 func NewReader(r io.Reader) (*Reader, error) {
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(newCutter(r))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, ErrNotHAR
 	}
@@ -182,31 +191,50 @@ func (r *Reader) Next() ([]tap.Item, error) {
 			r.stats.Skipped++
 			continue
 		}
+		if len(items) == 0 { // AHP traffic whose bodies the HAR does not hold
+			r.stats.Skipped++
+			r.stats.NotRecorded++
+			if r.stats.FirstNotRecorded == 0 {
+				r.stats.FirstNotRecorded = r.stats.Entries
+			}
+			continue
+		}
 		r.stats.Audited++
 		return items, nil
 	}
 	return nil, io.EOF
 }
 
-// exchange converts one entry, or returns nil when it is not AHP traffic.
+// exchange converts one entry, or returns nil when it is not AHP traffic,
+// and an empty list when it is but the HAR does not hold its bodies.
 func (r *Reader) exchange(e *entry) ([]tap.Item, error) {
 	if !strings.EqualFold(e.Request.Method, http.MethodPost) {
 		return nil, nil
 	}
-	var reqBody []byte
-	if e.Request.PostData != nil {
-		b, err := decodeBody(e.Request.PostData.Text, e.Request.PostData.Encoding)
+	var reqBody body
+	reqRecorded := e.Request.BodySize <= 0
+	if pd := e.Request.PostData; pd != nil && pd.Text != nil {
+		b, err := decodeBody(*pd.Text, pd.Encoding, e.Request.BodySize)
 		if err != nil {
 			return nil, fmt.Errorf("request body: %v", err)
 		}
-		reqBody = b
+		reqBody, reqRecorded = b, true
 	}
 	endpoint := endpointOf(e.Request.URL)
 	if !r.endpoints[endpoint] {
-		if !isAHPMessage(reqBody) {
+		if !isAHPMessage(reqBody.bytes) {
 			return nil, nil
 		}
 		r.endpoints[endpoint] = true
+	}
+	// A body the HAR does not hold (text absent, size > 0: a browser's
+	// export without content) is not an empty body: the exchange is not
+	// audited, and said so once (TAP-1), rather than judged on bodies
+	// that were never recorded (issue 21 item 6).
+	c := e.Response.Content
+	respRecorded := c.Text != nil || (c.Size <= 0 && e.Response.BodySize <= 0)
+	if !reqRecorded || (e.Response.Status > 0 && !respRecorded) {
+		return []tap.Item{}, nil
 	}
 
 	start, err := parseTime(e.StartedDateTime)
@@ -236,29 +264,56 @@ func (r *Reader) exchange(e *entry) ([]tap.Item, error) {
 			Detail: "the HAR records no response (status 0)"}})
 		return items, nil
 	}
-	respBody, err := decodeBody(e.Response.Content.Text, e.Response.Content.Encoding)
-	if err != nil {
-		return nil, fmt.Errorf("response body: %v", err)
+	var respBody body
+	if c.Text != nil {
+		size := c.Size
+		if size <= 0 {
+			size = e.Response.BodySize
+		}
+		respBody, err = decodeBody(*c.Text, c.Encoding, size)
+		if err != nil {
+			return nil, fmt.Errorf("response body: %v", err)
+		}
 	}
 	respMeta := r.creds.Response(status, header(e.Response.Headers), url, 0)
 	respMeta.LatencyMs = latency(e)
 	at := end(start, e)
-	if status == http.StatusOK && len(respBody) > 0 {
+	if status == http.StatusOK && len(respBody.bytes) > 0 {
 		items = append(items, tap.Item{Frame: r.frame(tap.FromBackend, at, conn, respBody, respMeta)})
 		return items, nil
 	}
 	// A response without a JSON-RPC message: a note, its body still
 	// searched for credentials (AUTH-1), as the HTTP tap does.
-	items = append(items, tap.Item{Note: r.creds.ResponseNote(at, conn, httpaudit.Body{Bytes: respBody}, respMeta)})
+	items = append(items, tap.Item{Note: r.creds.ResponseNote(at, conn, httpaudit.Body{Bytes: respBody.bytes, Truncated: respBody.cut, Size: int64(respBody.size)}, respMeta)})
 	return items, nil
 }
 
-func (r *Reader) frame(dir tap.Direction, t time.Time, conn string, body []byte, m *tap.HTTPMeta) *tap.Frame {
-	f := r.creds.Frame(dir, t, conn, httpaudit.Body{Bytes: body}, m)
+func (r *Reader) frame(dir tap.Direction, t time.Time, conn string, b body, m *tap.HTTPMeta) *tap.Frame {
+	f := r.creds.Frame(dir, t, conn, httpaudit.Body{Bytes: b.bytes, Truncated: b.cut, Size: int64(b.size)}, m)
 	if len(f.Raw) > MaxAuditBody {
 		f.Raw, f.Truncated = f.Raw[:MaxAuditBody], true
 	}
 	return f
+}
+
+// Findings are the facts about what the reader could not audit, for the
+// end of the HAR: exchanges whose bodies it does not hold (TAP-1).
+func (r *Reader) Findings() []tap.Finding {
+	st := r.stats
+	if st.NotRecorded == 0 {
+		return nil
+	}
+	fd := tap.TapIncomplete.At(nil, tap.Warn, "", "body not recorded: %d AHP %s of this HAR (the first at entry %d) could not be audited (content.text absent, size > 0: the HAR was saved without content, as browsers do unless told); export it with content to audit them",
+		st.NotRecorded, plural(st.NotRecorded, "exchange", "exchanges"), st.FirstNotRecorded)
+	fd.Conn = "har"
+	return []tap.Finding{fd}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // isAHPMessage reports whether body is a JSON-RPC message (or a batch of
@@ -290,22 +345,50 @@ func endpointOf(u string) string {
 	return u
 }
 
-func decodeBody(text, encoding string) ([]byte, error) {
+// A body is a decoded HAR body: at most MaxAuditBody bytes of it when it
+// was cut (the text was longer than the reader keeps), with its size when
+// the HAR says it.
+type body struct {
+	bytes []byte
+	cut   bool
+	size  int // the whole body's size when known (cut), else 0
+}
+
+// decodeBody decodes a HAR text. A text the reader cut (cutText) is
+// decoded as far as it goes: base64 up to its last whole quantum.
+func decodeBody(text, encoding string, size int64) (body, error) {
+	text, cut := cutText(text)
+	b := body{cut: cut}
+	if cut && size > 0 {
+		b.size = int(size)
+	}
 	switch strings.ToLower(encoding) {
 	case "":
-		return []byte(text), nil
+		b.bytes = []byte(text)
 	case "base64":
-		b, err := base64.StdEncoding.DecodeString(text)
+		if cut {
+			text = text[:len(text)/4*4]
+		}
+		d, err := base64.StdEncoding.DecodeString(text)
 		if err != nil {
 			// Some exporters drop the padding.
-			if b2, err2 := base64.RawStdEncoding.DecodeString(strings.TrimRight(text, "=")); err2 == nil {
-				return b2, nil
+			d2, err2 := base64.RawStdEncoding.DecodeString(strings.TrimRight(text, "="))
+			if err2 != nil {
+				return body{}, fmt.Errorf("base64 text: %v", err)
 			}
-			return nil, fmt.Errorf("base64 text: %v", err)
+			d = d2
 		}
-		return b, nil
+		b.bytes = d
+	default:
+		return body{}, fmt.Errorf("unknown encoding %q", encoding)
 	}
-	return nil, fmt.Errorf("unknown encoding %q", encoding)
+	if len(b.bytes) > MaxAuditBody {
+		b.bytes, b.cut = b.bytes[:MaxAuditBody], true
+	}
+	if b.cut && b.size == 0 {
+		b.size = len(b.bytes) + 1 // longer than what is kept; how much is not known
+	}
+	return b, nil
 }
 
 func parseTime(s string) (time.Time, error) {

@@ -164,6 +164,15 @@ type exchange struct {
 	respTime time.Time
 	finished bool      // finish ran
 	failure  *tap.Note // set when ahp-tap answered (upstream failure) or the harness went away
+
+	// The request handed over alone, unanswered after Config.Probe
+	// (submitEarly): probe is its timer, early says it was handed over
+	// (earlyDone closes when that is done), earlyLost that the auditor
+	// had no room for it.
+	probe     *time.Timer
+	early     bool
+	earlyDone chan struct{}
+	earlyLost bool
 }
 
 func (p *Proxy) newExchange(r *http.Request, conn, upstream string) *exchange {
@@ -185,7 +194,35 @@ func (p *Proxy) newExchangeHead(method string, target *url.URL, h http.Header, h
 		x.req.presize(contentLength)
 	}
 	x.reqMeta = p.creds.Request(method, target, h, upstream)
+	if p.probe > 0 && x.req.a != nil {
+		x.probe = time.AfterFunc(p.probe+tap.ClockGrace, x.submitEarly)
+	}
 	return x
+}
+
+// submitEarly hands the request to the auditor alone when no answer has
+// begun by the shortest deadline: with a NoteDeadline, so that the
+// session judges the deadlines that passed by then (CORR-3 as the
+// deadline passes, issue 21 item 8). finish then hands over only the
+// answer. A request whose body is still coming, or whose answer has
+// begun, is left to finish.
+func (x *exchange) submitEarly() {
+	x.mu.Lock()
+	if x.finished || x.early || !x.reqEOF || !x.respTime.IsZero() {
+		x.mu.Unlock()
+		return
+	}
+	x.early, x.reqSent, x.earlyDone = true, true, make(chan struct{})
+	rc := x.req
+	x.mu.Unlock()
+	defer close(x.earlyDone)
+	at := x.p.SafeClock(time.Now().Add(-tap.ClockGrace))
+	ok := x.p.auditor.SubmitAll(
+		tap.Item{Frame: x.frame(tap.FromHarness, x.start, &rc, x.reqMeta), Reserved: rc.reserved},
+		tap.Item{Note: &tap.Note{Kind: tap.NoteDeadline, Time: at, Conn: x.conn}})
+	x.mu.Lock()
+	x.earlyLost = !ok
+	x.mu.Unlock()
 }
 
 // requestBody is the harness's request body on its way upstream; its bytes
@@ -297,6 +334,11 @@ func (x *exchange) responseHead(status int, h http.Header, contentLength int64) 
 	x.respMeta, x.respTime = m, now
 	if !x.finished {
 		x.resp.presize(contentLength)
+		if x.probe != nil {
+			x.p.headsMu.Lock()
+			x.p.heads[x] = now
+			x.p.headsMu.Unlock()
+		}
 	}
 	x.mu.Unlock()
 	x.p.metrics.observeLatency(now.Sub(x.start))
@@ -330,6 +372,7 @@ func (x *exchange) finish() {
 	x.finished = true
 	x.reqSent = true // later reads of the request body no longer touch req
 	rc, c, m, t, failure := x.req, x.resp, x.respMeta, x.respTime, x.failure
+	early, earlyDone := x.early, x.earlyDone
 	if !x.reqEOF {
 		rc.truncated = true // the upstream answered before reading it all
 	}
@@ -339,7 +382,28 @@ func (x *exchange) finish() {
 		c.truncated = true
 	}
 	x.mu.Unlock()
-	items := []tap.Item{{Frame: x.frame(tap.FromHarness, x.start, &rc, x.reqMeta), Reserved: rc.reserved}}
+	if x.probe != nil {
+		x.probe.Stop()
+		x.p.headsMu.Lock()
+		delete(x.p.heads, x)
+		x.p.headsMu.Unlock()
+	}
+	var items []tap.Item
+	if early {
+		<-earlyDone // the request is handed over (or dropped) before its answer
+		x.mu.Lock()
+		lost := x.earlyLost
+		x.mu.Unlock()
+		if lost {
+			// The request was dropped: so is its answer (a response
+			// without its request would look unsolicited).
+			c.release()
+			x.p.auditor.Drop(1)
+			return
+		}
+	} else {
+		items = append(items, tap.Item{Frame: x.frame(tap.FromHarness, x.start, &rc, x.reqMeta), Reserved: rc.reserved})
+	}
 	switch {
 	case failure != nil:
 		c.release()
@@ -356,7 +420,9 @@ func (x *exchange) finish() {
 		// but it is still searched for credentials (AUTH-1).
 		items = append(items, tap.Item{Note: x.p.creds.ResponseNote(t, x.conn, httpaudit.Body{Bytes: c.buf, Size: c.size}, m)})
 	}
-	x.p.auditor.SubmitAll(items...)
+	if len(items) > 0 {
+		x.p.auditor.SubmitAll(items...)
+	}
 }
 
 // frame builds the audit frame of one body: its redacted copy and envelope.

@@ -56,6 +56,12 @@ type Config struct {
 	// UpstreamTimeout bounds the wait for the upstream's response headers;
 	// past it the harness gets 504 (0: DefaultUpstreamTimeout).
 	UpstreamTimeout time.Duration
+	// Probe is the shortest deadline an intercept can have (0: none known,
+	// tap.Config.MinDeadline). An exchange still unanswered that long
+	// after its request hands its request to the auditor alone, with a
+	// NoteDeadline, so that its deadline is judged as it passes (CORR-3,
+	// issue 21 item 8) rather than when the answer or the end comes.
+	Probe time.Duration
 	// MaxAuditBody caps the audit copy of each body (0: DefaultMaxAuditBody).
 	// Forwarded bodies are never capped.
 	MaxAuditBody int
@@ -137,6 +143,16 @@ type Proxy struct {
 	hops  *hops                    // loops through chains of taps (hops.go)
 	bg    sync.WaitGroup           // audit facts handed over off the request path; Serve waits for them
 
+	// probe is Config.Probe; heads holds, by exchange, when the response
+	// head came of each exchange not yet handed over (SafeClock).
+	probe   time.Duration
+	headsMu sync.Mutex
+	heads   map[*exchange]time.Time
+
+	// aborted ends the drain of requests in flight at once (Abort).
+	aborted     context.Context
+	abortCancel context.CancelFunc
+
 	// Reverse mode's relay (relay.go).
 	upstreamAddr  string      // host:port to dial
 	upstreamBase  string      // scheme://host, for the audit envelope
@@ -174,6 +190,8 @@ func New(cfg Config) (*Proxy, error) {
 		metrics:  cfg.Metrics,
 		log:      cfg.Log,
 	}
+	p.aborted, p.abortCancel = context.WithCancel(context.Background())
+	p.probe, p.heads = cfg.Probe, make(map[*exchange]time.Time)
 	if p.maxAudit <= 0 {
 		p.maxAudit = DefaultMaxAuditBody
 	}
@@ -324,7 +342,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          log.New(serverLog{p}, "", 0),
 		ConnContext: func(ctx context.Context, nc net.Conn) context.Context {
 			ctx = context.WithValue(ctx, netConnKey{}, nc)
-			return context.WithValue(ctx, connKey{}, "http/"+strconv.FormatUint(p.conns.Add(1), 10))
+			return context.WithValue(ctx, connKey{}, tap.HTTPConn(p.conns.Add(1)))
 		},
 	}
 	errc := make(chan error, 1)
@@ -334,7 +352,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), p.drain)
+	sctx, cancel := context.WithTimeout(p.aborted, p.drain)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		p.log.Warn().Dur("drain", p.drain).Msg("requests still in flight after the drain bound; closing their connections")
@@ -345,6 +363,29 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	p.bg.Wait()
 	return nil
 }
+
+// SafeClock is the time up to which every frame the proxy has read has
+// been handed to the auditor, or will be with a later time: now, or just
+// before the earliest response head of an exchange not yet handed over.
+// The auditor tells its session the time with it (tap.Session.Clock), so
+// that a deadline is never judged passed before an answer that came in
+// time is audited.
+func (p *Proxy) SafeClock(now time.Time) time.Time {
+	p.headsMu.Lock()
+	defer p.headsMu.Unlock()
+	for _, t := range p.heads {
+		if !t.After(now) {
+			now = t.Add(-time.Nanosecond)
+		}
+	}
+	return now
+}
+
+// Abort ends the drain of Serve at once: the connections of requests
+// still in flight are closed (a second termination signal, issue 21 item
+// 10: the tap exits now, and still closes its log and capture). It may
+// be called before, during or after Serve, from any goroutine.
+func (p *Proxy) Abort() { p.abortCancel() }
 
 // Close releases the upstream connections. It is idempotent.
 func (p *Proxy) Close() error {

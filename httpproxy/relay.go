@@ -119,7 +119,7 @@ func (r *relay) accept(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		c := &relayConn{r: r, nc: nc, id: "http/" + strconv.FormatUint(r.p.conns.Add(1), 10)}
+		c := &relayConn{r: r, nc: nc, id: tap.HTTPConn(r.p.conns.Add(1))}
 		r.mu.Lock()
 		if r.closing.Load() {
 			r.mu.Unlock()
@@ -142,7 +142,7 @@ func (r *relay) shutdown(drain time.Duration) {
 		c.closeIfIdle()
 	}
 	r.mu.Unlock()
-	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	sctx, cancel := context.WithTimeout(r.p.aborted, drain)
 	defer cancel()
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()

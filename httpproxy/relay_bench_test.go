@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkReverseExchange drives 1 KiB hooks/intercept POSTs through a
@@ -28,6 +29,12 @@ func BenchmarkReverseExchange(b *testing.B) {
 	defer up.Close()
 	b.Run("direct", func(b *testing.B) { benchExchanges(b, up.URL) })
 	b.Run("tap", func(b *testing.B) { benchExchanges(b, startTap(b, Config{Upstream: mustURL(b, up.URL)}).url) })
+	// With a known deadline (--timeout, a registration's timeoutMs): each
+	// exchange arms a timer to hand its request over alone should it
+	// still be unanswered at the deadline (issue 21 item 8).
+	b.Run("tap-deadline", func(b *testing.B) {
+		benchExchanges(b, startTap(b, Config{Upstream: mustURL(b, up.URL), Probe: 5 * time.Second}).url)
+	})
 }
 
 func benchExchanges(b *testing.B, target string) {

@@ -33,6 +33,7 @@ func (d Difference) String() string {
 func Diff(recorded, got *tap.Frame, ignore []Pointer) []Difference {
 	var rv, gv *tap.Value
 	if recorded != nil {
+		recorded = recorded.Undecoded() // a recording keeps its frames undecoded
 		recorded.Decode()
 		rv = recorded.Tree
 	}

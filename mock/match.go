@@ -2,6 +2,7 @@ package mock
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strings"
@@ -151,16 +152,16 @@ type Matcher struct {
 	rec    *Recording
 	mode   Match
 	ignore []Pointer
-	byKey  map[string][]*Step
+	byKey  map[[sha256.Size]byte][]*Step // by the sha256 of Key: a key is as long as the request
 	used   map[*Step]bool
 	types  map[string]bool // method|eventType pairs recorded
 }
 
 // NewMatcher indexes rec's harness messages.
 func NewMatcher(rec *Recording, mode Match, ignore []Pointer) *Matcher {
-	m := &Matcher{rec: rec, mode: mode, ignore: ignore, byKey: map[string][]*Step{}, used: map[*Step]bool{}, types: map[string]bool{}}
+	m := &Matcher{rec: rec, mode: mode, ignore: ignore, byKey: map[[sha256.Size]byte][]*Step{}, used: map[*Step]bool{}, types: map[string]bool{}}
 	for _, st := range rec.Steps {
-		k := Key(st.Request, mode, ignore)
+		k := sha256.Sum256([]byte(Key(rec.Frame(st.Request), mode, ignore))) // decoded for the key only
 		m.byKey[k] = append(m.byKey[k], st)
 		m.types[st.Method+"|"+st.EventType] = true
 	}
@@ -171,7 +172,7 @@ func NewMatcher(rec *Recording, mode Match, ignore []Pointer) *Matcher {
 // (hooks/capabilities) has no content to match: any recorded discovery
 // answers it when none matches exactly.
 func (m *Matcher) Find(f *tap.Frame) *Step {
-	steps := m.byKey[Key(f, m.mode, m.ignore)]
+	steps := m.byKey[sha256.Sum256([]byte(Key(f, m.mode, m.ignore)))]
 	if len(steps) == 0 && f.Method() == methodCapabilities {
 		for _, st := range m.rec.Steps {
 			if st.Method == methodCapabilities {
@@ -234,7 +235,7 @@ func rawOf(doc []byte, v *tap.Value) []byte {
 // that differed from the request's (a backend fault) is kept: the mock
 // plays the recording, faults included. Every other byte is as recorded.
 func Answer(st *Step, incoming *tap.Frame) []byte {
-	resp := st.Response
+	resp := st.frame(st.Response) // the recording keeps its frames undecoded
 	resp.Decode()
 	r, ok := resp.Msg.(*tap.Response)
 	if !ok {
@@ -248,7 +249,9 @@ func Answer(st *Step, incoming *tap.Frame) []byte {
 	if r.ID != nil {
 		edits = append(edits, splice{r.ID, rawOf(incoming.Raw, incoming.RPCID())})
 	}
-	recV := st.Request.Params().Get("protocolVersion")
+	req := st.frame(st.Request)
+	req.Decode()
+	recV := req.Params().Get("protocolVersion")
 	inV := incoming.Params().Get("protocolVersion")
 	if outV := r.Result.Get("protocolVersion"); outV != nil && recV != nil && inV != nil &&
 		bytes.Equal(outV.Canonical(), recV.Canonical()) {
@@ -264,4 +267,12 @@ func Answer(st *Step, incoming *tap.Frame) []byte {
 		out = append(out[:e.at.Start:e.at.Start], append(bytes.Clone(e.with), out[e.at.End:]...)...)
 	}
 	return out
+}
+
+// frame is f of st with its bytes (Recording.Frame).
+func (st *Step) frame(f *tap.Frame) *tap.Frame {
+	if st.rec == nil {
+		return f.Undecoded()
+	}
+	return st.rec.Frame(f)
 }

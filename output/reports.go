@@ -161,8 +161,8 @@ func (rs *Reports) Finish() (*report.End, error) {
 	if rs.sarif != nil && rs.sarif.Dropped() > 0 {
 		fmt.Fprintf(rs.cfg.Stderr, "ahp-tap: SARIF report: %d results left out (GitHub takes at most %d per run)\n", rs.sarif.Dropped(), report.SARIFMaxResults)
 	}
-	for _, st := range end.Stale {
-		printable.Fprintf(rs.cfg.Stderr, "ahp-tap: %s\n", report.StaleText(st))
+	if s := report.StaleSummary(end); s != "" {
+		printable.Fprintf(rs.cfg.Stderr, "ahp-tap: %s\n", s) // one line, however many (issue 28 item 9)
 	}
 	if rs.cfg.WriteBaseline != "" {
 		f, err := CreateFile(rs.cfg.WriteBaseline, nil)

@@ -1,23 +1,56 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"io"
 	"sort"
+	"strings"
+
+	"github.com/ahp-tap/ahp-tap/tap"
 )
 
 // A Baseline lists known findings (--baseline) that do not fail a run.
 // Entries match by Fingerprint, the same stable identity SARIF's
 // partialFingerprints carry. An entry that no longer occurs is stale and
 // fails the run, so a baseline only ever shrinks.
+//
+// A baseline read from a file is held compactly, bounded by its number of
+// entries at about 40 bytes each whatever their examples (issue 28 item 9:
+// a 1M-entry baseline took 4.67 GB): Entries is filled only for a small
+// one (at most baselineKeepWhole entries), as before.
 type Baseline struct {
 	Version int             `json:"version"`
 	Entries []BaselineEntry `json:"entries"`
 
-	index map[string]bool // fingerprints, built on first use
+	// The compact form, built by ReadBaseline or on first use: each
+	// entry's fingerprint (hex decoded when it is 32 hex digits, else in
+	// other) and check, in file order; examples of the first
+	// baselineKeepWhole entries.
+	built    bool
+	n        int
+	index    map[[16]byte]int32
+	other    map[string]int32
+	fps      [][16]byte // by entry; zero for those in other
+	otherFP  map[int32]string
+	checks   []uint32 // by entry, into checkIDs
+	checkIDs []string
+	checkIdx map[string]uint32
+	examples []string // of the first baselineKeepWhole entries
+	counts   []int    // of the first baselineKeepWhole entries
 }
+
+// baselineKeepWhole is how many entries a read baseline keeps whole
+// (with their examples); past it, an entry is its fingerprint and check.
+const baselineKeepWhole = 4096
+
+// MaxStaleListed is how many stale entries a run lists; the others are
+// counted (End.StaleCount) and summarised in one line.
+const MaxStaleListed = 20
 
 // A BaselineEntry is one accepted finding: its check, fingerprint, a
 // human-readable example and how many times it occurred when written.
@@ -28,23 +61,155 @@ type BaselineEntry struct {
 	Count       int    `json:"count"`
 }
 
-// ReadBaseline parses a baseline file.
+// ReadBaseline parses a baseline file, one entry at a time.
 func ReadBaseline(r io.Reader) (*Baseline, error) {
-	dec := json.NewDecoder(r)
+	br := bufio.NewReader(r)
+	tap.SkipBOM(br) // RFC 8259 lets a parser ignore it; editors write it
+	dec := json.NewDecoder(br)
 	dec.DisallowUnknownFields()
-	var b Baseline
-	if err := dec.Decode(&b); err != nil {
-		return nil, fmt.Errorf("not an ahp-tap baseline: %v", err)
+	bad := func(err error) (*Baseline, error) { return nil, fmt.Errorf("not an ahp-tap baseline: %v", err) }
+	if t, err := dec.Token(); err != nil {
+		return bad(err)
+	} else if t != json.Delim('{') {
+		return bad(fmt.Errorf("not a JSON object"))
+	}
+	b := &Baseline{}
+	var whole []BaselineEntry
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return bad(err)
+		}
+		switch t {
+		case "version":
+			if err := dec.Decode(&b.Version); err != nil {
+				return bad(err)
+			}
+		case "entries":
+			if t, err := dec.Token(); err != nil {
+				return bad(err)
+			} else if t == nil {
+				continue // "entries": null
+			} else if t != json.Delim('[') {
+				return bad(fmt.Errorf("entries is not an array"))
+			}
+			for dec.More() {
+				var e BaselineEntry
+				if err := dec.Decode(&e); err != nil {
+					return bad(err)
+				}
+				if e.Fingerprint == "" || e.Check == "" {
+					return nil, fmt.Errorf("baseline entry %d has no check or fingerprint", b.n+1)
+				}
+				if b.n < baselineKeepWhole {
+					whole = append(whole, e)
+				}
+				b.add(e)
+			}
+			if _, err := dec.Token(); err != nil {
+				return bad(err)
+			}
+		default:
+			return bad(fmt.Errorf("json: unknown field %q", t))
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return bad(err)
 	}
 	if b.Version != 1 {
 		return nil, fmt.Errorf("baseline version %d is not 1", b.Version)
 	}
-	for i, e := range b.Entries {
-		if e.Fingerprint == "" || e.Check == "" {
-			return nil, fmt.Errorf("baseline entry %d has no check or fingerprint", i+1)
-		}
+	if b.n <= baselineKeepWhole {
+		b.Entries = whole
 	}
-	return &b, nil
+	b.built = true
+	return b, nil
+}
+
+// add appends an entry to the compact form.
+func (b *Baseline) add(e BaselineEntry) {
+	if b.index == nil {
+		b.index, b.other, b.otherFP, b.checkIdx = map[[16]byte]int32{}, map[string]int32{}, map[int32]string{}, map[string]uint32{}
+	}
+	i := int32(b.n)
+	k, isHex := hexKey(e.Fingerprint)
+	if isHex {
+		if _, dup := b.index[k]; !dup {
+			b.index[k] = i
+		}
+	} else {
+		if _, dup := b.other[e.Fingerprint]; !dup {
+			b.other[e.Fingerprint] = i
+		}
+		b.otherFP[i] = e.Fingerprint
+	}
+	b.fps = append(b.fps, k)
+	c, ok := b.checkIdx[e.Check]
+	if !ok {
+		c = uint32(len(b.checkIDs))
+		b.checkIDs = append(b.checkIDs, e.Check)
+		b.checkIdx[e.Check] = c
+	}
+	b.checks = append(b.checks, c)
+	if b.n < baselineKeepWhole {
+		b.examples = append(b.examples, e.Example)
+		b.counts = append(b.counts, e.Count)
+	}
+	b.n++
+}
+
+// hexKey decodes a fingerprint of 32 lower-case hex digits (ahp-tap's).
+func hexKey(fp string) (k [16]byte, ok bool) {
+	if len(fp) != 32 || strings.ToLower(fp) != fp {
+		return k, false
+	}
+	_, err := hex.Decode(k[:], []byte(fp))
+	return k, err == nil
+}
+
+// build makes the compact form of a baseline made in memory (Entries).
+func (b *Baseline) build() {
+	if b.built {
+		return
+	}
+	b.built = true
+	for _, e := range b.Entries {
+		b.add(e)
+	}
+}
+
+// lookup returns the number of the entry with fingerprint fp.
+func (b *Baseline) lookup(fp string) (int32, bool) {
+	if k, ok := hexKey(fp); ok {
+		i, ok := b.index[k]
+		return i, ok
+	}
+	i, ok := b.other[fp]
+	return i, ok
+}
+
+// entry returns entry i as far as it is kept (no example past
+// baselineKeepWhole).
+func (b *Baseline) entry(i int32) BaselineEntry {
+	e := BaselineEntry{Check: b.checkIDs[b.checks[i]]}
+	if fp, ok := b.otherFP[i]; ok {
+		e.Fingerprint = fp
+	} else {
+		e.Fingerprint = hex.EncodeToString(b.fps[i][:])
+	}
+	if int(i) < len(b.examples) {
+		e.Example, e.Count = b.examples[i], b.counts[i]
+	}
+	return e
+}
+
+// Len is the number of entries.
+func (b *Baseline) Len() int {
+	if b == nil {
+		return 0
+	}
+	b.build()
+	return b.n
 }
 
 // Accepts reports whether a finding with fingerprint fp is baselined. A
@@ -53,27 +218,30 @@ func (b *Baseline) Accepts(fp string) bool {
 	if b == nil {
 		return false
 	}
-	if b.index == nil {
-		b.index = make(map[string]bool, len(b.Entries))
-		for _, e := range b.Entries {
-			b.index[e.Fingerprint] = true
-		}
-	}
-	return b.index[fp]
+	b.build()
+	_, ok := b.lookup(fp)
+	return ok
 }
 
-// Stale returns the entries whose fingerprint is not in seen.
-func (b *Baseline) Stale(seen map[string]int) []BaselineEntry {
+// Stale returns the first MaxStaleListed entries whose fingerprint is
+// not in seen, in file order, and how many there are in all.
+func (b *Baseline) Stale(seen map[string]int) ([]BaselineEntry, int) {
 	if b == nil {
-		return nil
+		return nil, 0
 	}
+	b.build()
 	var out []BaselineEntry
-	for _, e := range b.Entries {
+	n := 0
+	for i := range b.n {
+		e := b.entry(int32(i))
 		if seen[e.Fingerprint] == 0 {
-			out = append(out, e)
+			if len(out) < MaxStaleListed {
+				out = append(out, e)
+			}
+			n++
 		}
 	}
-	return out
+	return out, n
 }
 
 // Write writes the baseline as indented JSON, entries sorted by check then
@@ -101,5 +269,33 @@ func (b *Baseline) Write(w io.Writer) error {
 
 // StaleText renders a stale entry for people.
 func StaleText(e BaselineEntry) string {
+	if e.Example == "" {
+		return fmt.Sprintf("stale baseline entry %s %s (no longer occurs; remove it from the baseline)", e.Check, e.Fingerprint)
+	}
 	return fmt.Sprintf("stale baseline entry %s %s (no longer occurs; remove it from the baseline): %s", e.Check, e.Fingerprint, e.Example)
+}
+
+// StaleLines renders the stale entries of a run for a report: one line
+// per entry listed, and one line for those not listed (End.StaleCount).
+func StaleLines(e *End) []string {
+	var out []string
+	for _, st := range e.Stale {
+		out = append(out, printable.Line(StaleText(st)))
+	}
+	if more := e.StaleCount - len(e.Stale); more > 0 {
+		out = append(out, fmt.Sprintf("%d more stale baseline entries (no longer occur; rewrite the baseline with --write-baseline, or remove them)", more))
+	}
+	return out
+}
+
+// StaleSummary says in one line that n entries are stale, naming the
+// first (for a terminal: one line however many there are).
+func StaleSummary(e *End) string {
+	if len(e.Stale) == 0 {
+		return ""
+	}
+	if e.StaleCount <= 1 {
+		return StaleText(e.Stale[0])
+	}
+	return fmt.Sprintf("%d stale baseline entries (no longer occur; rewrite the baseline with --write-baseline, or remove them); the first: %s", e.StaleCount, StaleText(e.Stale[0]))
 }

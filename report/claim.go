@@ -128,7 +128,7 @@ func loadProfiles(dir, snapshot string) (map[string][]string, map[string]string,
 			Requirements []string `json:"requirements"`
 		} `json:"profiles"`
 	}
-	if err := json.Unmarshal(data, &man); err != nil {
+	if err := json.Unmarshal(tap.TrimBOM(data), &man); err != nil {
 		return nil, nil, fmt.Errorf("conformance manifest: %v", err)
 	}
 	m := map[string][]string{}
@@ -143,7 +143,7 @@ func loadProfiles(dir, snapshot string) (map[string][]string, map[string]string,
 				Text string `json:"text"`
 			} `json:"requirements"`
 		}
-		if json.Unmarshal(data, &reqs) == nil {
+		if json.Unmarshal(tap.TrimBOM(data), &reqs) == nil {
 			for _, r := range reqs.Requirements {
 				texts[r.ID] = r.Text
 			}

@@ -100,8 +100,8 @@ func (g *GitHub) End(e *End) error {
 				left[lvl], lvl, GitHubMaxAnnotations)
 		}
 	}
-	for _, st := range e.Stale {
-		fmt.Fprintf(bw, "::error title=stale baseline entry::%s\n", escapeData(StaleText(st)))
+	for _, st := range StaleLines(e) {
+		fmt.Fprintf(bw, "::error title=stale baseline entry::%s\n", escapeData(st))
 	}
 	fmt.Fprintf(bw, "ahp-tap: %s", levelText(e.Levels))
 	if e.Baselined > 0 {
@@ -166,8 +166,8 @@ func WriteMarkdownSummary(w io.Writer, h *Header, e *End) error {
 		cc := counts[c.ID]
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d |\n", c.ID, cc.Error, cc.Warn, cc.Info, pass, fail, skip)
 	}
-	for _, st := range e.Stale {
-		printable.Fprintf(&b, "\n- :x: %s", StaleText(st))
+	for _, st := range StaleLines(e) {
+		fmt.Fprintf(&b, "\n- :x: %s", st)
 	}
 	for _, np := range e.NotPossible {
 		printable.Fprintf(&b, "\n- not checked: %s (%s)", np.Check, np.Reason)

@@ -242,8 +242,8 @@ func (h *HTML) End(e *End) error {
 	bw.WriteString("</tbody></table>\n")
 	if len(e.Stale) > 0 || len(e.NotPossible) > 0 || h.droppedF > 0 || h.droppedX > 0 {
 		bw.WriteString("<ul class=\"notes\">\n")
-		for _, st := range e.Stale {
-			fmt.Fprintf(bw, "<li class=\"fail\">%s</li>\n", esc(StaleText(st)))
+		for _, st := range StaleLines(e) {
+			fmt.Fprintf(bw, "<li class=\"fail\">%s</li>\n", esc(st))
 		}
 		for _, np := range e.NotPossible {
 			fmt.Fprintf(bw, "<li>not checked: %s (%s)</li>\n", esc(np.Check), esc(np.Reason))

@@ -175,9 +175,7 @@ func (j *JUnit) End(e *End) error {
 		doc.Suites = append(doc.Suites, s)
 	}
 	var extra []string
-	for _, st := range e.Stale {
-		extra = append(extra, printable.Line(StaleText(st)))
-	}
+	extra = append(extra, StaleLines(e)...)
 	if len(extra) > 0 {
 		// Stale baseline entries fail the run: a suite of their own.
 		s := JUnitSuite{Name: "baseline"}

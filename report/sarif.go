@@ -207,8 +207,8 @@ func (s *SARIF) End(e *End) error {
 			"%d results left out: GitHub code scanning takes at most %d results and 10 MB gzipped per run; the run had %d",
 			s.dropped, s.MaxResults, s.n+s.dropped)}})
 	}
-	for _, st := range e.Stale {
-		notes = append(notes, notification{Level: "error", Message: sarifMessage{Text: StaleText(st)}})
+	for _, st := range StaleLines(e) {
+		notes = append(notes, notification{Level: "error", Message: sarifMessage{Text: st}})
 	}
 	for _, np := range e.NotPossible {
 		notes = append(notes, notification{Level: "note", Message: sarifMessage{Text: "not checked: " + np.Check + " (" + np.Reason + ")"}})

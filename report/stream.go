@@ -135,7 +135,9 @@ type End struct {
 	// lifecycle), and why: the catalogue's answer (rules.Coverage).
 	NotPossible []NotPossible
 	// Stale lists baseline entries that no longer occur: each fails the run.
-	Stale []BaselineEntry
+	// At most MaxStaleListed are listed; StaleCount counts them all.
+	Stale      []BaselineEntry
+	StaleCount int
 	// Claim is the conformance-claim matrix, when --claim was given.
 	Claim *ClaimMatrix
 	// FailOn is the --fail-on level (0: never).
@@ -148,7 +150,7 @@ type End struct {
 // Failing reports whether the run fails: a counted finding at or above
 // FailOn, or a stale baseline entry.
 func (e *End) Failing() bool {
-	if len(e.Stale) > 0 {
+	if len(e.Stale) > 0 || e.StaleCount > 0 {
 		return true
 	}
 	return e.FailOn != 0 && e.Levels.AtLeast(e.FailOn) > 0
@@ -504,7 +506,7 @@ func (r *Run) Close() (*End, error) {
 	}
 	e := &End{Inputs: r.ends, Levels: r.levels, Baselined: r.baselined,
 		ByCheck: sortedCounts(r.byCheck), NotPossible: r.NotPossible(), FailOn: r.cfg.FailOn, Chains: r.chains}
-	e.Stale = r.cfg.Baseline.Stale(r.seen)
+	e.Stale, e.StaleCount = r.cfg.Baseline.Stale(r.seen)
 	if r.claim != nil {
 		e.Claim = r.claim.matrix(r.ends)
 	}

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"github.com/ahp-tap/ahp-tap/vocab"
 
 	"strconv"
@@ -269,8 +270,9 @@ func (r answeredOnceRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 		if st.reported[x] || !sameLink(c, x, n) {
 			continue
 		}
-		if _, late := pastDeadline(x, n.Time); late && n.Kind != tap.NoteUpstreamFailure {
-			continue // CORR-3: the deadline ran out first
+		if _, late := lateAt(c, x, n); late && n.Kind != tap.NoteUpstreamFailure {
+			st.reported[x] = true // CORR-3: the deadline ran out first (and not at Finish either)
+			continue
 		}
 		st.reported[x] = true
 		lvl, outcome := tap.Error, tap.OutcomeUnanswered
@@ -366,6 +368,33 @@ func pastDeadline(x *tap.Exchange, t time.Time) (time.Duration, bool) {
 	return took, took > x.Deadline
 }
 
+// giveUp reports whether n is the harness giving up on its pending
+// requests (it closed the connection, or killed the tap's process group).
+func giveUp(n tap.Note) bool {
+	return n.Kind == tap.NoteHarnessGone || n.Kind == tap.NoteKilled
+}
+
+// lateAt is pastDeadline at note n. A harness that gives up measures its
+// deadline from its own send, which may precede the tap's read of the
+// request: the first request of a stdio tap waits in the pipe while the
+// tap starts (issue 21 item 9). So for a give-up the deadline runs from
+// the earliest the harness may have sent the request
+// (Conversation.EarliestSend): a harness that kills the tap's process
+// group at its deadline is judged as one that gave up at the deadline
+// (CORR-3) whether or not the group it killed held the tap.
+func lateAt(c *tap.Conversation, x *tap.Exchange, n tap.Note) (time.Duration, bool) {
+	if !giveUp(n) {
+		return pastDeadline(x, n.Time)
+	}
+	took, late := pastDeadline(x, n.Time)
+	if from := c.EarliestSend(x); !late && from.Before(x.Request.Time) {
+		if d, ok := pastDeadline(x, n.Time.Add(x.Request.Time.Sub(from))); ok {
+			return d, true
+		}
+	}
+	return took, late
+}
+
 // lateState remembers the pending exchanges already reported expired.
 type lateState struct{ reported map[*tap.Exchange]bool }
 
@@ -393,6 +422,12 @@ func (r lateRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 		return nil
 	}
 	x := c.Exchange()
+	if st := r.state(c); st.reported[x] {
+		// Reported when its deadline passed (a NoteDeadline): the late
+		// answer is the same fact, reported once (issue 21 item 8).
+		delete(st.reported, x)
+		return nil
+	}
 	took, _ := pastDeadline(x, f.Time)
 	// Not marked reported: this answer ends x, and Note and Finish look
 	// only at pending exchanges (marking it kept every late exchange for
@@ -411,6 +446,15 @@ func (r lateRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 	}
 	var how string
 	switch {
+	case n.Kind == tap.NoteDeadline:
+		// The live tap's clock passed these deadlines with no answer
+		// audited: reported now, not when the stream ends; a later answer
+		// is the same fact (Check).
+		var out []tap.Finding
+		for _, x := range c.Due() {
+			out = append(out, r.expired(c, x, n.Time, "")...)
+		}
+		return out
 	case n.Kind == tap.NoteHarnessGone:
 		how = "the harness closed the connection"
 	case n.Kind == tap.NoteKilled:
@@ -425,9 +469,18 @@ func (r lateRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 	r.state(c).prune(c)
 	var out []tap.Finding
 	for _, x := range c.Pending() {
-		if sameLink(c, x, n) {
-			out = append(out, r.expired(c, x, n.Time, how)...)
+		if !sameLink(c, x, n) {
+			continue
 		}
+		if since, late := lateAt(c, x, n); late && giveUp(n) {
+			if took, byRead := pastDeadline(x, n.Time); !byRead {
+				// Late by the harness's clock, not yet by the tap's read
+				// of the request (it waited while the tap started): say so.
+				out = append(out, r.expiredAt(c, x, n.Time, took, fmt.Sprintf("%s %v after the tap started, the request waiting to be read, and", how, since.Round(time.Millisecond)))...)
+				continue
+			}
+		}
+		out = append(out, r.expired(c, x, n.Time, how)...)
 	}
 	return out
 }
@@ -446,14 +499,27 @@ func (r lateRule) Finish(c *tap.Conversation) []tap.Finding {
 }
 
 func (r lateRule) expired(c *tap.Conversation, x *tap.Exchange, t time.Time, how string) []tap.Finding {
-	st := r.state(c)
 	took, late := pastDeadline(x, t)
-	if !late || st.reported[x] {
+	if !late {
+		return nil
+	}
+	return r.expiredAt(c, x, t, took, how)
+}
+
+// expiredAt reports x, unanswered took after its request by t (once).
+func (r lateRule) expiredAt(c *tap.Conversation, x *tap.Exchange, t time.Time, took time.Duration, how string) []tap.Finding {
+	st := r.state(c)
+	if st.reported[x] {
 		return nil
 	}
 	st.reported[x] = true
 	x.Outcome = tap.OutcomeLate
-	fd := r.info.At(x.Request, tap.Warn, "", "hooks/intercept %s was not answered within its %v deadline (%s %v after the request, with no answer): %s", tap.IDText(x.Request.RPCID()), x.Deadline, how, took.Round(time.Millisecond), deadlineWords)
+	var fd tap.Finding
+	if how == "" { // at the deadline (NoteDeadline)
+		fd = r.info.At(x.Request, tap.Warn, "", "hooks/intercept %s was not answered within its %v deadline (no answer %v after the request; an answer after this is late): %s", tap.IDText(x.Request.RPCID()), x.Deadline, took.Round(time.Millisecond), deadlineWords)
+	} else {
+		fd = r.info.At(x.Request, tap.Warn, "", "hooks/intercept %s was not answered within its %v deadline (%s %v after the request, with no answer): %s", tap.IDText(x.Request.RPCID()), x.Deadline, how, took.Round(time.Millisecond), deadlineWords)
+	}
 	fd.Time = t
 	fd.Binds = tap.FromBackend // the harness's frame, the backend's SHOULD
 	return []tap.Finding{fd}

@@ -62,6 +62,20 @@ func CheckDocument(name string, data []byte, cfg tap.Config, opts Options) []tap
 	return fs
 }
 
+// CheckMessagePrefix checks a message document larger than the audit cap
+// from its first bytes, prefix, the whole being size bytes: it is audited
+// as a truncated copy (TAP-1), as the taps audit a frame past their cap.
+func CheckMessagePrefix(prefix []byte, size int64, cfg tap.Config, opts Options) ([]tap.Finding, []tap.ExchangeRecord) {
+	var out []tap.Finding
+	sc := tap.SessionConfig{Config: cfg, Rules: Set(opts), RegistrationReported: true,
+		Sink: tap.SinkFunc(func(f tap.Finding) { out = append(out, f) })}
+	sc.Partial, sc.Transport = true, tap.File
+	s := tap.NewSession(sc)
+	s.Frame(&tap.Frame{Transport: tap.File, Raw: prefix, Truncated: true, Size: int(size)})
+	s.Close()
+	return out, s.Records()
+}
+
 // CheckDocumentRecords is CheckDocument that also returns the exchange
 // records of the document (what each response concluded: the effective
 // edit values, or why a harness must reject it). The registration given in

@@ -95,7 +95,7 @@ func LoadSpec(dir, snapshot string) (*Spec, error) {
 		if err != nil {
 			return nil, err
 		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(tap.TrimBOM(data)))
 		if err != nil {
 			return nil, fmt.Errorf("schema %s: %v", name, err)
 		}
@@ -150,7 +150,7 @@ func verifyManifest(root, sdir, snapshot string) error {
 			SHA256 string `json:"sha256"`
 		} `json:"documents"`
 	}
-	if err := json.Unmarshal(data, &m); err != nil {
+	if err := json.Unmarshal(tap.TrimBOM(data), &m); err != nil {
 		return fmt.Errorf("%s/manifest.json: %v", sdir, err)
 	}
 	if m.ProtocolVersion != "" && m.ProtocolVersion != snapshot {

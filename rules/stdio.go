@@ -216,6 +216,53 @@ type persistentRule struct{ info tap.RuleInfo }
 
 type persistentState struct {
 	outstanding map[string]outstandingIntercept // by IDKey, unanswered intercepts
+	// order lists the intercepts in request order from head on; entries
+	// answered, retried or forgotten since are skipped (and dropped at
+	// the head), so finding the oldest outstanding one costs O(1)
+	// amortised, not a walk of every outstanding one (issue 28 item 8:
+	// replay was quadratic in unanswered intercepts).
+	order []outstandingKey
+	head  int
+}
+
+type outstandingKey struct {
+	key string
+	seq uint64
+}
+
+// oldest returns the oldest intercept still outstanding other than key.
+func (st *persistentState) oldest(c *tap.Conversation, key string) *outstandingIntercept {
+	for i := st.head; i < len(st.order); i++ {
+		q := st.order[i]
+		o, ok := st.outstanding[q.key]
+		live := ok && o.seq == q.seq
+		if live && !c.Remembers(q.key) {
+			// The conversation forgot it (memory bound): so does the rule.
+			delete(st.outstanding, q.key)
+			live = false
+		}
+		if !live {
+			if i == st.head {
+				st.head++
+			}
+			continue
+		}
+		if q.key != key { // a retry of the same id is BASE-6's business
+			return &o
+		}
+	}
+	return nil
+}
+
+// push appends an intercept to order, compacting it when more than half
+// is behind the head.
+func (st *persistentState) push(k outstandingKey) {
+	if st.head > 1024 && st.head > len(st.order)/2 {
+		st.order = append(st.order[:0], st.order[st.head:]...)
+		clear(st.order[len(st.order):cap(st.order)])
+		st.head = 0
+	}
+	st.order = append(st.order, k)
 }
 
 // outstandingIntercept is an unanswered intercept: its id as written and
@@ -240,17 +287,12 @@ func (r *persistentRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding 
 		key := tap.IDKey(m.ID)
 		// Name the oldest one outstanding (not map order: a live run and
 		// its replay say the same).
-		var oldest *outstandingIntercept
-		for k, o := range st.outstanding {
-			if k != key && (oldest == nil || o.seq < oldest.seq) { // a retry of the same id is BASE-6's business
-				oldest = &o
-			}
-		}
 		var out []tap.Finding
-		if oldest != nil {
+		if oldest := st.oldest(c, key); oldest != nil {
 			out = append(out, r.info.At(f, 0, "/id", "hooks/intercept %s was sent while hooks/intercept %s was still unanswered; a persistent backend gets at most one intercept at a time", tap.IDText(m.ID), oldest.id))
 		}
 		st.outstanding[key] = outstandingIntercept{tap.IDText(m.ID), f.Seq}
+		st.push(outstandingKey{key, f.Seq})
 		return out
 	case *tap.Response:
 		if f.Dir == tap.FromBackend {

@@ -9,6 +9,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// SignalRepeat is how close a repeated termination signal must follow the
+// first to be the same request (issue 21 item 10): GNU timeout signals its
+// child and then its own process group, which holds the child, a few
+// microseconds apart, and a supervisor may do the same. A second signal
+// later than this is a second request: "exit now".
+const SignalRepeat = 100 * time.Millisecond
+
 // signalName names a signal as people write it ("SIGKILL").
 func signalName(s syscall.Signal) string {
 	if n := unix.SignalName(s); n != "" {

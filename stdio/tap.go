@@ -49,6 +49,10 @@ const (
 	minDrain = 100 * time.Millisecond
 )
 
+// processStart is when this process began: a harness may write its first
+// request from then on (NoteStart.Since).
+var processStart = processStarted()
+
 // Config describes one wrapped backend.
 type Config struct {
 	// Command and Args are the backend to run, directly (no shell).
@@ -204,9 +208,11 @@ type Tap struct {
 	chunkB atomic.Int64  // buffer bytes of the chunks in the chunks queue
 	room   chan struct{} // Complete: the feeder made room in chunks
 
-	mu      sync.Mutex // guards pgid, signals
+	mu      sync.Mutex // guards pgid, signals, lastSignal
 	pgid    int        // the backend's process group, 0 before start
-	signals int        // how many termination signals so far
+	signals int        // how many termination signals so far (a repeat within SignalRepeat counts once)
+	// lastSignal is when the last counted termination signal came.
+	lastSignal time.Time
 
 	reaped   atomic.Bool   // the backend has been reaped: a signal now means "exit now"
 	giveUp   chan struct{} // closed by stopWaiting: the shutdown waits no longer
@@ -326,7 +332,7 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 		// watchdog is for the case where Run never gets there.
 		defer disarm()
 	}
-	start := tap.Note{Kind: tap.NoteStart, Time: time.Now(), Conn: t.cfg.Conn, Detail: fmt.Sprintf("pid %d", cmd.Process.Pid)}
+	start := tap.Note{Kind: tap.NoteStart, Time: time.Now(), Conn: t.cfg.Conn, Detail: fmt.Sprintf("pid %d", cmd.Process.Pid), Since: processStart}
 	if !t.mirror(start) && t.aud != nil {
 		// Notes go through the auditor in order; nothing else is queued yet.
 		t.aud.Note(start)
@@ -462,7 +468,15 @@ func (t *Tap) Signal(sig os.Signal) {
 		return
 	}
 	t.mu.Lock()
+	now := time.Now()
+	if t.signals > 0 && now.Sub(t.lastSignal) < SignalRepeat {
+		// The same request delivered twice (timeout(1) signals the tap
+		// and then its process group): not a second one.
+		t.mu.Unlock()
+		return
+	}
 	t.signals++
+	t.lastSignal = now
 	n := t.signals
 	t.mu.Unlock()
 	if n > 1 || t.reaped.Load() {

@@ -371,7 +371,13 @@ func TestSecondSignalKillsGroup(t *testing.T) {
 		t.Fatalf("backend said %q", line)
 	}
 	tp.Signal(syscall.SIGTERM) // ignored by the backend
-	tp.Signal(syscall.SIGTERM)
+	tp.Signal(syscall.SIGTERM) // the same request (within SignalRepeat): ignored too
+	select {
+	case res := <-done:
+		t.Fatalf("a signal repeated at once was taken as a second one: %+v", res)
+	case <-time.After(SignalRepeat + 50*time.Millisecond):
+	}
+	tp.Signal(syscall.SIGTERM) // a second request: kill the group
 	go io.Copy(io.Discard, out)
 	if res := <-done; res.Signal != syscall.SIGKILL {
 		t.Errorf("Result = %+v, want killed by SIGKILL", res)

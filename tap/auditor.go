@@ -69,6 +69,12 @@ type AuditorConfig struct {
 	// queue, before the session sees it (to release a byte budget, say).
 	// May be nil.
 	Taken func(f *Frame)
+	// Clock, when set, says up to when every frame read by now has been
+	// submitted (or will be, with a later time). With it, the auditor
+	// tells its session the time (Session.Clock) when a pending
+	// intercept's deadline has passed and the queue is empty, so that
+	// CORR-3 is reported as the deadline passes (issue 21 item 8).
+	Clock func(now time.Time) time.Time
 }
 
 // Audit starts an auditor that feeds s on a goroutine of its own. From
@@ -281,7 +287,31 @@ func (a *Auditor) loop() {
 	if a.cfg.Begin != nil {
 		a.cfg.Begin()
 	}
-	for it := range a.in {
+	var timer *time.Timer
+	for {
+		var it auditItem
+		var ok bool
+		if next := a.nextClock(); !next.IsZero() {
+			if timer == nil {
+				timer = time.NewTimer(time.Until(next))
+			} else {
+				timer.Reset(time.Until(next))
+			}
+			select {
+			case it, ok = <-a.in:
+				timer.Stop()
+			case <-timer.C:
+				if !a.abandon.Load() {
+					a.session.Clock(a.cfg.Clock(time.Now().Add(-ClockGrace)))
+				}
+				continue
+			}
+		} else {
+			it, ok = <-a.in
+		}
+		if !ok {
+			break
+		}
 		a.wake() // the item taken made room for one more
 		if it.f == nil || a.abandon.Load() {
 			a.queued.Add(-it.cost)
@@ -312,6 +342,19 @@ func (a *Auditor) loop() {
 		}
 	}
 	a.noteDrops()
+}
+
+// nextClock is when the loop should tell the session the time: a little
+// after the next deadline of a pending intercept (zero: never).
+func (a *Auditor) nextClock() time.Time {
+	if a.cfg.Clock == nil {
+		return time.Time{}
+	}
+	next := a.session.NextDeadline()
+	if next.IsZero() {
+		return next
+	}
+	return next.Add(ClockGrace)
 }
 
 // wake wakes the senders waiting for room, if any (Complete, or a note).

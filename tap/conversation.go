@@ -40,6 +40,10 @@ type Exchange struct {
 	// as a prefix (see ScanPrefix); MaybeAnswered when a truncated backend
 	// frame whose id could not be read arrived while it was pending.
 	Truncated, MaybeAnswered bool
+
+	// cost is what the exchange counts against MaxPendingBytes while it
+	// is pending.
+	cost int
 }
 
 // Outcomes of an exchange, as a reader of a report needs them. The words are
@@ -116,6 +120,21 @@ const DefaultKeepEvents = 100_000
 // by default, so a tap that runs for days stays in bounded memory.
 const DefaultKeepAnswered = 1024
 
+// MaxPendingBytes bounds the memory of a conversation's unanswered
+// requests. Each is kept whole (its answer is judged against it) and
+// costs about pendingCost of its size; past the bound the oldest are
+// forgotten, counted, and reported once (TAP-1): their answers, if any
+// come, are not judged, and they are not reported unanswered. A backend
+// with a handful of requests outstanding is far from it; a recording of a
+// million unanswered intercepts is read in bounded memory (issue 28 item
+// 8).
+const MaxPendingBytes = 128 << 20
+
+// pendingCost estimates the memory of a pending exchange: its frame's
+// bytes, the decoded tree (about 24 bytes of Value per byte of JSON, as
+// measured on intercept requests) and the exchange itself.
+func pendingCost(f *Frame) int { return 1024 + 24*len(f.Raw) }
+
 // A Conversation is the state of one harness↔backend link as the frames so
 // far show it. It is owned by one Engine and not safe for concurrent use.
 type Conversation struct {
@@ -163,6 +182,28 @@ type Conversation struct {
 	// unjudged is the exchange a response of correlation Unjudgeable
 	// answers (nil when it answers a blind request).
 	unjudged *Exchange
+	// deadlines are the pending intercepts' deadlines, earliest first;
+	// clock is the time of the latest NoteDeadline, and due what it found
+	// (deadline.go).
+	deadlines dueHeap
+	clock     time.Time
+	due       []*Exchange
+	// since is when the stdio tap's process began (NoteStart.Since), and
+	// firstSeq the sequence number of the first request, which may have
+	// waited from then on to be read (EarliestSend).
+	since    time.Time
+	firstSeq uint64
+	// pendingBytes is the cost of the pending exchanges; pendingQueue
+	// lists them in request order from pendingHead on (entries answered
+	// since are skipped), so the oldest is found in O(1) amortised.
+	pendingBytes int
+	pendingQueue []*Exchange
+	pendingHead  int
+	// pendingForgotten counts unanswered requests forgotten to stay within
+	// MaxPendingBytes; compactAt is the length of order at which forget
+	// next compacts it.
+	pendingForgotten int
+	compactAt        int
 }
 
 func newConversation(cfg Config) *Conversation {
@@ -370,24 +411,26 @@ func eventKey(ev *Value) (EventKey, bool) {
 func (c *Conversation) end(f *Frame) {
 	if x := c.unjudged; x != nil {
 		x.Response, x.Truncated, x.Outcome = f, true, OutcomeNotAudited
-		delete(c.pending, x.Key)
+		c.removePending(x)
 		c.answered[x.Key] = x
 		c.forget()
 		return
 	}
 	if f.Truncated {
 		if x := c.cur; x != nil {
-			c.pending[x.Key] = x // as a request: its answer pairs with it
-			c.order = append(c.order, x)
+			c.addPending(x) // as a request: its answer pairs with it
 		}
 		return
 	}
 	switch f.Msg.(type) {
 	case *Request:
 		x := c.cur
-		c.pending[x.Key] = x // a retry replaces the earlier pending entry
-		c.order = append(c.order, x)
+		c.addPending(x) // a retry replaces the earlier pending entry
 		c.remember(f, x)
+		c.watchDeadline(x)
+		if c.firstSeq == 0 {
+			c.firstSeq = f.Seq
+		}
 	case *Notification:
 		c.remember(f, nil)
 	case *Response:
@@ -396,7 +439,7 @@ func (c *Conversation) end(f *Frame) {
 		}
 		x := c.cur
 		x.Response = f
-		delete(c.pending, x.Key)
+		c.removePending(x)
 		c.answered[x.Key] = x
 		c.forget()
 		if k, ok := eventKey(x.Event); ok {
@@ -474,13 +517,68 @@ func (c *Conversation) remember(f *Frame, x *Exchange) {
 	c.events.Store(k, r)
 }
 
-// forget drops the oldest answered exchanges beyond Config.KeepAnswered.
-// It compacts order only when it has grown to twice the bound, so the cost
-// per frame stays constant.
+// addPending makes x the pending exchange of its id (a retry replaces the
+// earlier one), and forgets the oldest pending exchanges past
+// MaxPendingBytes.
+func (c *Conversation) addPending(x *Exchange) {
+	if old := c.pending[x.Key]; old != nil {
+		c.pendingBytes -= old.cost
+	}
+	x.cost = pendingCost(x.Request)
+	c.pending[x.Key] = x
+	c.pendingBytes += x.cost
+	c.order = append(c.order, x)
+	if c.pendingHead > 1024 && c.pendingHead > len(c.pendingQueue)/2 {
+		c.pendingQueue = append(c.pendingQueue[:0], c.pendingQueue[c.pendingHead:]...)
+		clear(c.pendingQueue[len(c.pendingQueue):cap(c.pendingQueue)])
+		c.pendingHead = 0
+	}
+	c.pendingQueue = append(c.pendingQueue, x)
+	for c.pendingBytes > MaxPendingBytes && c.pendingHead < len(c.pendingQueue) {
+		old := c.pendingQueue[c.pendingHead]
+		c.pendingQueue[c.pendingHead] = nil
+		c.pendingHead++
+		if old == x || !c.IsPending(old) {
+			if old == x {
+				c.pendingQueue = append(c.pendingQueue, x) // never forget the newest
+				break
+			}
+			continue
+		}
+		// Forgotten: its answer, should it come, is judged as one to a
+		// request the tap could not read (not unsolicited), as for a
+		// truncated request whose id was cut off.
+		c.removePending(old)
+		old.Outcome = OutcomeNotAudited
+		c.blind++
+		c.pendingForgotten++
+	}
+	c.forget()
+}
+
+// removePending ends x's time as the pending exchange of its id.
+func (c *Conversation) removePending(x *Exchange) {
+	if c.pending[x.Key] == x {
+		delete(c.pending, x.Key)
+		c.pendingBytes -= x.cost
+	}
+}
+
+// PendingForgotten is how many unanswered requests the conversation
+// forgot to stay within MaxPendingBytes.
+func (c *Conversation) PendingForgotten() int { return c.pendingForgotten }
+
+// forget drops the oldest answered exchanges beyond Config.KeepAnswered,
+// and the requests no longer pending that were never answered (retried,
+// or forgotten past MaxPendingBytes). It compacts order only when it has
+// grown to twice what the last compaction kept (at least twice the
+// bound), so the cost per frame stays constant however many requests are
+// pending.
 func (c *Conversation) forget() {
-	if c.keep <= 0 || len(c.order) < 2*c.keep {
+	if c.keep <= 0 || len(c.order) < max(2*c.keep, c.compactAt) {
 		return
 	}
+	defer func() { c.compactAt = 2 * len(c.order) }()
 	drop := len(c.answered) - c.keep
 	kept := c.order[:0]
 	for _, x := range c.order {

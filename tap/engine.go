@@ -118,6 +118,11 @@ func (e *Engine) Finish() (out []Finding) {
 		return nil
 	}
 	e.done = true
+	if n := e.conv.pendingForgotten; n > 0 {
+		fd := TapIncomplete.At(nil, Warn, "", "%d unanswered requests were forgotten, the oldest first, to keep those pending within %d MiB: an answer to one of them was not judged, and they are not reported as unanswered", n, MaxPendingBytes>>20)
+		fd.Time = e.conv.last
+		out = append(out, fd)
+	}
 	for _, r := range e.rules {
 		if fin, ok := r.(Finisher); ok {
 			out = append(out, e.finish(r, fin)...)

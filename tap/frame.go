@@ -7,6 +7,12 @@ import (
 	"unicode/utf8"
 )
 
+// HTTPConn is the label of the n-th harness connection of an HTTP tap or
+// mock: "http-conn:<n>". It names a connection, not a protocol version:
+// captures written before issue 21 item 11 say "http/<n>", which read as
+// HTTP/2 in a console line; replay takes any label as it is.
+func HTTPConn(n uint64) string { return fmt.Sprintf("http-conn:%d", n) }
+
 // Direction says which peer sent a frame.
 type Direction uint8
 
@@ -108,7 +114,9 @@ type Frame struct {
 	Dir       Direction
 	Time      time.Time
 	Transport Transport
-	// Conn identifies the connection or process the frame travelled on.
+	// Conn identifies the connection or process the frame travelled on:
+	// "stdio:<pid>" for a stdio backend process, HTTPConn(n) for the n-th
+	// harness connection of an HTTP tap.
 	Conn    string
 	Raw     []byte
 	Framing Framing
@@ -166,6 +174,18 @@ func (f *Frame) Decode() {
 	if f.Tree != nil && f.Tree.Kind == Object {
 		f.Msg = classify(f.Tree)
 	}
+}
+
+// Undecoded returns a copy of f as read, before Decode: what crossed the
+// wire and its metadata, without the decoded tree. A holder of many frames
+// (a mock's recording) keeps them so, and decodes a copy when it needs
+// one: a decoded tree costs about 24 times the frame's bytes.
+func (f *Frame) Undecoded() *Frame {
+	if f == nil {
+		return nil
+	}
+	return &Frame{Seq: f.Seq, Dir: f.Dir, Time: f.Time, Transport: f.Transport, Conn: f.Conn, Raw: f.Raw,
+		Framing: f.Framing, HTTP: f.HTTP, Truncated: f.Truncated, Size: f.Size, DirGuessed: f.DirGuessed}
 }
 
 // Unchecked reports whether f is forwarded but not checked: its audit copy

@@ -20,6 +20,12 @@ type Note struct {
 	Count uint64 `json:"count,omitempty"`
 	// Detail is free text for people (an operational failure's cause).
 	Detail string `json:"detail,omitempty"`
+	// Since is, for a NoteStart of a stdio tap, when the tap's process
+	// began: the harness may have written its first frames from then on,
+	// before the tap could read them (their read time is later). A
+	// harness that gives up at its deadline measured from its own send is
+	// judged with it (CORR-3, issue 21 item 9).
+	Since time.Time `json:"since,omitzero"`
 	// HTTP is the HTTP envelope of a NoteHTTPResponse, or of the request
 	// a NoteUpstreamFailure was about.
 	HTTP *HTTPMeta `json:"http,omitempty"`
@@ -66,6 +72,12 @@ const (
 	// audit process that outlived it records this. Pending requests were
 	// abandoned by the harness, not left unanswered by the backend.
 	NoteKilled NoteKind = "killed"
+	// NoteDeadline: the live tap's clock reached Time with every frame
+	// read before it audited, and the deadline of a pending intercept had
+	// passed by then (Session.Clock): the rules judge it now (CORR-3), not
+	// when the stream ends. Recorded, so that a replay judges it at the
+	// same place.
+	NoteDeadline NoteKind = "deadline"
 )
 
 // A NoteRule is a Rule that also takes transport notes.
@@ -77,6 +89,13 @@ type NoteRule interface {
 func (e *Engine) Note(n Note) (out []Finding) {
 	if !n.Time.IsZero() {
 		e.conv.last = n.Time
+	}
+	if n.Kind == NoteStart && !n.Since.IsZero() && e.conv.since.IsZero() {
+		e.conv.since = n.Since
+	}
+	if n.Kind == NoteDeadline {
+		e.conv.advance(n.Time)
+		defer func() { e.conv.due = e.conv.due[:0] }()
 	}
 	if n.Kind == NoteForgotten {
 		fd := TapIncomplete.At(nil, Warn, "", "%s", n.Detail)

@@ -95,6 +95,16 @@ type Session struct {
 	partial bool               // frames were lost on a stream: new engines start partial
 	closed  bool
 	facts   Facts // traffic judged so far (Facts)
+	// Connections of a per_event link retired after their exit
+	// (session_retire.go): their records, how many exchanges they forgot,
+	// and the names of the most recent.
+	retiredRecs      []ExchangeRecord
+	retiredForgotten int
+	retired          map[string]bool
+	retiredFIFO      []string
+	// fixed is the one engine of a session made around an existing
+	// engine (NewAuditor); nil otherwise.
+	fixed *Engine
 }
 
 // NewSession returns a session for cfg and writes the registration's own
@@ -209,11 +219,27 @@ func (s *Session) Note(n Note) {
 	case NoteDropped:
 		s.dropped(n)
 		return
+	case NoteDeadline:
+		// The clock is the link's: every engine (connection) judges the
+		// deadlines that passed by then.
+		if s.cfg.Recorder != nil {
+			s.cfg.Recorder.RecordNote(n)
+		}
+		for _, e := range s.order {
+			s.write(e.Note(n))
+		}
+		return
 	}
 	if s.cfg.Recorder != nil {
 		s.cfg.Recorder.RecordNote(n)
 	}
+	if s.retired[n.Conn] {
+		return // a late note of a connection whose process has exited
+	}
 	s.write(s.engine(n.Conn).Note(n))
+	if n.Kind == NoteExit {
+		s.retire(n.Conn, n.Time)
+	}
 }
 
 // Lost records that n frames of the link were not audited (the audit
@@ -268,7 +294,7 @@ func (s *Session) Close() {
 // Records returns what each exchange of the session concluded, engine by
 // engine in creation order.
 func (s *Session) Records() []ExchangeRecord {
-	var out []ExchangeRecord
+	out := append([]ExchangeRecord(nil), s.retiredRecs...)
 	for _, e := range s.order {
 		out = append(out, e.Conversation().Records()...)
 	}

@@ -4,7 +4,7 @@ package tap
 // stay in bounded memory (Conversation.Forgotten): Records does not list
 // them.
 func (s *Session) Forgotten() int {
-	n := 0
+	n := s.retiredForgotten
 	for _, e := range s.order {
 		n += e.Conversation().Forgotten()
 	}

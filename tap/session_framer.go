@@ -2,6 +2,7 @@ package tap
 
 import (
 	"bytes"
+	"slices"
 	"time"
 )
 
@@ -57,6 +58,11 @@ func (fr *Framer) splitter(conn string, dir Direction) *Splitter {
 			Raw: bytes.Clone(line), Framing: fm, Size: size, Truncated: truncated})
 	}}
 	fr.split[k] = sp
+	if len(fr.order) > 1024 && len(fr.order) > 2*len(fr.split) {
+		// Streams ended since (one per process of a per_event link)
+		// leave the order: it stays proportional to the open ones.
+		fr.order = slices.DeleteFunc(fr.order, func(o streamKey) bool { _, open := fr.split[o]; return !open })
+	}
 	fr.order = append(fr.order, k)
 	return sp
 }

@@ -5,9 +5,7 @@ package tap
 // or 403), so nothing will answer it any more. x is no longer pending and
 // outcome says how it ended. Rules call it from Note.
 func (c *Conversation) Settle(x *Exchange, outcome string) {
-	if c.pending[x.Key] == x {
-		delete(c.pending, x.Key)
-	}
+	c.removePending(x)
 	x.Outcome = outcome
 	c.forget() // a settled exchange is dropped with the answered ones
 }

@@ -75,8 +75,8 @@ func TestTail(t *testing.T) {
 	if n := strings.Count(r.stdout, "\n"); n != 1 || !strings.Contains(r.stdout, "CORR-2") {
 		t.Errorf("tail --event-type tool.before: %d lines:\n%s", n, r.stdout)
 	}
-	if r := runTap(t, "", "tail", exampleCapture); !strings.Contains(r.stderr, "not a finding record") {
-		t.Errorf("tail of a capture: stderr %q", r.stderr)
+	if r := runTap(t, "", "tail", exampleCapture); r.code != 2 || !strings.Contains(r.stderr, "is a capture, not a violation log: re-check it with 'ahp-tap replay") {
+		t.Errorf("tail of a capture: exit %d, stderr %q", r.code, r.stderr)
 	}
 
 	// -f: a finding appended later is printed.

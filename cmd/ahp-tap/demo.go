@@ -48,6 +48,9 @@ func (m *Main) runDemo(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
+	if err := noArguments(fs); err != nil {
+		return err
+	}
 	if err := checkExampleMode("demo", *mode); err != nil {
 		return err
 	}

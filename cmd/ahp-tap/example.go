@@ -21,7 +21,7 @@ import (
 
 // exampleModes are the behaviours of `ahp-tap example-backend --mode`.
 var exampleModes = []struct{ name, help string }{
-	{"conforming", "answer correctly: deny dangerous tool calls, no effects otherwise, a manifest for hooks/capabilities (default)"},
+	{"conforming", "answer correctly: deny dangerous tool calls, no effects otherwise, a manifest for hooks/capabilities"},
 	{"demo", "conforming, plus the faults ahp-tap demo shows: a banner and a log line on stdout, an unadvertised effect, a wrong protocolVersion"},
 	{"banner", "conforming, but print a startup banner on stdout first (STDIO-1)"},
 	{"wrong-version", `answer every request with protocolVersion "2025-01-01" (BASE-2)`},
@@ -69,15 +69,23 @@ type exampleRequest struct {
 func (m *Main) runExampleBackend(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("example-backend", flag.ContinueOnError)
 	mode := fs.String("mode", "conforming", "`MODE`, one of:"+modeHelp())
-	delay := fs.Duration("delay", 2*time.Second, "how long --mode slow waits before answering")
+	delay := fs.Duration("delay", 2*time.Second, "how long (`DURATION`) --mode slow waits before answering")
 	snapshot := fs.String("protocol-version", tap.DefaultSnapshot, "the protocol snapshot `V` the backend supports")
+	listen := fs.String("listen", "", "serve AHP over HTTP on `ADDR` (a loopback host:port) instead of stdio, until SIGINT/SIGTERM")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
+		return err
+	}
+	if err := noArguments(fs); err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(exampleModes, func(x struct{ name, help string }) bool { return x.name == *mode }) {
 		return usageError("example-backend: unknown --mode %q (one of:%s)", *mode, modeHelp())
 	}
 	b := &exampleBackend{mode: *mode, delay: *delay, snapshot: *snapshot, out: bufio.NewWriter(m.Stdout), log: m.Stderr}
+	if *listen != "" {
+		b.http = true
+		return m.serveExampleHTTP(ctx, b, *listen)
+	}
 	if b.mode == "demo" || b.mode == "banner" {
 		// AHP-STDIO-001 forbids this: the deliberate fault STDIO-1 reports.
 		fmt.Fprintln(b.out, "example-backend 1.0 ready (policy: deny force pushes, rm -rf and ssh keys)")
@@ -103,7 +111,8 @@ type exampleBackend struct {
 	snapshot string
 	out      *bufio.Writer
 	log      io.Writer
-	n        int // intercepts answered
+	n        int  // intercepts answered
+	http     bool // --listen: the manifest names the http transport
 }
 
 func (b *exampleBackend) handle(line []byte) error {
@@ -135,7 +144,7 @@ func (b *exampleBackend) handle(line []byte) error {
 		b.reply(req.ID, "error", map[string]any{"code": -32001, "message": "unsupported protocol version",
 			"data": map[string]any{"supported": []string{b.snapshot}}})
 	case req.Method == "hooks/capabilities":
-		b.reply(req.ID, "result", map[string]any{"protocolVersion": version, "manifest": exampleManifest})
+		b.reply(req.ID, "result", map[string]any{"protocolVersion": version, "manifest": b.manifest()})
 	case req.Method == "hooks/intercept" && b.mode == "error":
 		b.reply(req.ID, "error", map[string]any{"code": -32603, "message": "policy engine unavailable (--mode error)"})
 	case req.Method == "hooks/intercept":
@@ -238,17 +247,24 @@ func exampleSession(now time.Time) []exampleStep {
 func (m *Main) runExampleHarness(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("example-harness", flag.ContinueOnError)
 	snapshot := fs.String("protocol-version", tap.DefaultSnapshot, "protocol snapshot `V` to send")
-	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for each response")
+	timeout := fs.Duration("timeout", 5*time.Second, "how long (`DURATION`) to wait for each response")
+	url := fs.String("url", "", "play the session over HTTP: POST each message to `URL` (waits up to --timeout for it to accept connections)")
+	lifecycle := fs.String("lifecycle", "persistent", "`LIFECYCLE` of the backend CMD: persistent (one process for the session) or per_event (one process per message, which gets it and then EOF)")
+	var waitFor listFlag
+	fs.Var(&waitFor, "wait-for", "with --url: first wait (up to --timeout) until `ADDR` (host:port) accepts connections too, e.g. the backend behind a tap; repeatable")
 	regPath := fs.String("registration", "", "dispatch to every backend of the registration `FILE` (as a harness does: serial, in order), instead of one backend")
 	fault := fs.String("fault", "none", "with --registration, a deliberate conduct `FAULT`, one of:"+faultHelp())
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
 	if *regPath != "" {
-		if fs.NArg() > 0 {
-			return usageError("example-harness: --registration starts the registration's backends; give no CMD")
+		if fs.NArg() > 0 || *url != "" {
+			return usageError("example-harness: --registration starts the registration's backends; give no CMD or --url")
 		}
 		return m.runConductHarness(*regPath, *fault, *snapshot)
+	}
+	if *url != "" || *lifecycle != "persistent" || len(waitFor) > 0 {
+		return m.playExampleLink(ctx, fs.Args(), *snapshot, *timeout, *url, *lifecycle, waitFor)
 	}
 	in, out := m.Stdin, m.Stdout
 	var backend *exec.Cmd

@@ -28,9 +28,9 @@ Reverse (or forward) proxy in front of an HTTP backend; every body is forwarded 
 audited off the forwarding path. A --log or --capture that cannot be opened is exit 2 at start.`,
 	"demo":            "usage: ahp-tap demo [flags]\nRun an example harness and backend through a live stdio tap and print the findings.",
 	"rules":           "usage: ahp-tap rules [flags]\nList every check and rule: ID, requirement, level, one line.",
-	"tail":            "usage: ahp-tap tail [flags] LOG...\nPrint a violation log (--log) as readable lines; with -f, follow it as it grows.",
-	"example-backend": "usage: ahp-tap example-backend [flags]\nAn example AHP backend on stdio, with known faults per --mode, for testing a harness.",
-	"example-harness": "usage: ahp-tap example-harness [flags] [CMD [ARGS...]]\nAn example AHP harness that plays a short session (against CMD, or on stdin/stdout).",
+	"tail":            "usage: ahp-tap tail [flags] LOG...\nPrint a violation log (--log) as readable lines; with -f, follow it as it grows (a log that does not\nexist yet is waited for, as tail -F does). A capture or a stream of messages is refused (exit 2).",
+	"example-backend": "usage: ahp-tap example-backend [flags]\nAn example AHP backend on stdio (or over HTTP with --listen), with known faults per --mode, for testing a harness.",
+	"example-harness": "usage: ahp-tap example-harness [flags] [CMD [ARGS...]]\nAn example AHP harness that plays a short session: against CMD (once, or once per message with\n--lifecycle per_event), on stdin/stdout, or over HTTP to --url.",
 	"ca": `usage: ahp-tap ca init DIR
 Create a CA for HTTPS interception ('http --forward --mitm-ca DIR') in DIR (files 0600).
 Whoever trusts its certificate lets the holder of its key read and change all their HTTPS traffic:
@@ -39,6 +39,15 @@ trust it only in the harness under test, never system-wide.`,
 	"wrap":    "usage: ahp-tap wrap --dir DIR [-o FILE] REGISTRATION\nPut ahp-tap in front of every backend of a registration.",
 	"unwrap":  "usage: ahp-tap unwrap [flags] REGISTRATION\nTake ahp-tap out of a wrapped registration again.",
 	"help":    "usage: ahp-tap help [COMMAND]\nList the commands, or show COMMAND's help.",
+	"mock":    mockUsage + "\nServe (mock backend) or play (mock harness) one side of a capture, audited ('ahp-tap mock backend --help' and 'ahp-tap mock harness --help' list their flags).",
+	"mock backend": `usage: ahp-tap mock backend [flags] (--stdio | --listen ADDR) CAPTURE
+Answer a harness from a recorded capture, as its backend (on stdin/stdout, or over HTTP), and audit
+the traffic. Exit 1 when a request went unmatched or a finding reaches --fail-on (docs/mock.md).`,
+	"mock harness": `usage: ahp-tap mock harness [flags] CAPTURE -- BACKEND [ARGS...]
+       ahp-tap mock harness [flags] --url URL CAPTURE
+Play a capture's harness messages to a live backend (one BACKEND process for the session, or one
+per message when the hook's lifecycle is per_event) and compare every answer with the recording.
+Exit 1 when an answer differs or a finding reaches --fail-on (docs/mock.md).`,
 }
 
 // isHelpFlag reports whether arg asks for help.
@@ -93,10 +102,23 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 			line += " " + name
 		}
 		fmt.Fprintln(w, line)
-		usage = strings.ReplaceAll(usage, "\n", "\n      ")
 		if def := f.DefValue; def != "" && def != "false" && def != "0" && def != "0s" {
-			usage += fmt.Sprintf(" (default %s)", def)
+			// On the first line: after a list of values (--mode), the
+			// last line is one value's, and the default there reads as
+			// that value's (issue 21 item 13).
+			first, more, multi := strings.Cut(usage, "\n")
+			if multi && strings.HasSuffix(first, ":") {
+				first = strings.TrimSuffix(first, ":") + fmt.Sprintf(" (default %s):", def)
+			} else {
+				first += fmt.Sprintf(" (default %s)", def)
+			}
+			if multi {
+				usage = first + "\n" + more
+			} else {
+				usage = first
+			}
 		}
+		usage = strings.ReplaceAll(usage, "\n", "\n      ")
 		fmt.Fprintf(w, "      %s\n", usage)
 	})
 }

@@ -226,9 +226,21 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	cc := conductClientFor(*conductDir, ef.registration, ef.hook, l, m.diag())
 	session := l.watchedSession(l.cfg, out.Sink(), out.Recorder(), "", 0, cc) // reports the registration's findings
 	// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
-	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue, Budget: budget, Complete: mode == auditComplete, Begin: httpproxy.LowerAuditPriority})
+	// Deadlines are judged as they pass (issue 21 item 8): the proxy
+	// hands over a request unanswered by the shortest deadline, and the
+	// auditor tells the session the time the proxy vouches for.
+	var proxyRef atomic.Pointer[httpproxy.Proxy]
+	clock := func(now time.Time) time.Time {
+		if p := proxyRef.Load(); p != nil {
+			return p.SafeClock(now)
+		}
+		return now
+	}
+	cfg.Probe = session.Config().MinDeadline()
+	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue, Budget: budget, Complete: mode == auditComplete, Begin: httpproxy.LowerAuditPriority, Clock: clock})
 	cfg.Auditor, cfg.Metrics = auditor, metrics
 	proxy, err := httpproxy.New(cfg)
+	proxyRef.Store(proxy)
 	if err != nil {
 		auditor.Close()
 		out.Close(time.Now())
@@ -265,6 +277,12 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	var stopAt atomic.Int64 // unix nanoseconds of the signal
 	stopTiming := context.AfterFunc(ctx, func() { stopAt.Store(time.Now().UnixNano()) })
 	defer stopTiming()
+	// Issue 21 item 10: a second signal cuts the requests in flight and
+	// the drain short, but the audit, the log and the capture (its end
+	// record) still close, within forceBound.
+	var forcedAt atomic.Int64
+	force := func() { forcedAt.Store(time.Now().UnixNano()); proxy.Abort() }
+	m.force.Store(&force)
 	serveErr := proxy.Serve(ctx, ln)
 	if msrv != nil {
 		_ = msrv.Close()
@@ -274,7 +292,13 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if ns := stopAt.Load(); ns != 0 {
 		deadline = time.Unix(0, ns).Add(*drain)
 	}
-	left := func() time.Duration { return max(time.Until(deadline), minSinkClose) }
+	left := func() time.Duration {
+		d := deadline
+		if ns := forcedAt.Load(); ns != 0 {
+			d = time.Unix(0, ns).Add(forceBound)
+		}
+		return max(time.Until(d), minSinkClose)
+	}
 	if !auditor.CloseWithin(left()) { // drains the queue, end-of-stream rules, TAP-1 for drops
 		fmt.Fprintf(m.diag(), "ahp-tap http: the audit did not finish within --drain %s; %d frames were not audited (TAP-1)\n", *drain, auditor.Dropped())
 	}

@@ -133,6 +133,10 @@ func (m *Main) openInput(name string, bar bool) (*input, error) {
 		in.gzip = true
 		br = bufio.NewReaderSize(zr, peekSize)
 	}
+	// A document saved with a byte order mark (RFC 8259 lets a parser
+	// ignore it) is recognised and read as without one: never as a stdio
+	// stream whose first line starts with "\ufeff".
+	tap.SkipBOM(br)
 	in.r = br
 	head, err := br.Peek(peekSize)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
@@ -293,7 +297,7 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 	src := report.Source{Name: name, Input: &report.Input{}}
 	fail := func(format string, args ...any) report.Source {
 		src.Input.Error = fmt.Sprintf(format, args...)
-		printable.Fprintf(ic.m.Stderr, "ahp-tap: %s %s: %s\n", ic.cmd, name, src.Input.Error)
+		printable.Fprintf(ic.m.Stderr, "ahp-tap %s: %s: %s\n", ic.cmd, name, src.Input.Error)
 		return src
 	}
 	in, err := ic.m.openInput(name, ic.bar)
@@ -315,6 +319,11 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		in.kind = kindHAR
 	}
 	src.Input.Kind = in.kindText()
+	if ic.rp.dir != 0 && (in.kind == kindCapture || in.kind == kindHAR) {
+		// Issue 21 item 7: it was silently ignored. A capture and a HAR
+		// record each frame's sender; --direction is for NDJSON.
+		return fail("--direction is for plain NDJSON streams: a %s records who sent each frame; replay it without --direction", in.kind)
+	}
 	switch in.kind {
 	case kindHAR:
 		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
@@ -324,6 +333,9 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		}
 		src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
 		src.Input.Frames = ic.rp.frames
+		if src.Input.Frames == 0 && !ic.allowEmpty {
+			return fail("%s", harEmpty(ic.rp.har))
+		}
 	case kindLog:
 		return fail("this is a violation log (findings ahp-tap wrote), not traffic; read it with 'ahp-tap tail %s'", name)
 	case kindBinary:
@@ -337,7 +349,7 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
 		ic.rp.damaged = func(le *capture.LineError) {
 			src.Input.Damaged++
-			printable.Fprintf(ic.m.Stderr, "ahp-tap: %s %s:%d: damaged record skipped: %v\n", ic.cmd, name, le.Line, le.Err)
+			printable.Fprintf(ic.m.Stderr, "ahp-tap %s: %s:%d: damaged record skipped: %v\n", ic.cmd, name, le.Line, le.Err)
 		}
 		fds, err := ic.rp.replayCapture(capture.NewReader(in.r))
 		ic.rp.damaged = nil
@@ -347,29 +359,35 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
 		src.Input.Frames = ic.rp.frames
 	case kindStream:
-		if !ic.excerpt {
-			ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
-			fds, err := ic.rp.replayStream(in.r)
-			if err != nil && err != errInterrupted {
-				return fail("%v", err)
-			}
-			src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
-			src.Input.Frames = ic.rp.frames
-			break
+		// Streamed line by line, each line's audit copy capped as the
+		// live taps cap it: a 1 GiB line (or a gzip bomb holding one) is
+		// never held (issue 28 item 5). check judges it as an excerpt.
+		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
+		fds, err := ic.rp.replayStream(in.r, ic.excerpt)
+		if err != nil && err != errInterrupted {
+			return fail("%v", err)
 		}
-		fallthrough
+		src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
+		src.Input.Frames = ic.rp.frames
 	default:
-		data, err := io.ReadAll(in.r)
+		// A message or a registration: one document, read up to the audit
+		// cap of one frame; a longer message is audited as a truncated
+		// prefix (TAP-1), the rest counted, not held (issue 28 item 5).
+		data, err := io.ReadAll(io.LimitReader(in.r, maxReplayLine+1))
 		if err != nil {
 			return fail("%v", err)
 		}
-		// CheckDocumentRecords tells a stream by its name.
 		doc := "input.json"
-		if in.kind == kindStream {
-			doc = "input.jsonl"
-			src.Input.Frames = countLines(data)
-		} else if in.kind == kindMessage {
+		if in.kind == kindMessage {
 			src.Input.Frames = 1
+		}
+		if len(data) > maxReplayLine {
+			rest, err := io.Copy(io.Discard, in.r)
+			if err != nil {
+				return fail("%v", err)
+			}
+			src.Findings, src.Exchanges = ic.rp.checkMessagePrefix(data[:maxReplayLine], int64(len(data))+rest)
+			break
 		}
 		src.Findings, src.Exchanges = ic.rp.checkDocument(rules.DetectKind(doc, data), data)
 	}
@@ -377,15 +395,6 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		return fail("no frame to audit (a capture with only its header, or blank lines); give --allow-empty to accept it")
 	}
 	return src
-}
-
-// countLines counts the frames a stdio stream is cut into.
-func countLines(data []byte) int {
-	n := 0
-	s := tap.Splitter{Emit: func([]byte, tap.Framing, int, bool) { n++ }}
-	s.Write(data)
-	s.Close()
-	return n
 }
 
 // finishOffline writes the log, the report and the summary of check or
@@ -401,7 +410,7 @@ func (m *Main) finishOffline(cmd string, of *offlineFlags, sources []report.Sour
 	}
 	sources = exportSources(of.otlpx, sources, of.lg)
 	if err := of.lg.Close(); err != nil {
-		printable.Fprintf(m.Stderr, "ahp-tap: closing the log: %v\n", err)
+		printable.Fprintf(m.Stderr, "ahp-tap %s: closing the log: %v\n", cmd, err)
 	}
 	sum := report.SummaryOf(sources)
 	sum.NotPossible = notPossible

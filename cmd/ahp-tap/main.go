@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -68,6 +70,13 @@ type Main struct {
 	// flush waits, bounded, for Diag's queued writes before an exit (nil:
 	// nothing to flush).
 	flush func()
+	// force, when a command sets it, is called on a second termination
+	// signal: the command cuts its shutdown short and still closes its log
+	// and capture within forceBound (issue 21 item 10). forced is the
+	// signal, for the exit status. Without force, the second signal exits
+	// at once.
+	force  atomic.Pointer[func()]
+	forced atomic.Int32
 }
 
 // diag is where ahp-tap's own messages go.
@@ -126,6 +135,10 @@ func notifyUnignored(c chan<- os.Signal, sigs ...os.Signal) {
 type exitError struct {
 	code int
 	msg  string // one line for stderr; empty for none
+	// cmd is the command that failed ("check", "mock backend"), which
+	// prefixes msg: every command's error line reads
+	// "ahp-tap <command>: …" (issue 21 item 7). Run sets it.
+	cmd string
 }
 
 func (e *exitError) Error() string { return e.msg }
@@ -146,21 +159,42 @@ func main() {
 		// within --drain, check and replay stop with what they have. A
 		// second one exits at once (issue 8 item 5). `ahp-tap stdio`
 		// handles signals itself: they are the backend's business.
-		sigs := make(chan os.Signal, 2)
+		sigs := make(chan os.Signal, 4)
 		notifyUnignored(sigs, syscall.SIGINT, syscall.SIGTERM)
 		go func() {
 			s := (<-sigs).(syscall.Signal)
+			first := time.Now()
 			cancel(&interrupted{sig: s})
-			s = (<-sigs).(syscall.Signal)
+			// A signal repeated within stdio.SignalRepeat is the same
+			// request (issue 21 item 10): GNU timeout signals its child
+			// and then its process group, microseconds apart.
+			for s = (<-sigs).(syscall.Signal); time.Since(first) < stdio.SignalRepeat; s = (<-sigs).(syscall.Signal) {
+			}
+			if force := m.force.Load(); force != nil {
+				// Exit now, but still close the log and the capture
+				// (their end record) within forceBound.
+				m.forced.Store(int32(s))
+				printable.Fprintf(m.diag(), "ahp-tap: %s again: exiting now; requests in flight are cut, the log and capture are closed within %v\n", unix.SignalName(s), forceBound)
+				(*force)()
+				time.Sleep(2 * forceBound) // the command ends sooner; this is the backstop
+			}
 			printable.Fprintf(m.diag(), "ahp-tap: %s again: exiting now, without finishing the shutdown\n", unix.SignalName(s))
 			m.flushDiag()
 			os.Exit(128 + int(s))
 		}()
 	}
 	code := m.exitCode(m.Run(ctx, os.Args[1:]))
+	if s := m.forced.Load(); s != 0 {
+		code = 128 + int(s)
+	}
 	m.flushDiag()
 	os.Exit(code)
 }
+
+// forceBound bounds a forced exit (a second termination signal) of a
+// command that closes its log and capture then (Main.force): they get
+// this long, and the process exits at twice this whatever is left.
+const forceBound = time.Second
 
 // exitCode maps an error from Run to the process exit code, printing its
 // one-line reason.
@@ -173,7 +207,11 @@ func (m *Main) exitCode(err error) int {
 		return 0
 	}
 	if errors.As(err, &ee) {
-		if ee.msg != "" {
+		switch {
+		case ee.msg == "":
+		case ee.cmd != "":
+			printable.Fprintf(m.diag(), "ahp-tap %s: %s\n", ee.cmd, ee.msg)
+		default:
 			printable.Fprintf(m.diag(), "ahp-tap: %s\n", ee.msg)
 		}
 		return ee.code
@@ -191,8 +229,8 @@ Commands:
   stdio           wrap a stdio backend: ahp-tap stdio [flags] -- CMD [ARGS...]
   http            reverse (or forward) proxy in front of an HTTP backend
   rules           list every check and rule
-  example-backend an example AHP backend on stdio, for testing harnesses (--mode MODE)
-  example-harness an example AHP harness that plays a short session
+  example-backend an example AHP backend on stdio or HTTP, for testing harnesses (--mode MODE)
+  example-harness an example AHP harness that plays a short session (stdio, per_event or HTTP)
   wrap            put ahp-tap in front of every backend of a registration (--dir DIR [-o FILE] REGISTRATION)
   unwrap          take ahp-tap out of a wrapped registration again
   mock            serve (mock backend) or play (mock harness) one side of a capture, audited
@@ -205,17 +243,66 @@ Commands:
 Run 'ahp-tap help COMMAND' or 'ahp-tap COMMAND --help' for a command's flags.
 `
 
-// Run runs one ahp-tap command.
+// Run runs one ahp-tap command. Its error, if any, names the command
+// (commandName), so that every error line starts "ahp-tap <command>: ".
 func (m *Main) Run(ctx context.Context, args []string) error {
+	err := m.run(ctx, args)
+	if err == nil || len(args) == 0 {
+		return err
+	}
+	cmd := commandName(args)
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		return &exitError{code: 2, msg: strings.TrimPrefix(err.Error(), cmd+": "), cmd: cmd}
+	}
+	if ee.cmd == "" && ee.msg != "" {
+		ee.cmd = cmd
+		// Messages written as "cmd: …" (or "mock: …" for "mock backend")
+		// lose that prefix: the line gets it once.
+		if cmd != "" {
+			for _, p := range []string{cmd + ": ", strings.Fields(cmd)[0] + ": "} {
+				ee.msg = strings.TrimPrefix(ee.msg, p)
+			}
+		}
+	}
+	return err
+}
+
+// commandName is the command args run, as error lines name it: "check",
+// "mock backend", or for "help CMD" CMD's name.
+func commandName(args []string) string {
+	cmd, rest := args[0], args[1:]
+	if cmd == "help" && len(rest) > 0 {
+		cmd, rest = rest[0], rest[1:]
+	}
+	if cmd == "mock" && len(rest) > 0 && (rest[0] == "backend" || rest[0] == "harness") {
+		return cmd + " " + rest[0]
+	}
+	if _, known := synopses[cmd]; !known && cmd != "mock" {
+		return "" // an unknown command: "ahp-tap: unknown command …"
+	}
+	return cmd
+}
+
+func (m *Main) run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(m.Stderr, usage)
 		return &exitError{code: 2}
 	}
 	cmd, rest := args[0], args[1:]
 	if cmd == "help" && len(rest) > 0 {
-		cmd, rest = rest[0], []string{"--help"} // help CMD: CMD's help
+		// help CMD: CMD's help; help mock backend: that mock's.
+		sub := rest[1:]
+		cmd, rest = rest[0], []string{"--help"}
+		if cmd == "mock" && len(sub) > 0 {
+			rest = []string{sub[0], "--help"}
+		}
 	}
-	if wantsHelp(cmd, rest) {
+	if cmd == "mock" && len(rest) > 1 && (rest[0] == "backend" || rest[0] == "harness") && wantsHelp(cmd, rest[1:]) {
+		// mock backend --help lists mock backend's flags (issue 21
+		// item 7), not only the usage lines of both.
+		rest = []string{rest[0], "--help"}
+	} else if wantsHelp(cmd, rest) {
 		// Before the command acts on anything: 'ca init -h' must not
 		// create a CA in a directory named -h.
 		switch cmd {

@@ -70,7 +70,7 @@ func (mf *mockFlags) register(fs *flag.FlagSet) {
 	fs.Var(&mf.ignore, "ignore", "leave the member at JSON `POINTER` out of matching (backend) or of the comparison (harness); repeatable; * matches any one token")
 	fs.BoolVar(&mf.allowRedacted, "allow-redacted", false, "use a capture whose bodies hold redacted credentials (the placeholder is sent as recorded)")
 	fs.StringVar(&mf.logPath, "log", "", "also append the audit's findings to the violation log at `PATH`")
-	fs.StringVar(&mf.failOn, "fail-on", "error", "exit 1 when a finding at or above this level exists: error, warn, info or never")
+	fs.StringVar(&mf.failOn, "fail-on", "error", "exit 1 when a finding at or above `LEVEL` exists: error, warn, info or never")
 	fs.BoolVar(&mf.quiet, "quiet", false, "do not print each finding on stderr (the summary and the mock's own results still are)")
 }
 
@@ -102,7 +102,7 @@ func (m *Main) runMock(ctx context.Context, args []string) error {
 	case "harness":
 		return m.runMockHarness(ctx, args[1:])
 	case "-h", "--help", "help":
-		fmt.Fprintln(m.Stdout, mockUsage)
+		printHelp(m.Stdout, "mock", nil)
 		return nil
 	}
 	return usageError("mock: %q is not backend or harness (run 'ahp-tap mock -h')", args[0])
@@ -128,9 +128,9 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 	if err != nil {
 		return nil, usageError("%s: %v", name, err)
 	}
-	rec, err := mock.Load(f, mf.allowRedacted)
-	f.Close()
+	rec, err := mock.Load(f, mf.allowRedacted) // f stays open: the recording reads its frames from it
 	if err != nil {
+		f.Close()
 		return nil, usageError("%s: %s: %v", name, capturePath, err)
 	}
 	set := map[string]bool{}
@@ -270,7 +270,7 @@ func (b *backendSide) answer(f *tap.Frame) (lines [][]byte, resp []byte, status 
 		case isResponse(o):
 			// The answer to another request, pipelined: it goes with its own.
 		default:
-			lines = append(lines, mock.Line(o))
+			lines = append(lines, mock.Line(b.r.rec.Frame(o)))
 		}
 	}
 	if !sent {
@@ -349,7 +349,7 @@ func (r *mockRun) serveHTTP(ctx context.Context, ln net.Listener, readTimeout ti
 		// this (200 slow-body connections were still open after 25 s).
 		ReadTimeout: readTimeout,
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
-			return context.WithValue(ctx, connKey{}, fmt.Sprintf("http/%d", conns.Add(1)))
+			return context.WithValue(ctx, connKey{}, tap.HTTPConn(conns.Add(1)))
 		},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			start := time.Now()
@@ -406,7 +406,7 @@ func (m *Main) runMockHarness(ctx context.Context, args []string) error {
 	var mf mockFlags
 	mf.register(fs)
 	url := fs.String("url", "", "play against the HTTP backend at `URL` instead of starting one")
-	wait := fs.Duration("wait", 10*time.Second, "how long to wait for each answer")
+	wait := fs.Duration("wait", 10*time.Second, "how long (`DURATION`) to wait for each answer")
 	bearerEnv := fs.String("bearer-env", "", "with --url: send \"Authorization: Bearer\" with the credential held by environment variable `VAR` (never written to any output)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
@@ -473,12 +473,12 @@ func (h *harnessSide) compare() int {
 		if st.Notification() {
 			continue
 		}
-		k := tap.IDKey(st.Request.RPCID())
+		k := tap.IDKey(st.ID)
 		var got *tap.Frame
 		if q := h.got[k]; len(q) > 0 {
 			got, h.got[k] = q[0], q[1:]
 		}
-		diffs := mock.Diff(st.Response, got, h.r.ignore)
+		diffs := mock.Diff(h.r.rec.Frame(st.Response), got, h.r.ignore)
 		if len(diffs) == 0 {
 			continue
 		}
@@ -518,7 +518,7 @@ func (b *backendLines) read(r io.Reader) {
 func (r *mockRun) playStdio(ctx context.Context, argv []string, stderr io.Writer, wait time.Duration) error {
 	h := &harnessSide{r: r, got: map[string][]*tap.Frame{}}
 	groups := [][]*mock.Step{r.rec.Steps}
-	if r.session.Config().Lifecycle == "per_event" {
+	if r.session.Config().Resolved().Lifecycle == tap.LifecyclePerEvent {
 		groups = nil
 		for _, st := range r.rec.Steps {
 			groups = append(groups, []*mock.Step{st})
@@ -597,14 +597,14 @@ func (r *mockRun) playProcess(ctx context.Context, argv []string, stderr io.Writ
 		if ctx.Err() != nil {
 			break
 		}
-		p := mock.Line(st.Request)
+		p := mock.Line(r.rec.Frame(st.Request))
 		if _, err := toBackend.Write(p); err != nil {
 			printable.Fprintf(r.diag, "ahp-tap mock harness: the backend stopped reading at %s: %v\n", st.Describe(), err)
 			break
 		}
 		s.Stream(conn, tap.FromHarness, time.Now(), p)
 		if st.Response != nil {
-			await(tap.IDKey(st.Request.RPCID()), wait)
+			await(tap.IDKey(st.ID), wait)
 		}
 	}
 	toBackend.Close()
@@ -657,13 +657,14 @@ func (r *mockRun) playHTTP(ctx context.Context, url, token string, wait time.Dur
 	s := r.session
 	h := &harnessSide{r: r, got: map[string][]*tap.Frame{}}
 	client := &http.Client{Timeout: wait, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	const conn = "http/1"
+	conn := tap.HTTPConn(1)
 	failed := 0
 	for _, st := range r.rec.Steps {
 		if ctx.Err() != nil {
 			break
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(st.Request.Raw))
+		raw := r.rec.Frame(st.Request).Raw
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(raw))
 		if err != nil {
 			return usageError("mock harness: --url: %v", r.audit.Text(err.Error()))
 		}
@@ -675,7 +676,7 @@ func (r *mockRun) playHTTP(ctx context.Context, url, token string, wait time.Dur
 		// AHP-AUTH-001: the audit copy is the HTTP tap's: the token, the
 		// URL's credentials and every escaped form of them redacted.
 		reqMeta := r.audit.Request(http.MethodPost, req.URL, req.Header, "")
-		s.Frame(r.audit.Frame(tap.FromHarness, start, conn, httpaudit.Body{Bytes: st.Request.Raw}, reqMeta))
+		s.Frame(r.audit.Frame(tap.FromHarness, start, conn, httpaudit.Body{Bytes: raw}, reqMeta))
 		resp, err := client.Do(req)
 		if err != nil {
 			failed++

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/conduct"
+	"github.com/ahp-tap/ahp-tap/har"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/stdio"
@@ -31,7 +32,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	input := fs.String("input", "", "input `KIND`: har for an HTTP Archive (default: recognised by content)")
 	conductMode := fs.String("conduct", "auto", "judge the harness's conduct across the captures of one registration's backends: `auto` (when the registration has several hooks), on or off (docs/conduct.md)")
 	skew := fs.Duration("conduct-skew", conduct.DefaultSkew, "clock tolerance between the captures of different links: facts closer than this are simultaneous")
-	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line)")
+	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line); refused for a capture or HAR, which record each sender")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
@@ -159,6 +160,8 @@ type replayer struct {
 	// lines holds the input line of each finding of the input, in the
 	// order of its findings (0: not known), for the text report.
 	lines []int
+	// har is what the last HAR replayed held (replayHAR).
+	har *har.Stats
 }
 
 // interrupted reports whether a SIGINT/SIGTERM asked the replay to stop.
@@ -251,10 +254,11 @@ func checkInterruptibly(ctx context.Context, check func() report.Source) (report
 // one side only (--direction) is an excerpt: a request without its
 // response is no finding. Without --direction each line's sender is
 // guessed (tap.GuessDirection).
-func (rp *replayer) replayStream(r io.Reader) ([]tap.Finding, error) {
+// With excerpt (check), the stream is an excerpt whichever it is.
+func (rp *replayer) replayStream(r io.Reader, excerpt bool) ([]tap.Finding, error) {
 	cfg := rp.flags.cfg
 	cfg.Transport = tap.Stdio
-	cfg.Partial = rp.dir != 0
+	cfg.Partial = rp.dir != 0 || excerpt
 	var out []tap.Finding
 	first := rp.frames
 	rp.line = func() int { return rp.frames - first } // frame N of a stream is its line N
@@ -332,6 +336,24 @@ func (c frameCounter) Record(f *tap.Frame) {
 	c.progress.frame()
 }
 func (c frameCounter) RecordNote(tap.Note) {}
+
+// checkMessagePrefix checks a message document larger than the audit cap
+// from its first bytes, the whole being size bytes: it is audited as a
+// truncated copy (TAP-1), as the taps audit a frame past their cap (issue
+// 28 item 5).
+func (rp *replayer) checkMessagePrefix(prefix []byte, size int64) ([]tap.Finding, []tap.ExchangeRecord) {
+	cfg := rp.flags.cfg
+	cfg.Partial = true
+	cfg.Transport = tap.File
+	var out []tap.Finding
+	rp.records, rp.frames, rp.forgotten = nil, 0, 0
+	rp.line = func() int { return rp.frames }
+	defer func() { rp.line = nil }()
+	s := rp.session(cfg, &out, true)
+	s.Frame(&tap.Frame{Transport: tap.File, Raw: prefix, Truncated: true, Size: int(size)})
+	rp.close([]*tap.Session{s})
+	return out, rp.records
+}
 
 // checkDocument checks one standalone document (check): a message is one
 // frame on no transport, a stream goes through the stdio framing rules, a

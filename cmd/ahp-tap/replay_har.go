@@ -54,9 +54,26 @@ func (rp *replayer) replayHAR(r io.Reader) ([]tap.Finding, error) {
 		}
 	}
 	rp.close([]*tap.Session{s})
+	// What the HAR does not hold (bodies not recorded): TAP-1 facts.
+	fds := hr.Findings()
+	out = append(out, fds...)
+	rp.run.Findings(fds)
+	st := hr.Stats()
+	rp.har = &st
 	if rp.diag != nil {
-		st := hr.Stats()
-		fmt.Fprintf(rp.diag, "ahp-tap replay: HAR with %d entries: %d AHP exchanges audited, %d other entries skipped\n", st.Entries, st.Audited, st.Skipped)
+		nr := ""
+		if st.NotRecorded > 0 {
+			nr = fmt.Sprintf(", %d not audited (body not recorded)", st.NotRecorded)
+		}
+		fmt.Fprintf(rp.diag, "ahp-tap replay: HAR with %d entries: %d AHP exchanges audited%s, %d other entries skipped\n", st.Entries, st.Audited, nr, st.Skipped-st.NotRecorded)
 	}
 	return out, nil
+}
+
+// harEmpty says, in HAR words, why a HAR gave no frame to audit.
+func harEmpty(st *har.Stats) string {
+	if st.NotRecorded > 0 {
+		return fmt.Sprintf("the HAR's %d AHP %s no body recorded (saved without content): nothing to audit; export it with content", st.NotRecorded, plural(st.NotRecorded, "exchange has", "exchanges have"))
+	}
+	return fmt.Sprintf("the HAR has %d %s and no AHP exchange among them (a POST of a JSON-RPC message calling a hooks/… method); give --allow-empty to accept it", st.Entries, plural(st.Entries, "entry", "entries"))
 }

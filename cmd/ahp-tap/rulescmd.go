@@ -16,7 +16,7 @@ import (
 // each check's description and its entry in docs/checks.md too).
 func (m *Main) runRules(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("rules", flag.ContinueOnError)
-	format := fs.String("format", "text", "output format: text or json")
+	format := fs.String("format", "text", "output `FORMAT`: text or json")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}

@@ -217,7 +217,9 @@ func readAll(r io.Reader) ([]byte, error) {
 	if err == nil && len(doc) > maxRegistration {
 		return nil, fmt.Errorf("registration larger than %d bytes", maxRegistration)
 	}
-	return doc, err
+	// A byte order mark (RFC 8259 lets a parser ignore it) is dropped:
+	// the document written is the same JSON without it.
+	return tap.TrimBOM(doc), err
 }
 
 func sameFile(a, b string) bool {
