@@ -90,9 +90,6 @@ func writeChainsText(w io.StringWriter, sources []Source) {
 	var all []conduct.Chain
 	for _, src := range sources {
 		all = append(all, src.Chains...)
-		for _, np := range src.ConductNotChecked {
-			w.WriteString(fmt.Sprintf("conduct: not checked: %s (%s)\n", np.Check, safeText(np.Reason)))
-		}
 	}
 	if len(all) == 0 {
 		return

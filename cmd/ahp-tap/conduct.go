@@ -131,6 +131,9 @@ func (rp *replayer) replayConduct(m *Main, names []string, skew time.Duration, a
 			tapped = append(tapped, l.hook)
 		}
 	}
+	if !always && len(tapped) < 2 {
+		return res // one link: nothing across links to judge (--conduct on judges it anyway)
+	}
 	tl := conduct.New(conduct.Config{Registration: reg, Tapped: tapped, Skew: skew,
 		Sink: tap.SinkFunc(func(f tap.Finding) { res.findings = append(res.findings, f) })})
 	var readers []*capture.Reader
