@@ -25,6 +25,16 @@ func TestDiffStdioRecordings(t *testing.T) {
 	if r := runTap(t, "", "diff", demo1, demo2); r.code != 0 || !strings.Contains(r.stdout, "5 matched") || !strings.Contains(r.stdout, "equal") {
 		t.Errorf("diff of two runs of the same backend: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// The window bounds what waits unmatched: with one byte, nothing
+	// waits for its match and every exchange is reported unmatched.
+	if r := runTap(t, "", "diff", "--window", "1", demo1, demo2); r.code != 1 || !strings.Contains(r.stdout, "[unmatched past the --window]") {
+		t.Errorf("diff --window 1: exit %d, want 1 with evictions\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Two live runs never take the same nanoseconds: a 1ns threshold
+	// reports latency; the default does not compare it (above).
+	if r := runTap(t, "", "diff", "--latency", "1ns", demo1, demo2); r.code != 1 || !strings.Contains(r.stdout, "    latency: A ") {
+		t.Errorf("diff --latency 1ns: exit %d, want 1 with latency\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	r := runTap(t, "", "diff", demo1, conforming)
 	for _, want := range []string{
 		`changed event evt_demo_4#1`, // the demo backend's modify, a deny when conforming
