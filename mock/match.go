@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ahp-tap/ahp-tap/answers"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -33,46 +34,14 @@ func ParseMatch(s string) (Match, error) {
 }
 
 // A Pointer is a JSON Pointer into a message; a "*" token matches any one
-// member or element.
-type Pointer []string
+// member or element (the comparison's, package answers).
+type Pointer = answers.Pointer
 
 // ParsePointer parses a JSON Pointer ("" or starting with "/").
-func ParsePointer(s string) (Pointer, error) {
-	if s == "" {
-		return Pointer{}, nil
-	}
-	if !strings.HasPrefix(s, "/") {
-		return nil, fmt.Errorf("%q is not a JSON Pointer (it must start with /)", s)
-	}
-	toks := strings.Split(s[1:], "/")
-	for i, t := range toks {
-		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-	}
-	return toks, nil
-}
-
-// matches reports whether the pointer names the member at path.
-func (p Pointer) matches(path []string) bool {
-	if len(p) != len(path) {
-		return false
-	}
-	for i, t := range p {
-		if t != "*" && t != path[i] {
-			return false
-		}
-	}
-	return true
-}
+func ParsePointer(s string) (Pointer, error) { return answers.ParsePointer(s) }
 
 // ignored reports whether any of ps names path.
-func ignored(ps []Pointer, path []string) bool {
-	for _, p := range ps {
-		if p.matches(path) {
-			return true
-		}
-	}
-	return false
-}
+func ignored(ps []Pointer, path []string) bool { return answers.Ignored(ps, path) }
 
 // volatile reports whether the member key, at path (the member's own path
 // from the message root), differs from run to run of the same harness

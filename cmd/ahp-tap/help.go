@@ -18,6 +18,10 @@ Exit 0: no finding at or above --fail-on; 1: some; 2: usage error or an input no
 	"replay": `usage: ahp-tap replay [flags] CAPTURE...
 Re-check recorded traffic (captures written by 'stdio --capture' or 'http --capture', or plain
 NDJSON stdio streams) as the live run did. Accepts the same inputs as 'check'; exit codes as 'check'.`,
+	"diff": `usage: ahp-tap diff [flags] A B
+Compare two captures: exchanges matched by event identity, what changed in each answer (effects,
+outcome, edits; latency with --latency), and which findings are new or gone (docs/diff.md).
+Exit 0: equal; 1: a difference; 2: usage error or an input that is not a capture.`,
 	"stdio": `usage: ahp-tap stdio [flags] -- CMD [ARGS...]
 Wrap a stdio backend: start CMD (no shell), forward stdin, stdout and stderr byte for byte, audit a
 copy, and exit with the backend's status. Standard error is shared with the backend: --console

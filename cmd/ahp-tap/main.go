@@ -226,6 +226,7 @@ Commands:
   demo            run an example harness and backend through a live stdio tap
   check           check standalone files (messages, stdio streams, registrations)
   replay          re-check recorded captures
+  diff            compare two captures: changed answers, new and gone findings (diff A B)
   stdio           wrap a stdio backend: ahp-tap stdio [flags] -- CMD [ARGS...]
   http            reverse (or forward) proxy in front of an HTTP backend
   rules           list every check and rule
@@ -317,6 +318,8 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		return m.runCheck(ctx, rest)
 	case "replay":
 		return m.runReplay(ctx, rest)
+	case "diff":
+		return m.runDiff(ctx, rest)
 	case "rules":
 		return m.runRules(ctx, rest)
 	case "tail":

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/answers"
 	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/mock"
@@ -478,7 +479,7 @@ func (h *harnessSide) compare() int {
 		if q := h.got[k]; len(q) > 0 {
 			got, h.got[k] = q[0], q[1:]
 		}
-		diffs := mock.Diff(h.r.rec.Frame(st.Response), got, h.r.ignore)
+		diffs := answers.Diff(h.r.rec.Frame(st.Response), got, h.r.ignore)
 		if len(diffs) == 0 {
 			continue
 		}

@@ -1,8 +1,13 @@
-package mock
+// Package answers compares an answer with a recorded one, structurally:
+// what differs, by JSON Pointer. The mock harness (a live backend's
+// answers against a recording) and ahp-tap diff (two recordings) both
+// use it, so that the two report a change the same way.
+package answers
 
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -60,7 +65,7 @@ func Diff(recorded, got *tap.Frame, ignore []Pointer) []Difference {
 }
 
 func diffValue(out *[]Difference, r, g *tap.Value, path []string, ignore []Pointer) {
-	if len(path) > 0 && ignored(ignore, path) {
+	if len(path) > 0 && Ignored(ignore, path) {
 		return
 	}
 	if len(path) == 1 && path[0] == "id" {
@@ -111,4 +116,46 @@ func show(v *tap.Value) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// A Pointer is a JSON Pointer into a message; a "*" token matches any one
+// member or element.
+type Pointer []string
+
+// ParsePointer parses a JSON Pointer ("" or starting with "/").
+func ParsePointer(s string) (Pointer, error) {
+	if s == "" {
+		return Pointer{}, nil
+	}
+	if !strings.HasPrefix(s, "/") {
+		return nil, fmt.Errorf("%q is not a JSON Pointer (it must start with /)", s)
+	}
+	toks := strings.Split(s[1:], "/")
+	for i, t := range toks {
+		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	return toks, nil
+}
+
+// Matches reports whether the pointer names the member at path.
+func (p Pointer) Matches(path []string) bool {
+	if len(p) != len(path) {
+		return false
+	}
+	for i, t := range p {
+		if t != "*" && t != path[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Ignored reports whether any of ps names path.
+func Ignored(ps []Pointer, path []string) bool {
+	for _, p := range ps {
+		if p.Matches(path) {
+			return true
+		}
+	}
+	return false
 }
