@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -199,5 +200,74 @@ func TestStdioMetricsRefused(t *testing.T) {
 	r = runTap(t, "", "stdio", "--metrics", "0.0.0.0:0", "--allow-remote", "--", "sh", "-c", "echo started")
 	if r.code != 0 || r.stdout != "started\n" || !strings.Contains(r.stderr, "WARNING: --allow-remote") {
 		t.Errorf("--metrics 0.0.0.0:0 --allow-remote: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestStdioMetricsPerEvent: per_event taps sharing --state are audited by
+// one shared audit process, which serves one endpoint for every event:
+// example-harness --lifecycle per_event starts a tap per message, and the
+// counts cover all of them (issue 26 item 2).
+func TestStdioMetricsPerEvent(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	flags := []string{"stdio", "--lifecycle", "per_event", "--state", state, "--summary=false",
+		"--log", filepath.Join(dir, "v.log"), "--metrics", addr, "--"}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// A tap whose backend waits keeps a link open, so the shared audit
+	// process (which ends when idle) is still there to be scraped.
+	holder := exec.CommandContext(ctx, tapBinary, append(flags, tapBinary, "example-backend")...)
+	holder.Dir, holder.WaitDelay = dir, 5*time.Second
+	hold, _ := holder.StdinPipe()
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	for {
+		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the shared audit process never served metrics")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	args := append([]string{"example-harness", "--lifecycle", "per_event", "--", tapBinary}, flags...)
+	r := runTapIn(t, dir, append(args, tapBinary, "example-backend")...)
+	if r.code != 0 {
+		t.Fatalf("example-harness: exit %d\n%s", r.code, r.stderr)
+	}
+	const frames, answers = 7, 5 // one tap a message; the two observes are notifications
+	text = waitMetrics(t, addr, func(s string) bool {
+		return metricSum(s, `ahp_tap_frames_audited_total{direction="harness"}`) == frames &&
+			metricSum(s, "ahp_tap_exchanges_total") == answers
+	})
+	hold.Close()
+	if err := holder.Wait(); err != nil {
+		t.Errorf("holding tap: %v", err)
+	}
+	for _, c := range []struct {
+		prefix string
+		want   float64
+	}{
+		{`ahp_tap_frames_audited_total{direction="harness"}`, frames},
+		{`ahp_tap_frames_audited_total{direction="backend"}`, answers},
+		{`ahp_tap_exchanges_total{event="tool.before",method="hooks/intercept"`, 4},
+		{`ahp_tap_exchanges_total{event="none",method="hooks/capabilities"`, 1},
+		{`ahp_tap_exchange_latency_seconds_count`, answers},
+	} {
+		if got := metricSum(text, c.prefix); got != c.want {
+			t.Errorf("%s = %v, want %v", c.prefix, got, c.want)
+		}
 	}
 }
