@@ -103,8 +103,25 @@ func (sf *stdioFlags) stdioMetrics(diag io.Writer) *tapmetrics.Traffic {
 	return t
 }
 
-// watchedSession is l.session with a watcher of judged frames (nil: none).
-func (l *loaded) watchedSession(cfg tap.Config, sink tap.Sink, rec tap.Recorder, conn string, maxLine int, w tap.Watcher) *tap.Session {
-	return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(l.opt), Sink: sink, Recorder: rec,
-		Conn: conn, MaxLine: maxLine, Watch: w})
+// watchersSession is l.session with watchers of its judged frames (the
+// live conduct client, the metrics), each seeing every frame in turn.
+func (l *loaded) watchersSession(cfg tap.Config, sink tap.Sink, rec tap.Recorder, conn string, maxLine int, ws []tap.Watcher) *tap.Session {
+	sc := tap.SessionConfig{Config: cfg, Rules: rules.Set(l.opt), Sink: sink, Recorder: rec, Conn: conn, MaxLine: maxLine}
+	switch len(ws) {
+	case 0:
+	case 1:
+		sc.Watch = ws[0]
+	default:
+		sc.Watch = watchers(ws)
+	}
+	return tap.NewSession(sc)
+}
+
+// watchers is a tap.Watcher that hands each judged frame to every one.
+type watchers []tap.Watcher
+
+func (ws watchers) Judged(f *tap.Frame, x *tap.Exchange) {
+	for _, w := range ws {
+		w.Judged(f, x)
+	}
 }
