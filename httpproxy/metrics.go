@@ -2,32 +2,26 @@ package httpproxy
 
 import (
 	"net/http"
-	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ahp-tap/ahp-tap/internal/metrics"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
-// Metrics are the Prometheus metrics of one tap, on a registry of their
-// own. No label ever holds a credential, a URL or a body. A nil *Metrics
-// counts nothing.
+// Metrics are the Prometheus metrics of one tap: those every tap serves
+// (metrics.Base: findings, build, process and Go runtime, the handlers)
+// and the HTTP tap's own. No label ever holds a credential, a URL or a
+// body. A nil *Metrics counts nothing.
 type Metrics struct {
-	reg      *prometheus.Registry
+	*metrics.Base
 	requests *prometheus.CounterVec // by HTTP method and status answered to the harness
-	findings *prometheus.CounterVec // by check and level
 	failures *prometheus.CounterVec // upstream failures by kind
 	gone     prometheus.Counter     // requests the harness abandoned
 	latency  prometheus.Histogram   // upstream time to response headers
 }
-
-// BuildVersion is the version ahp_tap_build_info reports; the command sets
-// it to its own.
-var BuildVersion = "unknown"
 
 // FailureCauses are the cause labels of ahp_tap_upstream_failures_total
 // (see classify); each series exists from the start, at zero.
@@ -37,15 +31,11 @@ var FailureCauses = []string{"refused", "reset", "timeout", "tls_verification", 
 // copies the auditor dropped so far.
 func NewMetrics(dropped func() uint64) *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+		Base: metrics.NewBase(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ahp_tap_http_requests_total",
 			Help: "HTTP requests forwarded, by request method and the status the harness received.",
 		}, []string{"method", "status"}),
-		findings: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ahp_tap_findings_total",
-			Help: "Findings reported, by check ID and level.",
-		}, []string{"check", "level"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ahp_tap_upstream_failures_total",
 			Help: "Requests the upstream failed at the transport level (ahp-tap answered 502/504), by cause.",
@@ -60,18 +50,12 @@ func NewMetrics(dropped func() uint64) *Metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.findings, m.failures, m.gone, m.latency,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "ahp_tap_build_info",
-			Help:        "Always 1; the labels say which ahp-tap is running.",
-			ConstLabels: prometheus.Labels{"version": BuildVersion, "goversion": runtime.Version()},
-		}, func() float64 { return 1 }))
+	m.Register(m.requests, m.failures, m.gone, m.latency)
 	for _, c := range FailureCauses {
 		m.failures.WithLabelValues(c) // series at zero before the first failure
 	}
 	if dropped != nil {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		m.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "ahp_tap_audit_dropped_total",
 			Help: "Frames forwarded but not audited because the audit queue was full (reported as TAP-1).",
 		}, func() float64 { return float64(dropped()) }))
@@ -79,40 +63,28 @@ func NewMetrics(dropped func() uint64) *Metrics {
 	return m
 }
 
-// Handler serves the metrics in the Prometheus exposition format.
-func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
-}
-
-// ZeroFindings creates the ahp_tap_findings_total series of every check
-// and level at zero, so that a dashboard's rate() sees the first finding.
-func (m *Metrics) ZeroFindings(checks []string) {
-	if m == nil {
-		return
-	}
-	for _, c := range checks {
-		for _, l := range []string{"error", "warn", "info"} {
-			m.findings.WithLabelValues(c, l)
-		}
-	}
-}
-
-// HealthHandler answers 200 "ok" while the tap runs: a liveness probe
-// that, unlike /metrics, costs nothing.
-func (m *Metrics) HealthHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("ok\n"))
-	})
-}
-
-// Sink counts findings; put it next to the other sinks.
+// Sink counts findings; put it next to the other sinks. A nil *Metrics
+// counts nothing.
 func (m *Metrics) Sink() tap.Sink {
-	return tap.SinkFunc(func(f tap.Finding) {
-		if m != nil {
-			m.findings.WithLabelValues(f.Check, f.Level.String()).Inc()
-		}
-	})
+	if m == nil {
+		return tap.SinkFunc(func(tap.Finding) {})
+	}
+	return m.Base.Sink()
+}
+
+// ZeroFindings creates the findings series of checks at zero.
+func (m *Metrics) ZeroFindings(checks []string) {
+	if m != nil {
+		m.Base.ZeroFindings(checks)
+	}
+}
+
+// Register adds collectors (another sink's counters, say) to the tap's
+// metrics. It does nothing on a nil *Metrics.
+func (m *Metrics) Register(cs ...prometheus.Collector) {
+	if m != nil {
+		m.Base.Register(cs...)
+	}
 }
 
 func (m *Metrics) countRequest(method string, status int) {
@@ -151,7 +123,7 @@ func (m *Metrics) CountCuts(cuts func() uint64) {
 	if m == nil {
 		return
 	}
-	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+	m.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "ahp_tap_audit_cut_total",
 		Help: "Bodies forwarded whole but audited only as a prefix because the audit budget had no room for their copy (reported as TAP-1).",
 	}, func() float64 { return float64(cuts()) }))

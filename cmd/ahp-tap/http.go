@@ -169,18 +169,12 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(m.diag(), "ahp-tap http: WARNING: --allow-remote: the forward proxy on %s is open to everyone who can reach that address\n", ln.Addr())
 	}
-	var mln net.Listener
-	if *metricsAddr != "" {
-		if mln, err = net.Listen("tcp", *metricsAddr); err != nil {
-			return usageError("http: --metrics: %v", err)
-		}
+	mln, err := listenMetrics("http", *metricsAddr, *allowRemote, m.diag())
+	if err != nil {
+		return err
+	}
+	if mln != nil {
 		defer mln.Close()
-		if !isLoopback(mln.Addr()) {
-			if !*allowRemote {
-				return usageError("http: --metrics on %s (not loopback) would show the tap's traffic counts to everyone who can reach it; listen on 127.0.0.1, or give --allow-remote", mln.Addr())
-			}
-			fmt.Fprintf(m.diag(), "ahp-tap http: WARNING: --allow-remote: the metrics on %s are open to everyone who can reach that address\n", mln.Addr())
-		}
 	}
 	if os.Getenv("GOGC") == "" {
 		// The audit decodes every body into a tree; collecting less often
@@ -203,7 +197,6 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	l.cfg.Transport = tap.HTTP
 	var auditor *tap.Auditor
-	httpproxy.BuildVersion = version
 	metrics := httpproxy.NewMetrics(func() uint64 { return auditor.Dropped() })
 	metrics.CountCuts(func() uint64 { return auditor.Cuts() })
 	metrics.ZeroFindings(checkIDs())
@@ -249,10 +242,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 
 	var msrv *http.Server
 	if mln != nil {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", metrics.Handler())
-		mux.Handle("/healthz", metrics.HealthHandler())
-		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		msrv = &http.Server{Handler: metrics.Mux(), ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = msrv.Serve(mln) }()
 		fmt.Fprintf(m.diag(), "ahp-tap http: metrics on http://%s/metrics\n", mln.Addr())
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/auditlink"
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/conduct/live"
+	tapmetrics "github.com/ahp-tap/ahp-tap/internal/metrics"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/report"
@@ -47,6 +48,12 @@ type stdioFlags struct {
 	conn        string // the link's name ("": stdio:<this pid>); set in the audit process
 	sharedAudit bool
 	conduct     string // --conduct DIR: feed the registration's live conduct timeline
+	metricsAddr string
+	allowRemote bool
+	// traffic is the audit side's metrics (metrics.go), served on
+	// metricsAddr once metricsTried.
+	traffic      *tapmetrics.Traffic
+	metricsTried bool
 }
 
 func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
@@ -66,6 +73,8 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	fs.StringVar(&sf.priority, "audit-priority", string(stdio.PriorityLow), "CPU priority of auditing, `low|idle|normal`: low is nice 5; idle uses only spare CPU (lowest latency cost, more frames not audited under load); normal competes with forwarding")
 	fs.IntVar(&sf.queue, "audit-queue", tap.DefaultQueue, "audit queue depth in `FRAMES` (when full, audit copies are dropped, never traffic)")
 	fs.DurationVar(&sf.drain, "drain", stdio.DefaultDrain, "once the backend has exited, exit within `D` even if a process it started holds its stdout open, the harness stops reading, or a log or capture write blocks (what is left is not forwarded or not audited, and reported)")
+	fs.StringVar(&sf.metricsAddr, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics from the audit process (per_event with --state: the shared audit process, one endpoint for every event)")
+	fs.BoolVar(&sf.allowRemote, "allow-remote", false, "let --metrics listen on an address other than loopback (anyone who can reach it may read the metrics)")
 	sf.otlp.register(fs)
 }
 
@@ -89,6 +98,9 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	}
 	if err := sf.validate(); err != nil {
 		return err // before the budget shrinks --max-audit-line to fit
+	}
+	if err := checkMetricsAddr(sf.metricsAddr, sf.allowRemote, m.diag()); err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		return usageError("stdio: no backend command given (usage: ahp-tap stdio [flags] -- CMD [ARGS...])")
@@ -260,6 +272,10 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	if r.otlp != nil {
 		sinks = append(sinks, r.otlp)
 	}
+	traffic := sf.stdioMetrics(m.diag())
+	if traffic != nil {
+		sinks = append(sinks, traffic.Sink())
+	}
 	conn := sf.conn
 	if conn == "" {
 		conn = fmt.Sprintf("stdio:%d", os.Getpid())
@@ -285,7 +301,14 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	// The session reports the registration's own findings now, even
 	// with --audit=false (they are about the configuration, not traffic).
 	r.conduct = sf.conductClient(l, m.diag())
-	r.session = l.watchedSession(cfg, sinks, rec, conn, sf.maxLine, r.conduct)
+	var watch []tap.Watcher
+	if r.conduct != nil {
+		watch = append(watch, r.conduct)
+	}
+	if traffic != nil {
+		rec, watch = traffic.Recorder(rec), append(watch, traffic)
+	}
+	r.session = l.watchersSession(cfg, sinks, rec, conn, sf.maxLine, watch)
 	sess := r.session
 	if sf.audit == auditOff {
 		sess = nil // forwarding only: no frame is split, checked or captured
