@@ -10,6 +10,7 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/har"
+	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/stdio"
@@ -30,8 +31,18 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	rf.register(fs)
 	input := fs.String("input", "", "input `KIND`: har for an HTTP Archive (default: recognised by content)")
 	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line); refused for a capture or HAR, which record each sender")
+	var selects []selTerm
+	fs.Func("select", "with --write-capture: keep the exchanges matching `EXPR` (key=value,... with keys check, event, conn, id, from, to; comma is and, a repeated --select is or)", func(v string) error {
+		t, err := parseSelect(v)
+		selects = append(selects, t)
+		return err
+	})
+	writeCapture := fs.String("write-capture", "", "write the exchanges --select keeps to a new capture `FILE` (mode 0600)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
+	}
+	if (len(selects) > 0) != (*writeCapture != "") {
+		return usageError("--select and --write-capture go together")
 	}
 	if err := of.validate(); err != nil {
 		return err
@@ -61,6 +72,9 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	of.otlpx = otlpx
 	if err := refuseInputsAsOutputs(&rf, &of, ef.registration, fs.Args()); err != nil {
 		return err
+	}
+	if err := output.RefuseInputs([][2]string{{"--write-capture", *writeCapture}}, append([]string{ef.registration}, fs.Args()...)); err != nil {
+		return usageError("%v", err)
 	}
 	if err := of.openLog("replay", m.diag()); err != nil {
 		return err
@@ -103,6 +117,11 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 			return err
 		}
 		return interruptedError(sig, "replay")
+	}
+	if *writeCapture != "" {
+		if err := m.writeSelected(rp, *writeCapture, selects, fs.Args()); err != nil {
+			return err
+		}
 	}
 	return m.finishReports("replay", &of, rs, sources)
 }
