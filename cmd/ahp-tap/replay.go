@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
 	"slices"
 	"time"
 
@@ -76,6 +77,15 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err := output.RefuseInputs([][2]string{{"--write-capture", *writeCapture}}, append([]string{ef.registration}, fs.Args()...)); err != nil {
 		return usageError("%v", err)
 	}
+	var selected *os.File
+	if *writeCapture != "" {
+		f, err := m.createSelected(*writeCapture)
+		if err != nil {
+			return err
+		}
+		selected = f
+		defer f.Close() // closed by writeSelected; idempotent on the error paths
+	}
 	if err := of.openLog("replay", m.diag()); err != nil {
 		return err
 	}
@@ -119,7 +129,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		return interruptedError(sig, "replay")
 	}
 	if *writeCapture != "" {
-		if err := m.writeSelected(rp, *writeCapture, selects, fs.Args()); err != nil {
+		if err := m.writeSelected(rp, selected, *writeCapture, selects, fs.Args()); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -156,11 +157,8 @@ type selFinding struct {
 // headers and notes, the selected exchanges' frames, every exchange of the
 // same event (a retry is judged against its first delivery) and the
 // hooks/capabilities exchanges (what a response is judged against).
-func (m *Main) writeSelected(rp *replayer, path string, terms []selTerm, inputs []string) error {
-	f, err := output.CreateFile(path, m.Stderr)
-	if err != nil {
-		return usageError("--write-capture: %v", err)
-	}
+// f is the file, created by createSelected.
+func (m *Main) writeSelected(rp *replayer, f *os.File, path string, terms []selTerm, inputs []string) error {
 	enc := json.NewEncoder(f)
 	enc.SetEscapeHTML(false)
 	kept := 0
@@ -177,6 +175,16 @@ func (m *Main) writeSelected(rp *replayer, path string, terms []selTerm, inputs 
 	}
 	printable.Fprintf(m.Stderr, "ahp-tap replay: wrote %d selected exchange(s) to %s\n", kept, path)
 	return nil
+}
+
+// createSelected creates the --write-capture file before the replay, so
+// that a path refused (a symlink, a directory) is exit 2 at once.
+func (m *Main) createSelected(path string) (*os.File, error) {
+	f, err := output.CreateFile(path, m.Stderr)
+	if err != nil {
+		return nil, usageError("--write-capture: %v", err)
+	}
+	return f, nil
 }
 
 // openCapture opens a capture input for one more read.
