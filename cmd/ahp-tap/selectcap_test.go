@@ -243,3 +243,29 @@ func TestReplaySelectRefused(t *testing.T) {
 		t.Errorf("a good selection: exit %d (want 1: the replay has findings)\n%s", r.code, r.stderr)
 	}
 }
+
+// TestReplaySelectRetryKeepsFirstDelivery: per_event processes sharing
+// --state, one event re-sent with another command (BASE-6 across
+// processes). Selecting the retry keeps the first delivery's segment and
+// exchange too, so the cut still finds BASE-6; the other events are left
+// out.
+func TestReplaySelectRetryKeepsFirstDelivery(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	backend := writeScript(t, dir)
+	capture := filepath.Join(dir, "retry.capture")
+	flags := []string{"--lifecycle", "per_event", "--state", filepath.Join(dir, "state"), "--shared-audit=false",
+		"--capture", capture, "--summary=false"}
+	for _, req := range []string{intercept("e1", "ls"), intercept("e2", "ls"), intercept("e1", "rm -rf /"), intercept("e4", "ls")} {
+		runEvent(t, req, flags, backend)
+	}
+	all := selReplayFindings(t, capture)
+	base6 := func(f selFound) bool { return f.Check == "BASE-6" }
+	if !slices.ContainsFunc(all, base6) {
+		t.Fatalf("the whole capture has no BASE-6: %v", all)
+	}
+	checkSelection(t, capture, all, true, base6, "check=BASE-6")
+	if _, h := captureExchanges(t, capture); h != 4 {
+		t.Fatalf("capture has %d segments, want 4", h)
+	}
+}
