@@ -166,6 +166,7 @@ func (m *Main) writeSelected(rp *replayer, f *os.File, path string, terms []selT
 		n, err := m.selectInput(rp, enc, name, terms)
 		if err != nil {
 			f.Close()
+			os.Remove(path) // a partial cut is no capture to replay
 			return usageError("--write-capture: %s: %v", name, err)
 		}
 		kept += n

@@ -238,6 +238,17 @@ func TestReplaySelectRefused(t *testing.T) {
 	if got, _ := os.ReadFile(in); string(got) != string(data) {
 		t.Errorf("the input was changed")
 	}
+	// An input that is not a capture cannot be cut: exit 2, no file left.
+	stream := filepath.Join(dir, "stream.jsonl")
+	if err := os.WriteFile(stream, []byte(`{"jsonrpc":"2.0","id":1,"method":"hooks/intercept","params":{}}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := runTap(t, "", "replay", "--select", "check=BASE-2", "--write-capture", out, stream); r.code != 2 || !strings.Contains(r.stderr, "not an ahp-tap capture") {
+		t.Errorf("--write-capture of a stream: exit %d\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Lstat(out); err == nil {
+		t.Errorf("a failed cut left %s", out)
+	}
 	// The conforming case: the same selection to a new file works.
 	if r := runTap(t, "", "replay", "--select", "check=BASE-2", "--write-capture", out, in); r.code != 1 {
 		t.Errorf("a good selection: exit %d (want 1: the replay has findings)\n%s", r.code, r.stderr)
