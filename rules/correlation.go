@@ -515,8 +515,9 @@ func (r lateRule) expiredAt(c *tap.Conversation, x *tap.Exchange, t time.Time, t
 	st.reported[x] = true
 	x.Outcome = tap.OutcomeLate
 	var fd tap.Finding
-	if how == "" { // at the deadline (NoteDeadline)
-		fd = r.info.At(x.Request, tap.Warn, "", "hooks/intercept %s was not answered within its %v deadline (no answer %v after the request; an answer after this is late): %s", tap.IDText(x.Request.RPCID()), x.Deadline, took.Round(time.Millisecond), deadlineWords)
+	if how == "" { // at the deadline (NoteDeadline): no elapsed time, which
+		// differs by the clock's grain between a live tap and its replay
+		fd = r.info.At(x.Request, tap.Warn, "", "hooks/intercept %s was not answered within its %v deadline (an answer after this is late): %s", tap.IDText(x.Request.RPCID()), x.Deadline, deadlineWords)
 	} else {
 		fd = r.info.At(x.Request, tap.Warn, "", "hooks/intercept %s was not answered within its %v deadline (%s %v after the request, with no answer): %s", tap.IDText(x.Request.RPCID()), x.Deadline, how, took.Round(time.Millisecond), deadlineWords)
 	}
