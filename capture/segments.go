@@ -26,84 +26,105 @@ import (
 // end record and has none at the end of the file was cut off: its session
 // is told so (tap.Session.Cut) after its last frame, before done.
 func Replay(r *Reader, open func(h *Header) (*tap.Session, error), done func(*tap.Session)) error {
-	var (
-		// live holds the segments not handed over yet, in creation
-		// order (nil where one was handed over, compacted as it goes).
-		live   []*segment
-		latest *segment
-		byConn = map[string]*segment{}
-		ended  int // nils in live
-	)
-	route := func(conn string) *segment {
-		if sg, ok := byConn[conn]; ok {
-			return sg
-		}
-		return latest
-	}
-	finish := func(sg *segment) {
-		if sg.done {
-			return
-		}
-		sg.done = true
-		if sg.conn != "" && byConn[sg.conn] == sg {
-			delete(byConn, sg.conn)
-		}
-		for i, o := range live {
-			if o == sg {
-				live[i] = nil
-				ended++
-				break
-			}
-		}
-		if ended > len(live)/2 {
-			live = slices.DeleteFunc(live, func(o *segment) bool { return o == nil })
-			ended = 0
-		}
-		done(sg.s)
-	}
+	sr := &segmenter{open: open, done: done, byConn: map[string]*segment{}}
 	for {
 		it, err := r.Next()
 		if err == io.EOF {
-			for _, sg := range live {
-				if sg == nil {
-					continue
-				}
-				if sg.promised && !sg.ended {
-					sg.s.Cut(sg.last, sg.line)
-				}
-				finish(sg)
-			}
+			sr.end()
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		switch {
-		case it.Header != nil:
-			s, err := open(it.Header)
-			if err != nil {
-				return fmt.Errorf("capture line %d: %w", it.Line, err)
-			}
-			sg := &segment{s: s, conn: it.Header.Conn, promised: it.Header.EndRecord}
-			live = append(live, sg)
-			latest = sg
-			if sg.conn != "" {
-				byConn[sg.conn] = sg
-			}
-		case it.Frame != nil:
-			sg := route(it.Frame.Conn)
-			sg.last, sg.line = it.Frame, it.Line
-			sg.s.Frame(it.Frame)
-		case it.Note != nil && it.Note.Kind == tap.NoteEnd:
-			// A fact about the recording, not the wire: the segment
-			// is complete.
-			sg := route(it.Note.Conn)
-			sg.ended = true
-			finish(sg)
-		case it.Note != nil:
-			route(it.Note.Conn).s.Note(*it.Note)
+		if err := sr.take(it); err != nil {
+			return err
 		}
 	}
+}
+
+// A segmenter routes the items of one capture to its segments' sessions.
+type segmenter struct {
+	open func(h *Header) (*tap.Session, error)
+	done func(*tap.Session)
+	// live holds the segments not handed over yet, in creation order
+	// (nil where one was handed over, compacted as it goes).
+	live   []*segment
+	latest *segment
+	byConn map[string]*segment
+	ended  int // nils in live
+}
+
+func (sr *segmenter) route(conn string) *segment {
+	if sg, ok := sr.byConn[conn]; ok {
+		return sg
+	}
+	return sr.latest
+}
+
+func (sr *segmenter) finish(sg *segment) {
+	if sg.done {
+		return
+	}
+	sg.done = true
+	if sg.conn != "" && sr.byConn[sg.conn] == sg {
+		delete(sr.byConn, sg.conn)
+	}
+	for i, o := range sr.live {
+		if o == sg {
+			sr.live[i] = nil
+			sr.ended++
+			break
+		}
+	}
+	if sr.ended > len(sr.live)/2 {
+		sr.live = slices.DeleteFunc(sr.live, func(o *segment) bool { return o == nil })
+		sr.ended = 0
+	}
+	sr.done(sg.s)
+}
+
+// end hands over every segment still open: the file ended.
+func (sr *segmenter) end() {
+	for _, sg := range sr.live {
+		if sg == nil {
+			continue
+		}
+		if sg.promised && !sg.ended {
+			sg.s.Cut(sg.last, sg.line)
+		}
+		sr.finish(sg)
+	}
+	sr.live = nil
+}
+
+// take feeds one item to its segment's session.
+func (sr *segmenter) take(it Item) error {
+	switch {
+	case it.Header != nil:
+		s, err := sr.open(it.Header)
+		if err != nil {
+			return fmt.Errorf("capture line %d: %w", it.Line, err)
+		}
+		sg := &segment{s: s, conn: it.Header.Conn, promised: it.Header.EndRecord}
+		sr.live = append(sr.live, sg)
+		sr.latest = sg
+		if sg.conn != "" {
+			sr.byConn[sg.conn] = sg
+		}
+	case it.Frame != nil:
+		sg := sr.route(it.Frame.Conn)
+		sg.last, sg.line = it.Frame, it.Line
+		sg.s.Frame(it.Frame)
+	case it.Note != nil && it.Note.Kind == tap.NoteEnd:
+		// A fact about the recording, not the wire: the segment is
+		// complete.
+		sg := sr.route(it.Note.Conn)
+		sg.ended = true
+		sr.finish(sg)
+	case it.Note != nil:
+		sr.route(it.Note.Conn).s.Note(*it.Note)
+	}
+	return nil
 }
 
 // A segment is one live run's part of a capture, as Replay reads it.

@@ -1,6 +1,9 @@
 package conduct
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // maxChains bounds the chains a Timeline keeps for reports.
 const maxChains = 256
@@ -15,6 +18,8 @@ type Chain struct {
 	Steps []Step `json:"steps"`
 	// Ended says what ended the chain early ("" when it ran its course).
 	Ended string `json:"ended,omitempty"`
+	// Findings are the conduct rules reported about the event.
+	Findings []string `json:"findings,omitempty"`
 }
 
 // A Step is one delivery of the event to one backend.
@@ -31,6 +36,10 @@ type Step struct {
 
 func chainOf(e *event) Chain {
 	c := Chain{EventID: e.key.ID, EventType: e.typ, Source: e.key.Source, Ended: e.endWhy}
+	for r := range e.reported {
+		c.Findings = append(c.Findings, r)
+	}
+	slices.Sort(c.Findings)
 	for _, d := range e.deliveries {
 		s := Step{Hook: d.hook.id, Method: d.method, Sent: d.sent, Outcome: d.outcome, Policy: d.policy}
 		if d.method == "hooks/intercept" && !d.at.IsZero() {

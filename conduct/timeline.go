@@ -19,6 +19,7 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
+	"github.com/ahp-tap/ahp-tap/vocab"
 )
 
 // DefaultSkew is the clock tolerance between links. The taps of one
@@ -50,7 +51,16 @@ type Config struct {
 	Skew time.Duration
 	// MaxEvents bounds the events held at once (0: DefaultMaxEvents).
 	MaxEvents int
+	// Excerpt says the timeline may not have seen the start of the
+	// traffic (a live timeline that started after its links did): the
+	// check that needs the absence of an earlier event (a tool.after
+	// without a tool.before, COND-9) is not made.
+	Excerpt bool
 }
+
+// lossWindow is how long after facts of a link were lost the events first
+// seen are not judged: their earlier deliveries may be among the lost.
+const lossWindow = 10 * time.Second
 
 // A Timeline judges the conduct of a harness across the links of one
 // registration. It is safe for concurrent use: the links may be fed from
@@ -77,6 +87,12 @@ type Timeline struct {
 	partialBy map[string]bool
 	chains    []Chain // most recent judged chains, for reports
 	closed    bool
+	lostUntil time.Time // events first seen before this are not judged (Lost)
+	lostNext  bool      // Lost: extend lostUntil from the next frame's time
+	lostN     int       // events not judged for lost facts
+	// exercised holds the checks some judged event gave something to
+	// judge (a claim counts a check only when it was exercised).
+	exercised map[vocab.CheckID]bool
 }
 
 type knownEvent struct {
@@ -106,7 +122,7 @@ func New(cfg Config) *Timeline {
 	}
 	t := &Timeline{cfg: cfg, reg: newRegistration(cfg.Registration, cfg.Tapped), sink: cfg.Sink,
 		events: map[tap.EventKey]*event{}, known: map[string]knownEvent{}, calls: map[string]*call{},
-		turns: map[string]turnRecord{}, partialBy: map[string]bool{}}
+		turns: map[string]turnRecord{}, partialBy: map[string]bool{}, exercised: map[vocab.CheckID]bool{}}
 	if t.sink == nil {
 		t.sink = tap.SinkFunc(func(tap.Finding) {})
 	}
@@ -143,10 +159,41 @@ type delivery struct {
 	deny     bool
 	flow     string // "stop", "continue" or ""
 
-	state    *tap.Value // params.state of the request
-	input    *tap.Value // event.tool.input of the request
-	effInput *tap.Value // the effective input an accepted modify(input) produced
+	// What the timeline keeps of the request and answer, rather than
+	// their decoded values (an event held keeps no frame alive).
+	state    reqState // params.state of the request
+	input    string   // digest of event.tool.input of the request ("": none)
+	effInput string   // digest of the effective input an accepted modify(input) produced ("": none)
 	contrib  contribution
+}
+
+// reqState is what COND-5 needs of a request's params.state.
+type reqState struct {
+	ok         bool // params.state is an object
+	permission string
+	hasPerm    bool
+	lists      map[string][]string // instructions, injections: each entry's digest
+}
+
+func stateOf(v *tap.Value) reqState {
+	if !v.Is(tap.Object) {
+		return reqState{}
+	}
+	st := reqState{ok: true, lists: map[string][]string{}}
+	st.permission, st.hasPerm = v.Get("permission").Text()
+	for _, name := range []string{"instructions", "injections"} {
+		for _, e := range v.Get(name).Elems() {
+			st.lists[name] = append(st.lists[name], e.Digest())
+		}
+	}
+	return st
+}
+
+func digestOf(v *tap.Value) string {
+	if v == nil {
+		return ""
+	}
+	return v.Digest()
 }
 
 // contribution is what an accepted answer adds to the chained state.
@@ -210,6 +257,14 @@ func (t *Timeline) take(hookID string, f *tap.Frame, x *tap.Exchange) {
 	if f.Time.After(t.now) {
 		t.now = f.Time
 	}
+	if t.lostNext {
+		// The lost facts came before the next fact of their link: from
+		// the first frame after the loss on, the window starts again.
+		t.lostNext = false
+		if until := f.Time.Add(lossWindow); until.After(t.lostUntil) {
+			t.lostUntil = until
+		}
+	}
 	switch m := f.Msg.(type) {
 	case *tap.Request:
 		if m.Method == "hooks/intercept" && x != nil {
@@ -245,6 +300,9 @@ func (t *Timeline) eventOf(ev *tap.Value, at time.Time) (*event, bool) {
 		for _, m := range miss {
 			t.partialBy[m] = true
 		}
+	}
+	if e.skip == "" && !t.lostUntil.IsZero() && !at.After(t.lostUntil) {
+		e.skip = "facts of a link were lost"
 	}
 	t.events[k] = e
 	t.order = append(t.order, e)
@@ -300,6 +358,7 @@ func (t *Timeline) markDenied(e *event) {
 	}
 	k.denied = true
 	t.known[e.key.ID] = k
+	t.exercised[vocab.Cond8] = true
 	if c := t.calls[e.callID]; c != nil && e.typ == "tool.before" && c.before == e.key.ID {
 		c.denied = true
 	}
@@ -317,7 +376,7 @@ func (t *Timeline) intercept(h *hook, f *tap.Frame, x *tap.Exchange) {
 	}
 	t.advance(e, f.Time)
 	d := &delivery{hook: h, method: "hooks/intercept", ref: refOf(f, e.key.ID, e.typ), sent: f.Time,
-		deadline: x.Deadline, state: f.Params().Get("state"), input: ev.Path("tool", "input")}
+		deadline: x.Deadline, state: stateOf(f.Params().Get("state")), input: digestOf(ev.Path("tool", "input"))}
 	d.policy, _ = x.Subscription.Get("failurePolicy").Text()
 	for _, o := range e.deliveries {
 		if o.method == "hooks/intercept" && o.hook == h {
@@ -404,7 +463,7 @@ func (t *Timeline) answer(h *hook, f *tap.Frame, x *tap.Exchange) {
 		d.ends = d.deny || d.flow == "stop"
 		if hasEdit {
 			d.ends = res.Ends
-			d.effInput = res.Effective["input"]
+			d.effInput = digestOf(res.Effective["input"])
 		}
 	}
 	if e.skip == "" && !d.retry {
@@ -524,13 +583,13 @@ func (t *Timeline) chainedState(e *event, prev, d *delivery, f *tap.Frame) {
 	if !prev.answered {
 		return // concurrent: COND-1 says so
 	}
-	if prev.state.Is(tap.Object) && d.state.Is(tap.Object) {
-		was, _ := prev.state.Get("permission").Text()
+	if prev.state.ok && d.state.ok {
+		was := prev.state.permission
 		want := was
 		if prev.accepted {
 			want = stickier(was, prev.contrib.permission)
 		}
-		if got, ok := d.state.Get("permission").Text(); ok && permissionRank[got] != permissionRank[want] {
+		if got, ok := d.state.permission, d.state.hasPerm; ok && permissionRank[got] != permissionRank[want] {
 			t.report(e, rules.CondPermission, d.ref, "/params/state/permission",
 				"state.permission sent to %s is %q, but the chain so far decided %q (%s had %q and answered %s); permission is sticky: deny over ask over allow over none, and a failed answer contributes nothing",
 				d.hook.id, got, want, prev.hook.id, was, describeAnswer(prev))
@@ -540,15 +599,15 @@ func (t *Timeline) chainedState(e *event, prev, d *delivery, f *tap.Frame) {
 			add  int
 			list []string
 		}{{"instructions", len(prev.contrib.instructions), prev.contrib.instructions}, {"injections", prev.contrib.injections, nil}} {
-			before := prev.state.Get(acc.name).Elems()
-			after := d.state.Get(acc.name).Elems()
+			before := prev.state.lists[acc.name]
+			after := d.state.lists[acc.name]
 			want := len(before)
 			if prev.accepted {
 				want += acc.add
 			}
 			bad := len(after) != want
 			for i := 0; !bad && i < len(before); i++ {
-				bad = before[i].Digest() != after[i].Digest()
+				bad = before[i] != after[i]
 			}
 			if bad {
 				t.report(e, rules.CondAccumulate, d.ref, "/params/state/"+acc.name,
@@ -557,7 +616,7 @@ func (t *Timeline) chainedState(e *event, prev, d *delivery, f *tap.Frame) {
 			}
 		}
 	}
-	if prev.accepted && prev.effInput != nil && d.input != nil && prev.effInput.Digest() != d.input.Digest() {
+	if prev.accepted && prev.effInput != "" && d.input != "" && prev.effInput != d.input {
 		t.report(e, rules.CondInput, d.ref, "/params/event/tool/input",
 			"the tool input sent to %s is not the effective input after %s's accepted modify(input); each later interceptor sees the accepted effective content",
 			d.hook.id, prev.hook.id)
@@ -583,6 +642,9 @@ func (t *Timeline) continuations(e *event, f *tap.Frame) {
 	}
 	rem, has := f.Params().Path("capabilities", "flow", "remainingContinuations").Int()
 	prev, seen := t.turns[turn]
+	if seen && prev.has && has && prev.resolution != "" {
+		t.exercised[vocab.Cond7] = true
+	}
 	if seen && prev.has && has {
 		want := prev.remaining
 		if prev.resolution == "continue" {
@@ -631,6 +693,9 @@ func (t *Timeline) lineage(e *event, ev *tap.Value, f *tap.Frame) {
 	if hasCall {
 		e.callID = callID
 	}
+	if hasParent || (hasCall && e.typ == "tool.after") {
+		t.exercised[vocab.Cond9] = true
+	}
 	if hasCall && e.typ == "tool.before" {
 		t.rememberCall(callID).before = e.key.ID
 	}
@@ -638,7 +703,7 @@ func (t *Timeline) lineage(e *event, ev *tap.Value, f *tap.Frame) {
 		c := t.calls[callID]
 		outcome, _ := ev.Get("outcome").Text()
 		switch {
-		case c == nil && t.toolBeforeCovered():
+		case c == nil && !t.cfg.Excerpt && t.toolBeforeCovered():
 			t.report(e, rules.CondAfterUnknown, ref, "/params/event/call/id",
 				"tool.after for call %q, but no tool.before with that call.id was dispatched to the tapped backends, which subscribe to every tool.before", callID)
 		case c != nil && c.after != "" && c.after != e.key.ID:
@@ -730,11 +795,16 @@ func (t *Timeline) rememberCall(id string) *call {
 func (t *Timeline) finish(e *event) {
 	e.gone = true
 	delete(t.events, e.key)
+	if e.skip == "facts of a link were lost" {
+		t.lostN++
+		return
+	}
 	if e.skip != "" {
 		t.partial++
 		return
 	}
 	t.judged++
+	t.exercise(e)
 	var failOpen *delivery
 	called := map[*hook]bool{}
 	for _, d := range e.deliveries {
@@ -760,6 +830,73 @@ func (t *Timeline) finish(e *event) {
 	if len(t.chains) > maxChains {
 		t.chains = t.chains[len(t.chains)-maxChains:]
 	}
+}
+
+// exercise notes which checks e gave something to judge.
+func (t *Timeline) exercise(e *event) {
+	var intercepts, observes, stated int
+	for _, d := range e.deliveries {
+		switch {
+		case d.method == "hooks/observe":
+			observes++
+		case !d.retry:
+			intercepts++
+			if d.state.ok {
+				stated++
+			}
+		}
+	}
+	if intercepts == 0 {
+		return
+	}
+	later := func(pos int) bool {
+		return slices.ContainsFunc(e.interceptors, func(i interceptor) bool { return i.hook.pos > pos })
+	}
+	if len(e.interceptors) >= 2 {
+		t.exercised[vocab.Cond1] = true
+	}
+	if e.endBy != nil && later(e.endBy.hook.pos) {
+		t.exercised[vocab.Cond2], t.exercised[vocab.Cond6] = true, true
+	}
+	for _, d := range e.deliveries {
+		if d.method == "hooks/intercept" && d.failed && d.policy == "fail-open" && later(d.hook.pos) {
+			t.exercised[vocab.Cond3] = true
+		}
+	}
+	if observes > 0 {
+		t.exercised[vocab.Cond4] = true
+	}
+	if stated >= 2 {
+		t.exercised[vocab.Cond5] = true
+	}
+}
+
+// conductNeeds says, per check, what traffic exercises it.
+var conductNeeds = map[vocab.CheckID]string{
+	vocab.Cond1: "no event matched two or more interceptors",
+	vocab.Cond2: "no chain was ended (deny, flow stop, fail-closed failure) before a later interceptor",
+	vocab.Cond3: "no fail-open failure before a later interceptor",
+	vocab.Cond4: "no hooks/observe of an intercepted event",
+	vocab.Cond5: "no two interceptors of one event both received params.state",
+	vocab.Cond6: "no chain was short-circuited before a later interceptor",
+	vocab.Cond7: "no turn had two judged turn.finish.before events",
+	vocab.Cond8: "no *.before event was denied",
+	vocab.Cond9: "no tool.after or parentEventId",
+}
+
+// Exercised says, per conduct check, why the judged events did not
+// exercise it ("" when they did).
+func (t *Timeline) Exercised() map[string]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]string{}
+	for c, why := range conductNeeds {
+		if t.exercised[c] {
+			why = ""
+		}
+		out[string(c)] = why
+	}
+	return out
 }
 
 // resolveTurn records how an accepted answer d resolves e, a
@@ -817,12 +954,37 @@ func (e *event) lastTime() time.Time {
 	return last
 }
 
+// Lost says facts of a link were lost on their way to the timeline
+// (live conduct: the queue to the timeline's process was full). Events held
+// now and those first seen within 10 s are not judged, lest a missing
+// delivery look like a fault; nor, from now on, is a tool.after without a
+// tool.before.
+func (t *Timeline) Lost() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.events {
+		if e.skip == "" {
+			e.skip = "facts of a link were lost"
+		}
+	}
+	t.lostUntil = t.now.Add(lossWindow)
+	t.lostNext = true
+	t.cfg.Excerpt = true
+}
+
 // NotChecked says which conduct checks some events could not get, and why.
 func (t *Timeline) NotChecked() []tap.NotChecked {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	var out []tap.NotChecked
+	if t.lostN > 0 {
+		reason := fmt.Sprintf("%d events were not judged: facts of a link were lost on their way to the conduct timeline", t.lostN)
+		for _, c := range []vocab.CheckID{vocab.Cond1, vocab.Cond2, vocab.Cond3, vocab.Cond4, vocab.Cond5} {
+			out = append(out, tap.NotChecked{Check: string(c), Reason: reason})
+		}
+	}
 	if t.partial == 0 {
-		return nil
+		return out
 	}
 	var miss []string
 	for id := range t.partialBy {
@@ -831,9 +993,8 @@ func (t *Timeline) NotChecked() []tap.NotChecked {
 	slices.Sort(miss)
 	reason := fmt.Sprintf("%d of %d events had a matching intercept subscription on a hook that is not tapped (%s)",
 		t.partial, t.partial+t.judged, strings.Join(miss, ", "))
-	var out []tap.NotChecked
-	for _, c := range []string{"COND-1", "COND-2", "COND-3", "COND-4", "COND-5"} {
-		out = append(out, tap.NotChecked{Check: c, Reason: reason})
+	for _, c := range []vocab.CheckID{vocab.Cond1, vocab.Cond2, vocab.Cond3, vocab.Cond4, vocab.Cond5} {
+		out = append(out, tap.NotChecked{Check: string(c), Reason: reason})
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package conduct
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -35,6 +36,34 @@ type rig struct {
 	sessions map[string]*tap.Session
 	found    []tap.Finding
 	t0       time.Time
+	// tl2 is fed the same frames as Facts through JSON, as live conduct
+	// carries them between processes: its findings must be tl's.
+	tl2    *Timeline
+	found2 []tap.Finding
+}
+
+// both feeds a judged frame to the rig's timeline, and as a Fact to tl2.
+type both struct {
+	r    *rig
+	hook string
+}
+
+func (b both) Judged(f *tap.Frame, x *tap.Exchange) {
+	b.r.tl.Link(b.hook).Judged(f, x)
+	if !Relevant(f, x) {
+		return
+	}
+	data, err := json.Marshal(FactOf(b.hook, f, x))
+	if err != nil {
+		b.r.t.Fatal(err)
+	}
+	var ft Fact
+	if err := json.Unmarshal(data, &ft); err != nil {
+		b.r.t.Fatal(err)
+	}
+	if err := b.r.tl2.Take(ft); err != nil {
+		b.r.t.Fatalf("Take: %v", err)
+	}
 }
 
 func newRig(t *testing.T, reg string, skew time.Duration, tapped ...string) *rig {
@@ -49,10 +78,12 @@ func newRig(t *testing.T, reg string, skew time.Duration, tapped ...string) *rig
 	r := &rig{t: t, sessions: map[string]*tap.Session{}, t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	r.tl = New(Config{Registration: doc, Tapped: tapped, Skew: skew,
 		Sink: tap.SinkFunc(func(f tap.Finding) { r.found = append(r.found, f) })})
+	r.tl2 = New(Config{Registration: doc, Tapped: tapped, Skew: skew,
+		Sink: tap.SinkFunc(func(f tap.Finding) { r.found2 = append(r.found2, f) })})
 	for _, h := range tapped {
 		r.sessions[h] = tap.NewSession(tap.SessionConfig{
 			Config: tap.Config{Transport: tap.Stdio, Registration: doc, HookID: h},
-			Rules:  rules.Set(rules.Options{}), Watch: r.tl.Link(h)})
+			Rules:  rules.Set(rules.Options{}), Watch: both{r, h}})
 	}
 	return r
 }
@@ -77,6 +108,17 @@ func (r *rig) close() map[string][]tap.Finding {
 		s.Close()
 	}
 	r.tl.Close()
+	r.tl2.Close()
+	key := func(fs []tap.Finding) string {
+		var ks []string
+		for _, f := range fs {
+			ks = append(ks, fmt.Sprintf("%s %s #%d %s", f.Rule, f.Conn, f.Seq, f.Message))
+		}
+		return strings.Join(ks, "\n")
+	}
+	if a, b := key(r.found), key(r.found2); a != b {
+		r.t.Errorf("the timeline fed Facts disagrees:\n direct:\n%s\n facts:\n%s", a, b)
+	}
 	out := map[string][]tap.Finding{}
 	for _, f := range r.found {
 		out[f.Rule] = append(out[f.Rule], f)
@@ -484,5 +526,79 @@ func TestBoundedEvents(t *testing.T) {
 	// passed (fail-open) and the chain did not go on: COND-3 for each.
 	if len(found) != 100 || found[0].Rule != "COND-3/fail-open-stopped" {
 		t.Errorf("%d findings (first %+v), want 100 COND-3", len(found), found)
+	}
+}
+
+// Exercised says which checks the judged events gave something to judge,
+// and a chain lists the rules reported about its event.
+func TestExercisedAndChainFindings(t *testing.T) {
+	r := newRig(t, threeHooks, 0)
+	ev := toolEvent("e1", "call-1", "")
+	r.send(hA, 0, intercept(ev, ""))
+	r.recv(hA, 10, answer("e1"))
+	wantOnly(t, r.close(), "")
+	ex := r.tl.Exercised()
+	if ex["COND-1"] != "" || ex["COND-2"] == "" || ex["COND-3"] == "" || ex["COND-7"] == "" || ex["COND-8"] == "" {
+		t.Errorf("one allowed chain: Exercised() = %v, want only COND-1 (and what every chain gives) exercised", ex)
+	}
+
+	r = newRig(t, threeHooks, 0)
+	r.send(hA, 0, intercept(ev, ""))
+	r.recv(hA, 10, answer("e1", deny))
+	r.send(hB, 20, intercept(ev, "")) // after the deny: COND-2
+	r.recv(hB, 30, answer("e1"))
+	r.send(hD, 31, observe(toolAfter("e2", "call-1", "e1", "denied")))
+	wantOnly(t, r.close(), "COND-2/after-stop")
+	ex = r.tl.Exercised()
+	for _, c := range []string{"COND-1", "COND-2", "COND-6", "COND-8", "COND-9"} {
+		if ex[c] != "" {
+			t.Errorf("deny then a later intercept: %s not exercised: %s", c, ex[c])
+		}
+	}
+	cs := r.tl.Chains()
+	if len(cs) != 2 || strings.Join(cs[0].Findings, " ") != "COND-2/after-stop" || len(cs[1].Findings) != 0 {
+		t.Errorf("Chains() = %+v, want the first with COND-2/after-stop", cs)
+	}
+}
+
+// After facts were lost, the events held and those first seen soon after
+// are not judged (a lost delivery must not look like a fault), and the
+// summary says so; an excerpt never reports a tool.after without its
+// tool.before.
+func TestLostAndExcerpt(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		r := newRig(t, threeHooks, 0)
+		ev := toolEvent("e1", "call-1", "")
+		r.send(hB, 0, intercept(ev, "")) // b before a: COND-1/order
+		r.recv(hB, 10, answer("e1"))
+		if lost {
+			r.tl.Lost()
+			r.tl2.Lost()
+		}
+		r.send(hA, 11, intercept(ev, ""))
+		r.recv(hA, 20, answer("e1"))
+		got := r.close()
+		if lost {
+			wantOnly(t, got, "")
+			if nc := r.tl.NotChecked(); len(nc) == 0 || !strings.Contains(nc[0].Reason, "lost") {
+				t.Errorf("NotChecked() = %v, want the lost facts", nc)
+			}
+		} else {
+			wantOnly(t, got, "COND-1/order")
+		}
+	}
+	for _, excerpt := range []bool{false, true} {
+		doc, _, _ := tap.ParseJSON([]byte(threeHooks))
+		var found []tap.Finding
+		tl := New(Config{Registration: doc, Tapped: []string{hA, hB, hC, hD}, Excerpt: excerpt,
+			Sink: tap.SinkFunc(func(f tap.Finding) { found = append(found, f) })})
+		s := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio, Registration: doc, HookID: hD},
+			Rules: rules.Set(rules.Options{}), Watch: tl.Link(hD)})
+		s.Frame(&tap.Frame{Dir: tap.FromHarness, Time: time.Now(), Transport: tap.Stdio, Conn: "d", Raw: []byte(observe(toolAfter("e2", "call-9", "e1", "ok")))})
+		s.Close()
+		tl.Close()
+		if (len(found) == 0) != excerpt {
+			t.Errorf("excerpt %v: findings %v", excerpt, found)
+		}
 	}
 }

@@ -276,6 +276,8 @@ func (h *HTML) End(e *End) error {
 		fmt.Fprintf(bw, "</tbody></table><p class=\"meta\">%s</p></section>\n", esc(m.NotObservable))
 	}
 
+	writeChainsHTML(bw, e.Chains)
+
 	// Filters and the two paged views; the script fills them.
 	bw.WriteString(`<section id="views"><h2>Findings and exchanges</h2>
 <form id="filters" onsubmit="return false">

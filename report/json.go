@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/ahp-tap/ahp-tap/conduct"
 	"io"
 
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -61,7 +62,11 @@ type JSONReport struct {
 	// memory stays bounded: Summary.ExchangesOmitted says how many are
 	// not listed.
 	Exchanges []JSONExchange `json:"exchanges,omitempty"`
-	Summary   *Summary       `json:"summary,omitempty"`
+	// Chains is the per-event view of the conduct timeline across a
+	// registration's links: which backend got each event when, what it
+	// answered, and where the chain stopped (the most recent 256).
+	Chains  []conduct.Chain `json:"chains,omitempty"`
+	Summary *Summary        `json:"summary,omitempty"`
 }
 
 // WriteJSON writes every finding and the summary as one indented JSON
@@ -98,6 +103,19 @@ func WriteJSONWithHeader(w io.Writer, h *JSONHeader, sources []Source, s *Summar
 				jw.raw(",\n" + `  "exchanges": [`)
 			}
 			jw.elem(n, JSONExchange{Source: src.Name, ExchangeRecord: x})
+			n++
+		}
+	}
+	if n > 0 {
+		jw.endArray(n)
+	}
+	n = 0
+	for _, src := range sources {
+		for _, c := range src.Chains {
+			if n == 0 {
+				jw.raw(",\n" + `  "chains": [`)
+			}
+			jw.elem(n, c)
 			n++
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/ahp-tap/ahp-tap/conduct"
 	"io"
 	"path/filepath"
 	"slices"
@@ -141,6 +142,9 @@ type End struct {
 	Claim *ClaimMatrix
 	// FailOn is the --fail-on level (0: never).
 	FailOn tap.Level
+	// Chains is the per-event view of the conduct timeline, when the run
+	// judged conduct across a registration's links (Run.Conduct).
+	Chains []conduct.Chain
 }
 
 // Failing reports whether the run fails: a counted finding at or above
@@ -200,6 +204,7 @@ type Run struct {
 	notChecked map[string]string
 	checked    map[string]bool
 	sessions   bool
+	chains     []conduct.Chain // the conduct timeline's most recent chains
 }
 
 type inputState struct {
@@ -374,6 +379,22 @@ func (r *Run) LineOf(f tap.Finding) int {
 	return 0
 }
 
+// Chains hands the run the per-event chains of a conduct timeline (the
+// reports' chain view); it keeps the most recent 256. The timeline's
+// coverage of the COND checks goes to Cover.
+func (r *Run) Chains(chains []conduct.Chain) {
+	if r == nil {
+		return
+	}
+	r.chains = append(r.chains, chains...)
+	if len(r.chains) > maxRunChains {
+		r.chains = r.chains[len(r.chains)-maxRunChains:]
+	}
+}
+
+// maxRunChains bounds the conduct chains a run keeps for its reports.
+const maxRunChains = 256
+
 // Findings feeds findings of the current input, in the order produced.
 func (r *Run) Findings(fs []tap.Finding) {
 	if r == nil {
@@ -484,7 +505,7 @@ func (r *Run) Close() (*End, error) {
 		r.EndInput(InputEnd{})
 	}
 	e := &End{Inputs: r.ends, Levels: r.levels, Baselined: r.baselined,
-		ByCheck: sortedCounts(r.byCheck), NotPossible: r.NotPossible(), FailOn: r.cfg.FailOn}
+		ByCheck: sortedCounts(r.byCheck), NotPossible: r.NotPossible(), FailOn: r.cfg.FailOn, Chains: r.chains}
 	e.Stale, e.StaleCount = r.cfg.Baseline.Stale(r.seen)
 	if r.claim != nil {
 		e.Claim = r.claim.matrix(r.ends)

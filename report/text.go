@@ -3,6 +3,7 @@ package report
 import (
 	"bufio"
 	"fmt"
+	"github.com/ahp-tap/ahp-tap/conduct"
 	"io"
 	"strings"
 
@@ -30,6 +31,12 @@ type Source struct {
 	// damaged records); nil for a source that is not an input file (a
 	// registration given with --registration, a live link).
 	Input *Input `json:"-"`
+	// Chains are the per-event chains of a conduct timeline (the source
+	// of the conduct findings across a registration's links).
+	Chains []conduct.Chain `json:"-"`
+	// ConductNotChecked says which conduct checks the timeline could not
+	// make, and why (a link of the registration not given, say).
+	ConductNotChecked []NotPossible `json:"-"`
 }
 
 // WriteText writes one line per finding, prefixed with its source's name,
@@ -60,6 +67,7 @@ func WriteText(w io.Writer, sources []Source, s *Summary) error {
 			bw.WriteString("\n")
 		}
 	}
+	writeChainsText(bw, sources)
 	if s != nil {
 		if err := s.WriteText(bw); err != nil {
 			return err

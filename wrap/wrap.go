@@ -65,6 +65,9 @@ type Options struct {
 	// HTTP backend wrapped gets port ListenBase+n.
 	ListenHost string
 	ListenBase int
+	// Conduct, when set, is given to every tap as --conduct: their links
+	// feed one live conduct timeline (issue 23).
+	Conduct string
 }
 
 // A Change says what happened to one backend entry.
@@ -268,6 +271,10 @@ func wrapStdio(doc []byte, tr *tap.Value, o Options, c Change) ([]edit, Change) 
 	flags := []string{"stdio", "--registration", o.Registration, "--hook", c.Hook,
 		"--log", base + ".violations.log", "--capture", base + ".capture"}
 	c.Detail = "findings in " + base + ".violations.log, traffic in " + base + ".capture"
+	if o.Conduct != "" {
+		flags = append(flags, "--conduct", o.Conduct)
+		c.Detail += ", conduct in " + o.Conduct
+	}
 	if lc, _ := tr.Get("lifecycle").Text(); lc == "per_event" {
 		// Retries are judged across processes (BASE-6) through shared state.
 		flags = append(flags, "--state", base+".state")
@@ -436,6 +443,9 @@ func wrapHTTP(doc []byte, tr *tap.Value, o Options, port int, c Change) ([]edit,
 	c.Command = []string{o.Tap, "http", "--listen", listen, "--upstream", upstream,
 		"--registration", o.Registration, "--hook", c.Hook,
 		"--log", base + ".violations.log", "--capture", base + ".capture"}
+	if o.Conduct != "" {
+		c.Command = append(c.Command, "--conduct", o.Conduct)
+	}
 	c.Listen = listen
 	c.Action = "wrapped"
 	c.Detail = "findings in " + base + ".violations.log, traffic in " + base + ".capture"

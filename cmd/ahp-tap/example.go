@@ -29,6 +29,7 @@ var exampleModes = []struct{ name, help string }{
 	{"crash", "exit 1 on the first request without answering (STDIO-2, CORR-2)"},
 	{"silent", "never answer (deadline handling, CORR-2/CORR-3)"},
 	{"slow", "answer correctly after --delay (CORR-3)"},
+	{"error", "answer every intercept with a JSON-RPC error (an operational failure: the harness applies the failure policy)"},
 }
 
 func modeHelp() string {
@@ -144,6 +145,8 @@ func (b *exampleBackend) handle(line []byte) error {
 			"data": map[string]any{"supported": []string{b.snapshot}}})
 	case req.Method == "hooks/capabilities":
 		b.reply(req.ID, "result", map[string]any{"protocolVersion": version, "manifest": b.manifest()})
+	case req.Method == "hooks/intercept" && b.mode == "error":
+		b.reply(req.ID, "error", map[string]any{"code": -32603, "message": "policy engine unavailable (--mode error)"})
 	case req.Method == "hooks/intercept":
 		b.n++
 		b.reply(req.ID, "result", b.decide(&req, version))
@@ -249,8 +252,16 @@ func (m *Main) runExampleHarness(ctx context.Context, args []string) error {
 	lifecycle := fs.String("lifecycle", "persistent", "`LIFECYCLE` of the backend CMD: persistent (one process for the session) or per_event (one process per message, which gets it and then EOF)")
 	var waitFor listFlag
 	fs.Var(&waitFor, "wait-for", "with --url: first wait (up to --timeout) until `ADDR` (host:port) accepts connections too, e.g. the backend behind a tap; repeatable")
+	regPath := fs.String("registration", "", "dispatch to every backend of the registration `FILE` (as a harness does: serial, in order), instead of one backend")
+	fault := fs.String("fault", "none", "with --registration, a deliberate conduct `FAULT`, one of:"+faultHelp())
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
+	}
+	if *regPath != "" {
+		if fs.NArg() > 0 || *url != "" {
+			return usageError("example-harness: --registration starts the registration's backends; give no CMD or --url")
+		}
+		return m.runConductHarness(*regPath, *fault, *snapshot)
 	}
 	if *url != "" || *lifecycle != "persistent" || len(waitFor) > 0 {
 		return m.playExampleLink(ctx, fs.Args(), *snapshot, *timeout, *url, *lifecycle, waitFor)

@@ -45,6 +45,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	mitmCA := fs.String("mitm-ca", "", "with --forward: terminate HTTPS with the CA in `DIR` (made by 'ahp-tap ca init DIR') and audit it; without it CONNECT is tunnelled unaudited")
 	upstreamCA := fs.String("upstream-ca", "", "trust only the CA certificates in PEM `FILE` for the upstream's TLS (default: the system's roots)")
 	logPath := fs.String("log", "", "append findings to the violation log at `PATH` (- for stderr; created 0600)")
+	conductDir := fs.String("conduct", "", "feed the live conduct timeline of the registration's taps sharing `DIR` (needs --registration and --hook; docs/conduct.md)")
 	capPath := fs.String("capture", "", "record every audited body and note to the capture file `PATH` (created 0600; credentials redacted)")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics")
 	maxAudit := fs.Int("max-audit-body", httpproxy.DefaultMaxAuditBody, "cap the audit copy of each body at `BYTES`; larger bodies are forwarded whole and reported unchecked (TAP-1)")
@@ -77,6 +78,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	if mode == auditOff {
 		return usageError("http: --audit is best-effort or complete")
+	}
+	if *conductDir != "" && (ef.registration == "" || ef.hook == "") {
+		return usageError("http: --conduct needs --registration and --hook: the conduct timeline places each link by its hook")
 	}
 	budget, err := parseBudget(*budgetFlag)
 	if err != nil {
@@ -219,7 +223,8 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		otlpx.Close(0)
 		return usageError("http: %v", err)
 	}
-	session := l.session(l.cfg, out.Sink(), out.Recorder(), "", 0) // reports the registration's findings
+	cc := conductClientFor(*conductDir, ef.registration, ef.hook, l, m.diag())
+	session := l.watchedSession(l.cfg, out.Sink(), out.Recorder(), "", 0, cc) // reports the registration's findings
 	// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
 	// Deadlines are judged as they pass (issue 21 item 8): the proxy
 	// hands over a request unanswered by the shortest deadline, and the
@@ -296,6 +301,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	if !auditor.CloseWithin(left()) { // drains the queue, end-of-stream rules, TAP-1 for drops
 		fmt.Fprintf(m.diag(), "ahp-tap http: the audit did not finish within --drain %s; %d frames were not audited (TAP-1)\n", *drain, auditor.Dropped())
+	}
+	if cc != nil {
+		cc.Close(min(left(), time.Second))
 	}
 	closeErr := out.Close(time.Now().Add(left())) // OTLP, log, console, capture, within --drain
 	if *summary {

@@ -327,6 +327,8 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		return m.runAuditProcess(ctx, rest)
 	case auditServerCommand: // sharedaudit.go: not for people
 		return m.runAuditServer(ctx, rest)
+	case conductServerCommand: // conduct_live.go: not for people
+		return m.runConductServer(ctx, rest)
 	case "demo":
 		return m.runDemo(ctx, rest)
 	case "example-backend":

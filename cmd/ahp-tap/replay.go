@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/conduct"
 	"github.com/ahp-tap/ahp-tap/har"
 	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
@@ -31,6 +32,8 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	var rf reportFlags
 	rf.register(fs)
 	input := fs.String("input", "", "input `KIND`: har for an HTTP Archive (default: recognised by content)")
+	conductMode := fs.String("conduct", "auto", "judge the harness's conduct across the captures of one registration's backends: `auto` (when the registration has several hooks), on or off (docs/conduct.md)")
+	skew := fs.Duration("conduct-skew", conduct.DefaultSkew, "clock tolerance between the captures of different links: facts closer than this are simultaneous")
 	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line); refused for a capture or HAR, which record each sender")
 	var selects []selTerm
 	fs.Func("select", "with --write-capture: keep the exchanges matching `EXPR` (key=value,... with keys check, event, conn, id, from, to; comma is and, a repeated --select is or)", func(v string) error {
@@ -61,6 +64,16 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	}
 	if fs.NArg() == 0 {
 		return usageError("replay: no CAPTURE given (usage: ahp-tap replay [flags] CAPTURE...)")
+	}
+	if *conductMode != "auto" && *conductMode != "on" && *conductMode != "off" {
+		return usageError("--conduct %q is not auto, on or off", *conductMode)
+	}
+	if *skew < 0 {
+		return usageError("--conduct-skew must not be negative")
+	}
+	names, err := expandInputs(fs.Args())
+	if err != nil {
+		return usageError("replay: %v", err)
 	}
 	l, err := ef.load()
 	if err != nil {
@@ -107,7 +120,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		}
 	}
 	ic := &inputChecker{m: m, cmd: "replay", flags: l, rp: rp, allowEmpty: of.allowEmpty, bar: !rf.quiet && isTerminal(m.Stderr)}
-	for _, name := range fs.Args() {
+	for _, name := range names {
 		// Issue 8 item 5: a SIGINT/SIGTERM stops the replay with what the
 		// inputs read so far gave; a read that blocks is abandoned.
 		run.StartInput(name)
@@ -127,6 +140,11 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 			return err
 		}
 		return interruptedError(sig, "replay")
+	}
+	if *conductMode != "off" {
+		if src := rp.conductSource(m, names, *skew, *conductMode == "on"); src != nil {
+			sources = append(sources, *src)
+		}
 	}
 	if *writeCapture != "" {
 		if err := m.writeSelected(rp, selected, *writeCapture, selects, fs.Args()); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/ahp-tap/ahp-tap/conduct/live"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -11,8 +12,17 @@ import (
 // ahp-tap's rules and, with --spec, the upstream schema. The session
 // reports the registration's own findings to sink when it is made.
 func (l *loaded) session(cfg tap.Config, sink tap.Sink, rec tap.Recorder, conn string, maxLine int) *tap.Session {
-	return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(l.opt), Sink: sink, Recorder: rec,
-		Conn: conn, MaxLine: maxLine})
+	return l.watchedSession(cfg, sink, rec, conn, maxLine, nil)
+}
+
+// watchedSession is session with a watcher of its judged frames (nil:
+// none), such as the live conduct client.
+func (l *loaded) watchedSession(cfg tap.Config, sink tap.Sink, rec tap.Recorder, conn string, maxLine int, w *live.Client) *tap.Session {
+	sc := tap.SessionConfig{Config: cfg, Rules: rules.Set(l.opt), Sink: sink, Recorder: rec, Conn: conn, MaxLine: maxLine}
+	if w != nil {
+		sc.Watch = w
+	}
+	return tap.NewSession(sc)
 }
 
 // registrationFindings judges the --registration document on its own:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/auditlink"
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/conduct/live"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/report"
@@ -45,6 +46,7 @@ type stdioFlags struct {
 	otlp        otlpFlags
 	conn        string // the link's name ("": stdio:<this pid>); set in the audit process
 	sharedAudit bool
+	conduct     string // --conduct DIR: feed the registration's live conduct timeline
 }
 
 func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
@@ -52,6 +54,7 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	fs.StringVar(&sf.log, "log", "", "append findings to the violation log at `PATH` (JSON Lines, mode 0600; - for stderr)")
 	fs.StringVar(&sf.capture, "capture", "", "append every frame to the capture at `PATH` (mode 0600; safe for concurrent per_event processes)")
 	fs.StringVar(&sf.state, "state", "", "share conversation state with other ahp-tap processes in `DIR` (per_event backends: retries across processes)")
+	fs.StringVar(&sf.conduct, "conduct", "", "feed the live conduct timeline of the registration's taps that share `DIR` (needs --registration and --hook; docs/conduct.md)")
 	fs.BoolVar(&sf.sharedAudit, "shared-audit", true, "with per_event and --state: audit in one process shared by the taps of DIR with the same flags, rather than start one per event (false: one per event; never with --summary, --console or --log -)")
 	fs.StringVar(&sf.lifecycle, "lifecycle", "", "backend lifecycle `persistent|per_event` when no --registration/--hook says it")
 	fs.BoolVar(&sf.summary, "summary", isTerminal(stderr), summaryHelp)
@@ -187,6 +190,7 @@ type stdioRun struct {
 	audit     *auditlink.Link // the audit process, when auditing happens there
 	diag      io.Writer       // ahp-tap's own one-line notices (stderr)
 	otlp      *otlpexport.Exporter
+	conduct   *live.Client // --conduct: the facts for the live conduct timeline (nil: none)
 	closed    bool
 }
 
@@ -216,6 +220,8 @@ func (sf *stdioFlags) validate() error {
 		return usageError("--max-audit-line %d is out of range (1 to %d bytes)", sf.maxLine, maxAuditLine)
 	case sf.drain <= 0 || sf.drain > maxDrain:
 		return usageError("--drain %s is out of range (more than 0, at most %s)", sf.drain, maxDrain)
+	case sf.conduct != "" && (sf.registration == "" || sf.hook == ""):
+		return usageError("--conduct needs --registration and --hook: the conduct timeline places each link by its hook")
 	}
 	return nil
 }
@@ -278,7 +284,8 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	}
 	// The session reports the registration's own findings now, even
 	// with --audit=false (they are about the configuration, not traffic).
-	r.session = l.session(cfg, sinks, rec, conn, sf.maxLine)
+	r.conduct = sf.conductClient(l, m.diag())
+	r.session = l.watchedSession(cfg, sinks, rec, conn, sf.maxLine, r.conduct)
 	sess := r.session
 	if sf.audit == auditOff {
 		sess = nil // forwarding only: no frame is split, checked or captured
@@ -338,6 +345,9 @@ func (r *stdioRun) closeWithin(d time.Duration) {
 	}
 	r.closed = true
 	deadline := time.Now().Add(d)
+	if r.conduct != nil {
+		r.conduct.Close(max(min(time.Until(deadline)/2, time.Second), time.Millisecond))
+	}
 	closeOTLP(r.otlp, min(stdioCloseTimeout, d), tap.MultiSink{r.collector, r.log})
 	r.log.CloseWithin(max(time.Until(deadline), time.Millisecond))
 	r.console.Close()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/ahp-tap/ahp-tap/auditlink"
+	"github.com/ahp-tap/ahp-tap/conduct/live"
 	"io"
 	iofs "io/fs"
 	"os"
@@ -30,6 +32,7 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 	base := fs.Int("listen-base", 8787, "first `PORT` of the HTTP taps; each HTTP backend gets the next one")
 	snapshot := fs.String("protocol-version", tap.DefaultSnapshot, "protocol snapshot `V` the registration must declare")
 	spec := fs.String("spec", "", "also validate against an upstream schema snapshot in `DIR`")
+	conductLive := fs.Bool("conduct", false, "also judge the harness's conduct across the backends live: every tap feeds one timeline in DIR/conduct (docs/conduct.md)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
@@ -55,6 +58,9 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 	}
 	if o.Tap, err = tapExecutable(*tapPath); err != nil {
 		return usageError("wrap: %v", err)
+	}
+	if *conductLive {
+		o.Conduct = filepath.Join(o.Dir, "conduct")
 	}
 	if *out != "" && sameFile(in, *out) {
 		return usageError("wrap: -o %s is the input: the taps read the original registration, so write the wrapped one elsewhere", *out)
@@ -106,6 +112,24 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 		if c.Command != nil {
 			printable.Fprintf(m.Stderr, "  the harness now posts to http://%s; start that tap before the harness:\n    %s\n", c.Listen, wrap.ShellQuote(c.Command))
 		}
+		if o.Conduct != "" && c.Action != "wrapped" {
+			fmt.Fprintf(m.Stderr, "ahp-tap wrap: note: %s is not tapped with --conduct: the live conduct timeline does not judge the events it intercepts\n", c.Hook)
+		}
+	}
+	if o.Conduct != "" {
+		var tapped []string
+		for _, c := range changes {
+			if c.Action == "wrapped" {
+				tapped = append(tapped, c.Hook)
+			}
+		}
+		if err := auditlink.CheckDir(o.Conduct); err != nil {
+			return usageError("wrap: --conduct: %v", err)
+		}
+		if err := writeTapped(live.PathsFor(o.Conduct).Tapped, tapped); err != nil {
+			return usageError("wrap: --conduct: %v", err)
+		}
+		fmt.Fprintf(m.Stderr, "ahp-tap wrap: conduct findings across the backends in %s\n", live.PathsFor(o.Conduct).Log)
 	}
 	return nil
 }

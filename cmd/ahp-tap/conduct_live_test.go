@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/conduct/live"
+)
+
+var ruleField = regexp.MustCompile(`"rule":"(COND-[^"]*)"`)
+
+// Live conduct: the example harness dispatches to three stdio backends
+// wrapped with `wrap --conduct` (persistent and per_event); every tap's
+// audit feeds one conduct timeline, whose log has the same conduct
+// findings as the replay of the captures: none for conforming dispatch,
+// the fault's check for each fault.
+func TestConductLive(t *testing.T) {
+	t.Parallel()
+	hooks := []conductHook{
+		{"com.example.a", "persistent", "slow", "fail-closed", false},
+		{"com.example.b", "per_event", "error", "fail-open", false},
+		{"com.example.c", "persistent", "conforming", "fail-closed", true},
+	}
+	for _, tc := range []struct{ fault, want string }{
+		{"none", ""}, {"out-of-order", "COND-1"}, {"continue-after-deny", "COND-2"}, {"fail-open-stop", "COND-3"}, {"run-denied", "COND-8"},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			t.Parallel()
+			tapped, taps := conductRegistration(t, hooks...)
+			// Wrap again, with --conduct.
+			in := filepath.Join(filepath.Dir(tapped), "hooks.json")
+			if r := runTap(t, "", "wrap", "--conduct", "--dir", taps, "--tap", tapBinary, "-o", tapped, in); r.code != 0 {
+				t.Fatalf("wrap --conduct: %s", r.stderr)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, tapBinary, "example-harness", "--registration", tapped, "--fault", tc.fault)
+			cmd.Env = append(os.Environ(), conductIdleEnv+"=300ms")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("example-harness: %v\n%s", err, stderr.String())
+			}
+			p := live.PathsFor(filepath.Join(taps, "conduct"))
+			liveRules := waitConductServer(t, filepath.Join(taps, "conduct"))
+			replayRules, _, _ := replayConduct(t, taps)
+			slices.Sort(liveRules)
+			slices.Sort(replayRules)
+			if strings.Join(liveRules, " ") != strings.Join(replayRules, " ") {
+				t.Errorf("--fault %s: live %v, replay %v", tc.fault, liveRules, replayRules)
+			}
+			var checks []string
+			for _, r := range liveRules {
+				c, _, _ := strings.Cut(r, "/")
+				if !slices.Contains(checks, c) {
+					checks = append(checks, c)
+				}
+			}
+			if strings.Join(checks, " ") != tc.want {
+				t.Errorf("--fault %s: live conduct findings %v, want %q\n%s", tc.fault, liveRules, tc.want, stderr.String())
+			}
+			if errs, _ := os.ReadFile(p.Err); len(errs) > 0 {
+				t.Errorf("the conduct server's error file: %s", errs)
+			}
+		})
+	}
+}
+
+// waitConductServer waits until the conduct server of dir has ended (it
+// judges every event left when it ends) and returns the rules of its
+// findings.
+func waitConductServer(t *testing.T, dir string) []string {
+	t.Helper()
+	p := live.PathsFor(dir)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		_, errPid := os.Stat(p.Pid)
+		_, errStarted := os.Stat(p.Started)
+		if os.IsNotExist(errPid) && errStarted == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the conduct server did not end; %s: %v, %s: %v", p.Pid, errPid, p.Started, errStarted)
+		}
+	}
+	logData, _ := os.ReadFile(p.Log)
+	var rules []string
+	for _, m := range ruleField.FindAllStringSubmatch(string(logData), -1) {
+		rules = append(rules, m[1])
+	}
+	return rules
+}
+
+// --conduct places a link by its hook: without --registration and --hook
+// it is a usage error (exit 2, one line), for stdio and http alike.
+func TestConductFlagNeedsHook(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"stdio", "--conduct", dir, "--", "true"},
+		{"http", "--conduct", dir, "--upstream", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"},
+	} {
+		r := runTap(t, "", args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--conduct needs --registration and --hook") {
+			t.Errorf("ahp-tap %v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+	reg := writeFile(t, "hooks.json", twoHooks)
+	if r := runTap(t, "", "stdio", "--conduct", dir, "--registration", reg, "--hook", "com.example.a", "--", "true"); r.code != 0 {
+		t.Errorf("stdio --conduct with a hook: exit %d, %s", r.code, r.stderr)
+	}
+	// No event, no fact: no conduct server was started.
+	if _, err := os.Stat(live.PathsFor(dir).Started); !os.IsNotExist(err) {
+		t.Errorf("a conduct server started for a link that carried no event: %v", err)
+	}
+}
