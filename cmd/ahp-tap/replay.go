@@ -5,12 +5,14 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/conduct"
 	"github.com/ahp-tap/ahp-tap/har"
+	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/stdio"
@@ -33,8 +35,18 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	conductMode := fs.String("conduct", "auto", "judge the harness's conduct across the captures of one registration's backends: `auto` (when the registration has several hooks), on or off (docs/conduct.md)")
 	skew := fs.Duration("conduct-skew", conduct.DefaultSkew, "clock tolerance between the captures of different links: facts closer than this are simultaneous")
 	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line); refused for a capture or HAR, which record each sender")
+	var selects []selTerm
+	fs.Func("select", "with --write-capture: keep the exchanges matching `EXPR` (key=value,... with keys check, event, conn, id, from, to; comma is and, a repeated --select is or)", func(v string) error {
+		t, err := parseSelect(v)
+		selects = append(selects, t)
+		return err
+	})
+	writeCapture := fs.String("write-capture", "", "write the exchanges --select keeps to a new capture `FILE` (mode 0600)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
+	}
+	if (len(selects) > 0) != (*writeCapture != "") {
+		return usageError("--select and --write-capture go together")
 	}
 	if err := of.validate(); err != nil {
 		return err
@@ -74,6 +86,18 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	of.otlpx = otlpx
 	if err := refuseInputsAsOutputs(&rf, &of, ef.registration, fs.Args()); err != nil {
 		return err
+	}
+	if err := output.RefuseInputs([][2]string{{"--write-capture", *writeCapture}}, append([]string{ef.registration}, fs.Args()...)); err != nil {
+		return usageError("%v", err)
+	}
+	var selected *os.File
+	if *writeCapture != "" {
+		f, err := m.createSelected(*writeCapture)
+		if err != nil {
+			return err
+		}
+		selected = f
+		defer f.Close() // closed by writeSelected; idempotent on the error paths
 	}
 	if err := of.openLog("replay", m.diag()); err != nil {
 		return err
@@ -120,6 +144,11 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if *conductMode != "off" {
 		if src := rp.conductSource(m, names, *skew, *conductMode == "on"); src != nil {
 			sources = append(sources, *src)
+		}
+	}
+	if *writeCapture != "" {
+		if err := m.writeSelected(rp, selected, *writeCapture, selects, fs.Args()); err != nil {
+			return err
 		}
 	}
 	return m.finishReports("replay", &of, rs, sources)
