@@ -549,6 +549,10 @@ type Decoder struct {
 // values.
 func (d *Decoder) Parse(data []byte) (*Value, error) {
 	p := parser{data: data, budget: d.MaxValues}
+	if len(data) <= sharedSourceMax {
+		p.src = string(data)
+		p.shared = true
+	}
 	if p.budget == 0 {
 		p.budget = MaxFrameValues
 	}
@@ -581,6 +585,22 @@ type parser struct {
 	// slab hands out Values: one allocation per slabSize nodes instead of
 	// one per node (the decoder's hottest allocation).
 	slab []Value
+	// src is one copy of data as a string, when shared: strings without
+	// escapes and number literals are slices of it, so a document costs
+	// one string allocation instead of one per string.
+	src    string
+	shared bool
+	// members and elems are stacks of the members and elements of the
+	// objects and arrays being parsed; a finished container takes its
+	// exact-size slice from mslab or eslab (one allocation per many
+	// containers, and none from append's regrowth), slabs of msize and
+	// esize entries.
+	members []Member
+	elems   []*Value
+	mslab   []Member
+	eslab   []*Value
+	msize   int
+	esize   int
 	// budget is how many more values may be decoded (negative: no bound).
 	budget int
 	// values, dupCount and compares count the values decoded, the
@@ -591,6 +611,43 @@ type parser struct {
 // slabSize is how many Values the parser allocates at once (measured:
 // sizing the first slab from the document's length was slower).
 const slabSize = 32
+
+// firstSlab and maxSlab bound the slabs members and elements are taken
+// from: the first is small (a response holds a handful of members), each
+// next one twice the last, up to maxSlab.
+const (
+	firstSlab = 16
+	maxSlab   = 256
+)
+
+// sharedSourceMax is the largest document whose strings are slices of one
+// shared copy (parser.src). A string a rule keeps after its frame is gone
+// keeps that copy alive, so the copy is shared only where it is small;
+// larger documents copy each string on its own, as before.
+const sharedSourceMax = 64 << 10
+
+// take moves the entries above base on stack into an exact-size slice cut
+// from *slab (its capacity is its length, so an append elsewhere copies
+// it), and truncates the stack to base.
+// *size is the size of the last slab made (0: none yet).
+func take[T any](stack *[]T, slab *[]T, size *int, base int) []T {
+	n := len(*stack) - base
+	var out []T
+	if n > maxSlab/2 {
+		out = make([]T, n)
+	} else {
+		if len(*slab) < n {
+			*size = min(max(2**size, firstSlab), maxSlab)
+			*slab = make([]T, max(*size, n))
+		}
+		out = (*slab)[:n:n]
+		*slab = (*slab)[n:]
+	}
+	copy(out, (*stack)[base:])
+	clear((*stack)[base:])
+	*stack = (*stack)[:base]
+	return out
+}
 
 // node returns a fresh Value from the slab.
 func (p *parser) node(v Value) *Value {
@@ -721,7 +778,16 @@ func (p *parser) number() (*Value, error) {
 			return nil, p.fail("invalid number: no digits in the exponent")
 		}
 	}
-	return p.node(Value{Kind: Number, Str: string(p.data[start:p.pos]), Start: start, End: p.pos}), nil
+	return p.node(Value{Kind: Number, Str: p.text(start, p.pos), Start: start, End: p.pos}), nil
+}
+
+// text returns data[start:end] as a string: a slice of the shared copy,
+// or a copy of its own.
+func (p *parser) text(start, end int) string {
+	if p.shared {
+		return p.src[start:end]
+	}
+	return string(p.data[start:end])
 }
 
 func (p *parser) str() (string, error) {
@@ -731,7 +797,7 @@ func (p *parser) str() (string, error) {
 	for p.pos < len(p.data) {
 		c := p.data[p.pos]
 		if c == '"' {
-			s := string(p.data[start:p.pos])
+			s := p.text(start, p.pos)
 			p.pos++
 			return s, nil
 		}
@@ -809,6 +875,9 @@ func (p *parser) str() (string, error) {
 // shared strings rather than a new allocation each (the lookup with a
 // converted []byte does not allocate); most keys of a frame are among them.
 func (p *parser) known() (string, error) {
+	if p.shared {
+		return p.str() // a slice of the shared copy: no allocation to save
+	}
 	start := p.pos + 1
 	if end := bytes.IndexByte(p.data[start:], '"'); end >= 0 && end <= 24 {
 		raw := p.data[start : start+end]
@@ -858,6 +927,7 @@ func (p *parser) object(depth int) (*Value, error) {
 		return v, nil
 	}
 	var index map[string]struct{} // the keys so far, once there are indexAt of them
+	base := len(p.members)
 	for {
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
@@ -884,16 +954,16 @@ func (p *parser) object(depth int) (*Value, error) {
 			_, dup = index[key]
 			index[key] = struct{}{}
 		} else {
-			for _, m := range v.Obj {
+			for _, m := range p.members[base:] {
 				p.compares++
 				if m.Key == key {
 					dup = true
 					break
 				}
 			}
-			if len(v.Obj)+1 >= indexAt {
+			if len(p.members)-base+1 >= indexAt {
 				index = make(map[string]struct{}, 2*indexAt)
-				for _, m := range v.Obj {
+				for _, m := range p.members[base:] {
 					index[m.Key] = struct{}{}
 				}
 				index[key] = struct{}{}
@@ -906,7 +976,7 @@ func (p *parser) object(depth int) (*Value, error) {
 			}
 		}
 		p.path = p.path[:len(p.path)-1]
-		v.Obj = append(v.Obj, Member{Key: key, Val: val})
+		p.members = append(p.members, Member{Key: key, Val: val})
 		p.space()
 		if p.pos >= len(p.data) {
 			return nil, p.fail("unexpected end of JSON input in an object")
@@ -917,6 +987,7 @@ func (p *parser) object(depth int) (*Value, error) {
 		case '}':
 			p.pos++
 			v.End = p.pos
+			v.Obj = take(&p.members, &p.mslab, &p.msize, base)
 			return v, nil
 		default:
 			return nil, p.fail("expected ',' or '}' in an object")
@@ -933,15 +1004,16 @@ func (p *parser) array(depth int) (*Value, error) {
 		v.End = p.pos
 		return v, nil
 	}
+	base := len(p.elems)
 	for {
 		p.space()
-		p.path = append(p.path, pathToken{index: len(v.Arr)})
+		p.path = append(p.path, pathToken{index: len(p.elems) - base})
 		val, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
 		p.path = p.path[:len(p.path)-1]
-		v.Arr = append(v.Arr, val)
+		p.elems = append(p.elems, val)
 		p.space()
 		if p.pos >= len(p.data) {
 			return nil, p.fail("unexpected end of JSON input in an array")
@@ -952,6 +1024,7 @@ func (p *parser) array(depth int) (*Value, error) {
 		case ']':
 			p.pos++
 			v.End = p.pos
+			v.Arr = take(&p.elems, &p.eslab, &p.esize, base)
 			return v, nil
 		default:
 			return nil, p.fail("expected ',' or ']' in an array")
