@@ -548,7 +548,8 @@ type Decoder struct {
 // bounds. It returns ErrTooManyValues when data holds more than MaxValues
 // values.
 func (d *Decoder) Parse(data []byte) (*Value, error) {
-	p := parser{data: data, budget: d.MaxValues}
+	st := stackPool.Get().(*parseStacks)
+	p := parser{data: data, budget: d.MaxValues, members: st.members, elems: st.elems, path: st.path}
 	if len(data) <= sharedSourceMax {
 		p.src = string(data)
 		p.shared = true
@@ -565,10 +566,38 @@ func (d *Decoder) Parse(data []byte) (*Value, error) {
 		}
 	}
 	d.Dups, d.DupCount, d.Values, d.KeyCompares = p.dups, p.dupCount, p.values, p.compares
+	st.put(&p)
 	if err != nil {
 		return nil, err
 	}
 	return v, nil
+}
+
+// parseStacks are a parser's working stacks, reused from one document to
+// the next (they grow to the document's width and depth, not its size).
+type parseStacks struct {
+	members []Member
+	elems   []*Value
+	path    []pathToken
+}
+
+var stackPool = sync.Pool{New: func() any { return new(parseStacks) }}
+
+// maxPooledStack is the largest stack kept for the next document: a
+// hostile document's stacks go to the garbage collector.
+const maxPooledStack = 4096
+
+// put returns p's stacks to the pool, emptied (a parse that failed midway
+// leaves entries on them).
+func (st *parseStacks) put(p *parser) {
+	if cap(p.members) > maxPooledStack || cap(p.elems) > maxPooledStack || cap(p.path) > maxPooledStack {
+		return
+	}
+	clear(p.members)
+	clear(p.elems)
+	clear(p.path)
+	st.members, st.elems, st.path = p.members[:0], p.elems[:0], p.path[:0]
+	stackPool.Put(st)
 }
 
 // maxDepth bounds nesting so that hostile input cannot exhaust the stack.
