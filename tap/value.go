@@ -432,6 +432,14 @@ func writeJSONString(b *bytes.Buffer, s string) {
 	b.WriteByte('"')
 	start := 0
 	for i := 0; i < len(s); i++ {
+		// Eight bytes at a time while none of them needs escaping (the
+		// common case: a long command or text without quotes).
+		for i+8 <= len(s) && !escapeIn8(s, i) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
@@ -450,6 +458,23 @@ func writeJSONString(b *bytes.Buffer, s string) {
 	}
 	b.WriteString(s[start:])
 	b.WriteByte('"')
+}
+
+// escapeIn8 reports whether any of s[i:i+8] is a byte writeJSONString
+// escapes: a control character, a quote or a backslash (a word-at-a-time
+// test; bytes ≥ 0x80 never match).
+func escapeIn8(s string, i int) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	less := (w - ones*0x20) &^ w // high bit set where a byte < 0x20 (or a false hit beside one)
+	q := w ^ (ones * '"')
+	bs := w ^ (ones * '\\')
+	zero := (q-ones)&^q | (bs-ones)&^bs
+	return (less|zero)&highs != 0
 }
 
 // Any converts v to the generic form encoding/json would produce with

@@ -274,3 +274,122 @@ func FuzzParseJSON(f *testing.F) {
 		}
 	})
 }
+
+// writeJSONStringRef is the byte-at-a-time form writeJSONString must equal.
+func writeJSONStringRef(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteByte("0123456789abcdef"[c>>4])
+			b.WriteByte("0123456789abcdef"[c&0xf])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// TestWriteJSONStringWordScan puts every byte value at every position of
+// strings around the eight-byte scan's edges: the word-at-a-time test must
+// find each byte that needs escaping (a miss would make two different
+// events share a digest) and leave every other byte as it is.
+func TestWriteJSONStringWordScan(t *testing.T) {
+	var b bytes.Buffer
+	for n := 1; n <= 19; n++ {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				buf := []byte(strings.Repeat("a\x80é", n)[:n])
+				buf[pos] = byte(c)
+				s := string(buf)
+				b.Reset()
+				writeJSONString(&b, s)
+				if got, want := b.String(), writeJSONStringRef(s); got != want {
+					t.Fatalf("writeJSONString(%q) = %s, want %s", s, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestParseSharedSourceStrings checks the strings of a small document
+// (slices of one shared copy) and of a large one (copies of their own)
+// against encoding/json, escapes, numbers and keys included, and that the
+// decoded strings do not change when the input buffer is reused.
+func TestParseSharedSourceStrings(t *testing.T) {
+	small := `{"a":"plain","b":"esc\"aped\u00e9\n","c":-1.5e3,"d":["x","y\\z",2],"e":{"k":"v"}}`
+	big := `{"pad":"` + strings.Repeat("p", sharedSourceMax) + `","a":"plain","b":"esc\"aped\u00e9\n","c":-1.5e3,"d":["x","y\\z",2],"e":{"k":"v"}}`
+	for _, doc := range []string{small, big} {
+		data := []byte(doc)
+		v, _, err := ParseJSON(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range data {
+			data[i] = 'X' // a pooled read buffer, reused for the next frame
+		}
+		var want map[string]any
+		if err := json.Unmarshal([]byte(doc), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := v.Get("a").Text(); got != want["a"] {
+			t.Errorf("a = %q, want %q", got, want["a"])
+		}
+		if got, _ := v.Get("b").Text(); got != want["b"] {
+			t.Errorf("b = %q, want %q", got, want["b"])
+		}
+		if got := v.Get("c").Str; got != "-1.5e3" {
+			t.Errorf("c = %q, want the literal -1.5e3", got)
+		}
+		d := v.Get("d")
+		if len(d.Arr) != 3 || d.Arr[1].Str != `y\z` || d.Arr[2].Str != "2" {
+			t.Errorf("d = %+v", d.Arr)
+		}
+		if got, _ := v.Path("e", "k").Text(); got != "v" {
+			t.Errorf("e.k = %q", got)
+		}
+	}
+}
+
+// TestParseContainersDoNotShareBacking appends to one decoded object's and
+// one array's members: the siblings cut from the same slab must not change.
+func TestParseContainersDoNotShareBacking(t *testing.T) {
+	v, _ := mustParse(t, `{"o1":{"a":1},"o2":{"b":2},"l1":[1],"l2":[2]}`)
+	o1, o2 := v.Get("o1"), v.Get("o2")
+	o1.Obj = append(o1.Obj, Member{Key: "x", Val: &Value{Kind: Null}})
+	if len(o2.Obj) != 1 || o2.Obj[0].Key != "b" {
+		t.Fatalf("o2 changed by an append to o1: %+v", o2.Obj)
+	}
+	l1, l2 := v.Get("l1"), v.Get("l2")
+	l1.Arr = append(l1.Arr, &Value{Kind: Null})
+	if len(l2.Arr) != 1 || l2.Arr[0].Str != "2" {
+		t.Fatalf("l2 changed by an append to l1: %+v", l2.Arr)
+	}
+}
+
+// TestParseAfterFailedParse parses a document that fails midway (entries
+// left on the pooled stacks), then a good one: the good one must decode
+// exactly, with its duplicate key at the right pointer.
+func TestParseAfterFailedParse(t *testing.T) {
+	for range 3 {
+		if _, _, err := ParseJSON([]byte(`{"a":{"b":[1,{"c":2,"d":`)); err == nil {
+			t.Fatal("truncated document parsed")
+		}
+	}
+	v, dups := mustParse(t, `{"x":{"y":[true,{"z":1,"z":2}]}}`)
+	if len(dups) != 1 || dups[0].Pointer != "/x/y/1/z" {
+		t.Fatalf("dups = %+v, want one at /x/y/1/z", dups)
+	}
+	if got := v.Path("x", "y"); len(got.Arr) != 2 || len(got.Arr[1].Obj) != 2 {
+		t.Fatalf("x.y = %+v", got)
+	}
+	if len(v.Obj) != 1 || len(v.Get("x").Obj) != 1 {
+		t.Fatalf("members leaked from the failed parse: %+v", v.Obj)
+	}
+}
