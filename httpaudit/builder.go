@@ -36,8 +36,22 @@ type Builder struct {
 // header redacted. upstream is where the request went ("" when it is the
 // target itself: a HAR entry, a mock peer).
 func (b *Builder) Request(method string, target *url.URL, h http.Header, upstream string) *tap.HTTPMeta {
+	b.Learn(target, h)
+	return b.RequestMeta(method, target, h, upstream)
+}
+
+// Learn learns the credentials of a request's header and target: the part
+// of Request that must come before anything about the request is logged,
+// so that a diagnostic never shows them. A relay calls it as the request
+// arrives and leaves RequestMeta (and Fill) to the audit side.
+func (b *Builder) Learn(target *url.URL, h http.Header) {
 	b.Add(h)
 	b.AddURL(target)
+}
+
+// RequestMeta is Request without learning: the envelope, with what was
+// learned so far redacted.
+func (b *Builder) RequestMeta(method string, target *url.URL, h http.Header, upstream string) *tap.HTTPMeta {
 	m := &tap.HTTPMeta{
 		Method:             method,
 		URL:                b.RedactURL(target),
@@ -87,22 +101,22 @@ type Body struct {
 // its copy with every remembered credential replaced, and m with the
 // body's size and how many credentials it held (AUTH-1).
 func (b *Builder) Frame(dir tap.Direction, t time.Time, conn string, body Body, m *tap.HTTPMeta) *tap.Frame {
+	f := &tap.Frame{Dir: dir, Time: t, Transport: tap.HTTP, Conn: conn}
+	b.Fill(f, body, m)
+	return f
+}
+
+// Fill sets what Frame derives from the body and the envelope on a frame
+// not yet decoded: Raw (the body redacted), HTTP (m with the body's size
+// and credential count), Truncated and Size.
+func (b *Builder) Fill(f *tap.Frame, body Body, m *tap.HTTPMeta) {
 	raw, leaks := b.Redact(body.Bytes)
 	size := body.Size
 	if size == 0 {
 		size = int64(len(body.Bytes))
 	}
 	m.BodySize, m.CredentialInBody = size, leaks
-	return &tap.Frame{
-		Dir:       dir,
-		Time:      t,
-		Transport: tap.HTTP,
-		Conn:      conn,
-		Raw:       raw,
-		HTTP:      m,
-		Truncated: body.Truncated,
-		Size:      int(size),
-	}
+	f.Raw, f.HTTP, f.Truncated, f.Size = raw, m, body.Truncated, int(size)
 }
 
 // ResponseNote builds the note of a response without a JSON-RPC message

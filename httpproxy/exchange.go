@@ -151,8 +151,16 @@ type exchange struct {
 	p        *Proxy
 	conn     string
 	start    time.Time
-	reqMeta  *tap.HTTPMeta
 	httpVerb string
+	// The request's envelope as received (its credentials learnt): the
+	// audit side builds the redacted tap.HTTPMeta from it (reqMeta), so
+	// that the forwarding goroutine does not. h is the exchange's own.
+	target   *url.URL
+	reqHead  http.Header
+	upstream string
+	// upText is upstream redacted, for diagnostics (upstreamText).
+	upOnce sync.Once
+	upText string
 
 	mu       sync.Mutex // guards the fields below: the transport may still read the request body when the response is done
 	req      auditCopy
@@ -160,8 +168,12 @@ type exchange struct {
 	reqSent  bool // the request frame went to the auditor; req is no longer ours
 	resp     auditCopy
 	respEOF  bool // the response body was read to its end
-	respMeta *tap.HTTPMeta
-	respTime time.Time
+	// The final response's envelope as received (respSeen: there was
+	// one); the audit side builds its tap.HTTPMeta (respMeta).
+	respSeen   bool
+	respStatus int
+	respHead   http.Header
+	respTime   time.Time
 	finished bool      // finish ran
 	failure  *tap.Note // set when ahp-tap answered (upstream failure) or the harness went away
 
@@ -177,14 +189,18 @@ type exchange struct {
 
 func (p *Proxy) newExchange(r *http.Request, conn, upstream string) *exchange {
 	hasBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
-	return p.newExchangeHead(r.Method, r.URL, r.Header, hasBody, r.ContentLength, conn, upstream)
+	// A copy: the header goes to the audit side, and the forwarding
+	// code may change r's before then.
+	return p.newExchangeHead(r.Method, r.URL, r.Header.Clone(), hasBody, r.ContentLength, conn, upstream)
 }
 
 // newExchangeHead starts an exchange from a request's envelope: method,
-// target, header, whether a body follows and its Content-Length (-1 when
-// unknown). The relay and the net/http paths both start here.
+// target, header (the exchange's to keep: the audit side reads it later),
+// whether a body follows and its Content-Length (-1 when unknown). The
+// relay and the net/http paths both start here. Only the credentials are
+// learnt here; the redacted envelope is built on the audit side.
 func (p *Proxy) newExchangeHead(method string, target *url.URL, h http.Header, hasBody bool, contentLength int64, conn, upstream string) *exchange {
-	x := &exchange{p: p, conn: conn, start: time.Now(), httpVerb: method}
+	x := &exchange{p: p, conn: conn, start: time.Now(), httpVerb: method, target: target, reqHead: h, upstream: upstream}
 	x.req.limit, x.resp.limit = p.maxAudit, p.maxAudit
 	if !p.auditor.Complete() {
 		x.req.a, x.resp.a = p.auditor, p.auditor
@@ -193,7 +209,7 @@ func (p *Proxy) newExchangeHead(method string, target *url.URL, h http.Header, h
 	if hasBody {
 		x.req.presize(contentLength)
 	}
-	x.reqMeta = p.creds.Request(method, target, h, upstream)
+	p.creds.Learn(target, h)
 	if p.probe > 0 && x.req.a != nil {
 		x.probe = time.AfterFunc(p.probe+tap.ClockGrace, x.submitEarly)
 	}
@@ -218,7 +234,7 @@ func (x *exchange) submitEarly() {
 	defer close(x.earlyDone)
 	at := x.p.SafeClock(time.Now().Add(-tap.ClockGrace))
 	ok := x.p.auditor.SubmitAll(
-		tap.Item{Frame: x.frame(tap.FromHarness, x.start, &rc, x.reqMeta), Reserved: rc.reserved},
+		x.item(tap.FromHarness, x.start, &rc, x.reqMeta),
 		tap.Item{Note: &tap.Note{Kind: tap.NoteDeadline, Time: at, Conn: x.conn}})
 	x.mu.Lock()
 	x.earlyLost = !ok
@@ -295,7 +311,7 @@ func (b *responseBody) Read(p []byte) (int, error) {
 		// exchange (goproxy's MITM loop closes the body only later).
 		b.once.Do(b.x.finish)
 	case err != nil && b.abort:
-		b.x.p.log.Warn().Str("conn", b.x.conn).Str("upstream", b.x.reqMeta.Upstream).
+		b.x.p.log.Warn().Str("conn", b.x.conn).Str("upstream", b.x.upstreamText()).
 			Msg(b.x.p.creds.Text("the upstream broke off the response body: " + err.Error()))
 		panic(http.ErrAbortHandler)
 	}
@@ -320,18 +336,18 @@ func (x *exchange) copyBytes(response bool, p []byte) {
 	}
 }
 
-// responseHeaders records the upstream's response envelope.
+// responseHeaders records the upstream's response envelope (a copy of its
+// header: the forwarding code may change resp's).
 func (x *exchange) responseHeaders(resp *http.Response) {
-	x.responseHead(resp.StatusCode, resp.Header, resp.ContentLength)
+	x.responseHead(resp.StatusCode, resp.Header.Clone(), resp.ContentLength)
 }
 
 // responseHead records the upstream's final response envelope: status,
-// header and Content-Length (-1 when unknown).
+// header (the exchange's to keep) and Content-Length (-1 when unknown).
 func (x *exchange) responseHead(status int, h http.Header, contentLength int64) {
 	now := time.Now()
-	m := x.p.creds.Response(status, h, x.reqMeta.Upstream, now.Sub(x.start))
 	x.mu.Lock()
-	x.respMeta, x.respTime = m, now
+	x.respSeen, x.respStatus, x.respHead, x.respTime = true, status, h, now
 	if !x.finished {
 		x.resp.presize(contentLength)
 		if x.probe != nil {
@@ -371,7 +387,7 @@ func (x *exchange) finish() {
 	}
 	x.finished = true
 	x.reqSent = true // later reads of the request body no longer touch req
-	rc, c, m, t, failure := x.req, x.resp, x.respMeta, x.respTime, x.failure
+	rc, c, seen, status, rh, t, failure := x.req, x.resp, x.respSeen, x.respStatus, x.respHead, x.respTime, x.failure
 	early, earlyDone := x.early, x.earlyDone
 	if !x.reqEOF {
 		rc.truncated = true // the upstream answered before reading it all
@@ -402,30 +418,59 @@ func (x *exchange) finish() {
 			return
 		}
 	} else {
-		items = append(items, tap.Item{Frame: x.frame(tap.FromHarness, x.start, &rc, x.reqMeta), Reserved: rc.reserved})
+		items = append(items, x.item(tap.FromHarness, x.start, &rc, x.reqMeta))
 	}
 	switch {
 	case failure != nil:
 		c.release()
 		items = append(items, tap.Item{Note: failure})
-	case m == nil:
+	case !seen:
 		c.release()
-	case m.Status == http.StatusOK && c.size > 0:
-		x.p.metrics.countRequest(x.httpVerb, m.Status)
-		items = append(items, tap.Item{Frame: x.frame(tap.FromBackend, t, &c, m), Reserved: c.reserved})
+	case status == http.StatusOK && c.size > 0:
+		x.p.metrics.countRequest(x.httpVerb, status)
+		items = append(items, x.item(tap.FromBackend, t, &c, func() *tap.HTTPMeta { return x.respMeta(status, rh, t) }))
 	default:
 		defer c.release() // its bytes are searched, not queued
-		x.p.metrics.countRequest(x.httpVerb, m.Status)
+		x.p.metrics.countRequest(x.httpVerb, status)
 		// A response without a JSON-RPC message: its body is not a frame,
-		// but it is still searched for credentials (AUTH-1).
-		items = append(items, tap.Item{Note: x.p.creds.ResponseNote(t, x.conn, httpaudit.Body{Bytes: c.buf, Size: c.size}, m)})
+		// but it is still searched for credentials (AUTH-1). Rare: its
+		// note is built here.
+		items = append(items, tap.Item{Note: x.p.creds.ResponseNote(t, x.conn, httpaudit.Body{Bytes: c.buf, Size: c.size}, x.respMeta(status, rh, t))})
 	}
 	if len(items) > 0 {
 		x.p.auditor.SubmitAll(items...)
 	}
 }
 
-// frame builds the audit frame of one body: its redacted copy and envelope.
-func (x *exchange) frame(dir tap.Direction, t time.Time, c *auditCopy, m *tap.HTTPMeta) *tap.Frame {
-	return x.p.creds.Frame(dir, t, x.conn, httpaudit.Body{Bytes: c.buf, Size: c.size, Truncated: c.truncated}, m)
+// item is the audit item of one body. Its frame holds the copy as read;
+// the audit goroutine builds the envelope with meta and redacts the copy
+// (Item.Prepare) before anything checks, logs or captures it, so that
+// neither costs the forwarding goroutine (issue 27 item 2).
+func (x *exchange) item(dir tap.Direction, t time.Time, c *auditCopy, meta func() *tap.HTTPMeta) tap.Item {
+	body := httpaudit.Body{Bytes: c.buf, Size: c.size, Truncated: c.truncated}
+	f := &tap.Frame{Dir: dir, Time: t, Transport: tap.HTTP, Conn: x.conn, Raw: c.buf}
+	return tap.Item{Frame: f, Reserved: c.reserved, Prepare: func(f *tap.Frame) {
+		x.p.creds.Fill(f, body, meta())
+	}}
+}
+
+// reqMeta builds the request's audit envelope, redacted.
+func (x *exchange) reqMeta() *tap.HTTPMeta {
+	return x.p.creds.RequestMeta(x.httpVerb, x.target, x.reqHead, x.upstream)
+}
+
+// respMeta builds the final response's audit envelope, redacted, from
+// what finish read of it.
+func (x *exchange) respMeta(status int, h http.Header, t time.Time) *tap.HTTPMeta {
+	return x.p.creds.Response(status, h, x.upstreamText(), t.Sub(x.start))
+}
+
+// upstreamText is the upstream URL redacted, for diagnostics and envelopes.
+func (x *exchange) upstreamText() string {
+	x.upOnce.Do(func() {
+		if x.upstream != "" {
+			x.upText = x.p.creds.RedactURLString(x.upstream)
+		}
+	})
+	return x.upText
 }

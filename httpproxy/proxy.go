@@ -472,7 +472,7 @@ func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 	p.bufs.Put(bp)
 	switch {
 	case readErr != nil:
-		p.log.Warn().Str("conn", x.conn).Str("upstream", x.reqMeta.Upstream).Int64("bytes", n).
+		p.log.Warn().Str("conn", x.conn).Str("upstream", x.upstreamText()).Int64("bytes", n).
 			Msg(p.creds.Text("the upstream broke off the response body: " + readErr.Error()))
 		// Abort the harness's response rather than end it cleanly: a
 		// short body must look broken, never complete. The deferred Close
@@ -641,7 +641,7 @@ func (p *Proxy) upstreamFailure(x *exchange, err error, gone bool) (status int, 
 	n := &tap.Note{Kind: tap.NoteHarnessGone, Time: now, Conn: x.conn, Detail: cause}
 	if !gone {
 		n = &tap.Note{Kind: tap.NoteUpstreamFailure, Time: now, Conn: x.conn, Detail: cause,
-			HTTP: &tap.HTTPMeta{Status: status, Upstream: x.reqMeta.Upstream,
+			HTTP: &tap.HTTPMeta{Status: status, Upstream: x.upstreamText(),
 				LatencyMs: float64(now.Sub(x.start).Microseconds()) / 1000}}
 	}
 	x.mu.Lock()
@@ -652,7 +652,7 @@ func (p *Proxy) upstreamFailure(x *exchange, err error, gone bool) (status int, 
 	if gone {
 		p.log.Debug().Str("conn", x.conn).Msg(cause)
 	} else {
-		p.log.Warn().Str("conn", x.conn).Str("upstream", x.reqMeta.Upstream).Int("status", status).Msg(cause)
+		p.log.Warn().Str("conn", x.conn).Str("upstream", x.upstreamText()).Int("status", status).Msg(cause)
 	}
 	return status, "ahp-tap: " + cause + "\n"
 }

@@ -433,7 +433,7 @@ func (c *relayConn) exchange() (keep bool) {
 		p.harnessGone(x, "the harness closed the connection before the answer reached it: "+bc.werr.Error())
 		keep, upKeep = false, false
 	case err != nil:
-		p.log.Warn().Str("conn", c.id).Str("upstream", x.reqMeta.Upstream).
+		p.log.Warn().Str("conn", c.id).Str("upstream", x.upstreamText()).
 			Msg(p.creds.Text("the upstream broke off the response body: " + err.Error()))
 		// The harness sees a broken-off body as broken: the connection
 		// closes before the framing is complete.

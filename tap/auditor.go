@@ -215,6 +215,13 @@ type Item struct {
 	// taken or dropped. A frame is charged the larger of Reserved and
 	// len(Raw); only the difference must fit when it is submitted.
 	Reserved int64
+	// Prepare, when set with Frame, runs on the audit goroutine before the
+	// frame is taken (Config.Taken) and checked: work the sender leaves to
+	// the audit side so as not to hold up forwarding, such as building an
+	// HTTP envelope and redacting the body. It is not run for a frame that
+	// is dropped. Frame is charged to the budget by its length when
+	// submitted, so Prepare should not make it much larger.
+	Prepare func(*Frame)
 }
 
 // SubmitAll queues items in order, all of them or none, without blocking,
@@ -253,7 +260,7 @@ func (a *Auditor) SubmitAll(items ...Item) bool {
 	}
 	for _, it := range items {
 		if it.Frame != nil {
-			a.in <- auditItem{f: it.Frame, cost: max(int64(len(it.Frame.Raw)), it.Reserved)}
+			a.in <- auditItem{f: it.Frame, prep: it.Prepare, cost: max(int64(len(it.Frame.Raw)), it.Reserved)}
 			continue
 		}
 		n := *it.Note
@@ -273,6 +280,7 @@ func (a *Auditor) release(n int64) {
 // An auditItem is a frame to check or a job to run, in queue order.
 type auditItem struct {
 	f    *Frame
+	prep func(*Frame) // Item.Prepare
 	job  *auditJob
 	cost int64 // bytes charged to the budget until the item is taken
 }
@@ -328,6 +336,9 @@ func (a *Auditor) loop() {
 			it.job.fn(a.session)
 			close(it.job.done)
 			continue
+		}
+		if it.prep != nil {
+			it.prep(it.f)
 		}
 		if a.cfg.Taken != nil {
 			a.cfg.Taken(it.f)

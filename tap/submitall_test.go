@@ -54,3 +54,50 @@ func TestSubmitAllIsAllOrNothing(t *testing.T) {
 		t.Errorf("order = %v, want req note:http_response", log2)
 	}
 }
+
+// TestSubmitAllPrepareRunsOnAuditSide checks Item.Prepare (issue 27 item
+// 2): it has not run when SubmitAll returns (the audit goroutine is held
+// in Begin), it runs before Taken and the rules, which see the prepared
+// frame, and it never runs for an item of a refused batch.
+func TestSubmitAllPrepareRunsOnAuditSide(t *testing.T) {
+	var log []string
+	begin := make(chan struct{})
+	var prepared []string
+	taken := map[string]bool{}
+	a := NewSession(SessionConfig{Rules: ruleList([]Rule{orderRule{&log}})}).Audit(AuditorConfig{
+		Queue: 2,
+		Begin: func() { <-begin },
+		Taken: func(f *Frame) { taken[string(f.Raw)] = true },
+	})
+	prep := func(name string) func(*Frame) {
+		return func(f *Frame) {
+			if taken[string(f.Raw)] {
+				t.Errorf("%s: Taken ran before Prepare", name)
+			}
+			prepared = append(prepared, name)
+			f.Raw = []byte("prepared " + string(f.Raw))
+		}
+	}
+	if !a.SubmitAll(Item{Frame: &Frame{Raw: []byte("req")}, Prepare: prep("req")}, Item{Frame: &Frame{Raw: []byte("resp")}, Prepare: prep("resp")}) {
+		t.Fatal("SubmitAll with room = false")
+	}
+	if a.SubmitAll(Item{Frame: &Frame{Raw: []byte("refused")}, Prepare: prep("refused")}) {
+		t.Fatal("SubmitAll into a full queue = true")
+	}
+	// The audit goroutine is held in Begin: nothing may have been prepared
+	// on the submitting goroutine.
+	if len(prepared) != 0 {
+		t.Fatalf("prepared before the audit goroutine ran: %v", prepared)
+	}
+	close(begin)
+	a.Close()
+	if len(prepared) != 2 || prepared[0] != "req" || prepared[1] != "resp" {
+		t.Errorf("prepared = %v, want [req resp] (never the refused one)", prepared)
+	}
+	if len(log) != 2 || log[0] != "prepared req" || log[1] != "prepared resp" {
+		t.Errorf("rules saw %v, want the prepared frames", log)
+	}
+	if !taken["prepared req"] || !taken["prepared resp"] {
+		t.Errorf("Taken saw %v, want the prepared frames", taken)
+	}
+}
