@@ -162,20 +162,20 @@ type exchange struct {
 	upOnce sync.Once
 	upText string
 
-	mu       sync.Mutex // guards the fields below: the transport may still read the request body when the response is done
-	req      auditCopy
-	reqEOF   bool // the request body was read to its end
-	reqSent  bool // the request frame went to the auditor; req is no longer ours
-	resp     auditCopy
-	respEOF  bool // the response body was read to its end
+	mu      sync.Mutex // guards the fields below: the transport may still read the request body when the response is done
+	req     auditCopy
+	reqEOF  bool // the request body was read to its end
+	reqSent bool // the request frame went to the auditor; req is no longer ours
+	resp    auditCopy
+	respEOF bool // the response body was read to its end
 	// The final response's envelope as received (respSeen: there was
 	// one); the audit side builds its tap.HTTPMeta (respMeta).
 	respSeen   bool
 	respStatus int
 	respHead   http.Header
 	respTime   time.Time
-	finished bool      // finish ran
-	failure  *tap.Note // set when ahp-tap answered (upstream failure) or the harness went away
+	finished   bool      // finish ran
+	failure    *tap.Note // set when ahp-tap answered (upstream failure) or the harness went away
 
 	// The request handed over alone, unanswered after Config.Probe
 	// (submitEarly): probe is its timer, early says it was handed over
