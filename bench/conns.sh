@@ -64,12 +64,12 @@ stop() {
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs; $(go version | awk '{print $3}')"
 tap "$WORK/idle.log"
 echo "tap at rest: $(awk '/^VmRSS/ {print $2, $3}' /proc/$TAP/status)"
-"$WORK/conns" -url "http://127.0.0.1:$TAP_PORT/agent-hooks" -idle "$IDLE" -pid "$TAP" -metrics "http://127.0.0.1:$METRICS_PORT/metrics"
+"$WORK/conns" -url "http://127.0.0.1:$TAP_PORT/agent-hooks" -idle "$IDLE" -pid "$TAP" -metrics "http://127.0.0.1:$METRICS_PORT/metrics" || echo "(some connections failed)"
 stop
 echo "TAP-1 lines in the log: $(grep -c 'TAP-1' "$WORK/idle.log" || true)"
 
 tap "$WORK/active.log"
-"$WORK/conns" -url "http://127.0.0.1:$TAP_PORT/agent-hooks" -active "$ACTIVE" -duration "${DURATION}s" -metrics "http://127.0.0.1:$METRICS_PORT/metrics"
+"$WORK/conns" -url "http://127.0.0.1:$TAP_PORT/agent-hooks" -active "$ACTIVE" -duration "${DURATION}s" -metrics "http://127.0.0.1:$METRICS_PORT/metrics" || echo "(some connections failed)"
 echo "tap peak: $(awk '/^VmHWM/ {print $2, $3}' /proc/$TAP/status)"
 stop
 echo "TAP-1 lines in the log: $(grep -c 'TAP-1' "$WORK/active.log" || true)"

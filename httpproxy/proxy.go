@@ -153,6 +153,10 @@ type Proxy struct {
 	aborted     context.Context
 	abortCancel context.CancelFunc
 
+	// parked counts the relay's harness connections waiting for a request
+	// without read buffers (relayConn.awaitRequest).
+	parked atomic.Int64
+
 	// Reverse mode's relay (relay.go).
 	upstreamAddr  string      // host:port to dial
 	upstreamBase  string      // scheme://host, for the audit envelope

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -45,7 +46,11 @@ const (
 	maxResponseHead = 1 << 20          // a larger response head is a 502
 	relayHeadWait   = 30 * time.Second // DefaultReadTimeout: Config.ReadTimeout replaces it
 	relayIdleWait   = 120 * time.Second
-	upstreamDialTO  = 10 * time.Second
+	// relayParkAfter is how long a harness connection waits for its next
+	// request holding its read buffer; after that it waits without one
+	// (parks), so that idle connections cost no buffers (issue 27 item 4).
+	relayParkAfter = time.Second
+	upstreamDialTO = 10 * time.Second
 )
 
 // A relay serves reverse mode on one listener.
@@ -212,6 +217,51 @@ func (c *relayConn) setUpstream(u *upstreamConn) {
 	c.mu.Unlock()
 }
 
+// awaitRequest waits until the harness sends the first byte of its next
+// request, or until (the idle bound), and reports whether a byte came.
+// A connection still idle after relayParkAfter gives its read buffer and
+// its upstream connection's back to the pool and waits for the socket to
+// become readable without one (where the platform lets it peek: a plain
+// TCP connection on unix), then takes buffers again.
+func (c *relayConn) awaitRequest(until time.Time) bool {
+	if c.br.Buffered() == 0 && canPark(c.nc) {
+		first := time.Now().Add(relayParkAfter)
+		if until.Before(first) {
+			first = until
+		}
+		_ = c.nc.SetReadDeadline(first)
+		_, err := c.br.Peek(1)
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(until) {
+			return false
+		}
+		c.br.Reset(nil)
+		c.r.readers.Put(c.br)
+		c.br = nil
+		up := c.upstreamNow()
+		if up != nil {
+			up.park(c.r)
+		}
+		c.r.p.parked.Add(1)
+		_ = c.nc.SetReadDeadline(until)
+		err = waitReadable(c.nc)
+		c.r.p.parked.Add(-1)
+		c.br = c.r.readers.Get().(*bufio.Reader)
+		c.br.Reset(c.nc)
+		if up != nil {
+			up.unpark(c.r)
+		}
+		if err != nil {
+			return false
+		}
+	}
+	_ = c.nc.SetReadDeadline(until)
+	_, err := c.br.Peek(1)
+	return err == nil
+}
+
 // dropUpstream closes the upstream connection; the next exchange dials.
 func (c *relayConn) dropUpstream() {
 	c.mu.Lock()
@@ -243,8 +293,7 @@ func (c *relayConn) serve() {
 		if !c.setIdle(true) {
 			return
 		}
-		_ = c.nc.SetReadDeadline(time.Now().Add(relayIdleWait))
-		if _, err := c.br.Peek(1); err != nil {
+		if !c.awaitRequest(time.Now().Add(relayIdleWait)) {
 			return // the harness closed (or half-closed) an idle connection, or shutdown did
 		}
 		c.setIdle(false)
@@ -711,6 +760,7 @@ type upstreamConn struct {
 	local  string // connKeyOf its local and remote addresses, registered in Proxy.own while open
 	reused bool   // it has carried an exchange
 	once   sync.Once
+	pmu    sync.Mutex // guards br against close while its harness connection parks
 }
 
 func (u *upstreamConn) close(r *relay) {
@@ -719,9 +769,36 @@ func (u *upstreamConn) close(r *relay) {
 		r.p.own.remove(u.local)
 		// The reader may still be read by a copier that has not
 		// returned yet only through u.nc, never u.br; safe to pool.
+		u.pmu.Lock()
+		if u.br != nil {
+			u.br.Reset(nil)
+			r.readers.Put(u.br)
+			u.br = nil
+		}
+		u.pmu.Unlock()
+	})
+}
+
+// park gives u's read buffer back to the pool while its harness
+// connection is idle (nothing is buffered between exchanges: a kept
+// connection with bytes left over is not kept). unpark takes one again.
+func (u *upstreamConn) park(r *relay) {
+	u.pmu.Lock()
+	defer u.pmu.Unlock()
+	if u.br != nil && u.br.Buffered() == 0 {
 		u.br.Reset(nil)
 		r.readers.Put(u.br)
-	})
+		u.br = nil
+	}
+}
+
+func (u *upstreamConn) unpark(r *relay) {
+	u.pmu.Lock()
+	defer u.pmu.Unlock()
+	if u.br == nil {
+		u.br = r.readers.Get().(*bufio.Reader)
+		u.br.Reset(u.nc)
+	}
 }
 
 // upstream returns the connection for the next exchange: the kept one, or

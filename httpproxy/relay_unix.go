@@ -4,6 +4,7 @@ package httpproxy
 
 import (
 	"crypto/tls"
+	"net"
 	"syscall"
 )
 
@@ -36,4 +37,31 @@ func idleConnAlive(u *upstreamConn) bool {
 		return true
 	})
 	return err == nil && alive
+}
+
+// canPark reports whether waitReadable can wait on nc without a buffer: a
+// plain TCP connection (a TLS connection may hold decrypted bytes of its
+// own that the socket does not show).
+func canPark(nc net.Conn) bool {
+	_, ok := nc.(*net.TCPConn)
+	return ok
+}
+
+// waitReadable waits, holding no buffer, until nc has bytes to read, an
+// end of file or an error, or its read deadline passes (the error then).
+// It peeks; it consumes nothing.
+func waitReadable(nc net.Conn) error {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		return err != syscall.EAGAIN && err != syscall.EWOULDBLOCK
+	})
 }

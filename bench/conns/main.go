@@ -51,6 +51,13 @@ func main() {
 		os.Exit(2)
 	}
 	var failed atomic.Int64
+	var reported atomic.Int64
+	fail := func(err error) {
+		failed.Add(1)
+		if reported.Add(1) <= 3 {
+			fmt.Fprintln(os.Stderr, "conns:", err)
+		}
+	}
 	var ok atomic.Int64
 	var seq atomic.Int64
 	c0 := counters(*metrics)
@@ -68,12 +75,12 @@ func main() {
 				defer func() { <-sem }()
 				c, err := net.Dial("tcp", u.Host)
 				if err != nil {
-					failed.Add(1)
+					fail(err)
 					return
 				}
 				br := bufio.NewReader(c)
-				if post(c, br, u, *size, seq.Add(1)) != nil {
-					failed.Add(1)
+				if err := post(c, br, u, *size, seq.Add(1)); err != nil {
+					fail(err)
 					c.Close()
 					return
 				}
@@ -100,14 +107,14 @@ func main() {
 				defer wg.Done()
 				c, err := net.Dial("tcp", u.Host)
 				if err != nil {
-					failed.Add(1)
+					fail(err)
 					return
 				}
 				defer c.Close()
 				br := bufio.NewReader(c)
 				for time.Now().Before(deadline) {
 					if err := post(c, br, u, *size, seq.Add(1)); err != nil {
-						failed.Add(1)
+						fail(err)
 						return
 					}
 					ok.Add(1)
