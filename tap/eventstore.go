@@ -80,19 +80,33 @@ func packKey(b []byte, k EventKey) []byte {
 	return appendField(appendField(b[:0], k.Source), k.ID)
 }
 
-// hexDigest decodes a lowercase hex SHA-256 (what Value.Digest returns).
+// hexDigest decodes a lowercase hex SHA-256 (what Value.Digest returns),
+// in one pass without allocating (it runs for every event remembered).
 func hexDigest(s string) ([32]byte, bool) {
 	var d [32]byte
 	if len(s) != 64 {
 		return d, false
 	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return d, false
+	for i := range d {
+		hi, ok1 := lowerHex(s[2*i])
+		lo, ok2 := lowerHex(s[2*i+1])
+		if !ok1 || !ok2 {
+			return [32]byte{}, false
 		}
+		d[i] = hi<<4 | lo
 	}
-	_, err := hex.Decode(d[:], []byte(s))
-	return d, err == nil
+	return d, true
+}
+
+// lowerHex is the value of a lowercase hex digit.
+func lowerHex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }
 
 // pack returns the record of r under key k; its text is in s.buf.

@@ -18,6 +18,8 @@ func TestMemoryStoreRoundTrip(t *testing.T) {
 			Type: "tool.before", First: first, DeadlineMs: 1500, Outcome: OutcomeDeny, Seq: 7},
 		{Digest: strings.ToUpper(ev.Digest()), Method: "hooks/observe", Seq: 1}, // not lowercase hex: kept as text
 		{Digest: "not a digest", RPCID: "12", SessionID: "séance\x00", First: time.Unix(-1e10, 5)},
+		{Digest: ev.Digest()[:63] + "g", Method: "hooks/observe"}, // one byte off hex at the end: kept as text
+		{Digest: "/" + ev.Digest()[1:], Method: "hooks/observe"},  // and at the start
 		{},
 	}
 	s := &MemoryStore{}
