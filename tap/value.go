@@ -706,7 +706,14 @@ func take[T any](stack *[]T, slab *[]T, size *int, base int) []T {
 // node returns a fresh Value from the slab.
 func (p *parser) node(v Value) *Value {
 	if len(p.slab) == 0 {
-		p.slab = make([]Value, slabSize)
+		n := slabSize
+		if p.values <= 1 {
+			// The first slab: sized for a small document's values (about
+			// one per 12 bytes of a short AHP message), so that a short answer does
+			// not zero and scan a slab it barely uses.
+			n = min(max(len(p.data)/12, 8), slabSize)
+		}
+		p.slab = make([]Value, n)
 	}
 	n := &p.slab[0]
 	p.slab = p.slab[1:]
