@@ -662,8 +662,8 @@ type parser struct {
 	values, dupCount, compares int
 }
 
-// slabSize is how many Values the parser allocates at once (measured:
-// sizing the first slab from the document's length was slower).
+// slabSize is how many Values the parser allocates at once; the first
+// slab of a document is smaller when the document is short (node).
 const slabSize = 32
 
 // firstSlab and maxSlab bound the slabs members and elements are taken
@@ -932,9 +932,10 @@ func (p *parser) str() (string, error) {
 	return "", p.fail("unterminated string")
 }
 
-// known parses a string. Keys and values the protocol itself uses are
-// shared strings rather than a new allocation each (the lookup with a
-// converted []byte does not allocate); most keys of a frame are among them.
+// known parses a string. In a document too large to share one copy of
+// (parser.shared), keys and values the protocol itself uses are shared
+// strings rather than a new allocation each (the lookup with a converted
+// []byte does not allocate); most keys of a frame are among them.
 func (p *parser) known() (string, error) {
 	if p.shared {
 		return p.str() // a slice of the shared copy: no allocation to save
