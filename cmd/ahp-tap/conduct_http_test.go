@@ -285,3 +285,39 @@ func TestConductMixedStdioAndHTTPRoutes(t *testing.T) {
 		})
 	}
 }
+
+// --route replaces the single-link flags, and each route is checked
+// before anything listens: a bad one is a usage error (exit 2, one line).
+func TestHTTPRouteUsage(t *testing.T) {
+	t.Parallel()
+	reg := writeFile(t, "hooks.json", twoHooks)
+	dir := t.TempDir()
+	a := "hook=com.example.a,listen=127.0.0.1:0,upstream=http://127.0.0.1:1"
+	b := "hook=com.example.b,listen=127.0.0.1:0,upstream=http://127.0.0.1:1"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--registration", reg, "--route", a, "--upstream", "http://127.0.0.1:1"}, "--route replaces --upstream"},
+		{[]string{"--registration", reg, "--route", a, "--hook", "com.example.a"}, "--route replaces --hook"},
+		{[]string{"--registration", reg, "--route", "listen=127.0.0.1:0"}, "has no upstream=URL"},
+		{[]string{"--registration", reg, "--route", "port=1,listen=127.0.0.1:0,upstream=http://h"}, "does not start with one of"},
+		{[]string{"--registration", reg, "--route", a, "--route", a}, `hook "com.example.a" has two routes`},
+		{[]string{"--registration", reg, "--route", "listen=127.0.0.1:0,upstream=http://127.0.0.1:1"}, "give hook=ID"},
+		{[]string{"--route", a}, "hook= needs --registration"},
+		{[]string{"--registration", reg, "--route", a, "--route", "hook=com.example.z,listen=127.0.0.1:0,upstream=http://127.0.0.1:1"}, `no hook with id "com.example.z"`},
+		{[]string{"--registration", reg, "--route", a, "--route", "hook=com.example.b,listen=127.0.0.1:0,upstream=ftp://h"}, "is not an absolute http:// or https:// URL"},
+		{[]string{"--registration", reg, "--route", a + ",capture=" + filepath.Join(dir, "x"), "--route", b + ",capture=" + filepath.Join(dir, "x")}, "is given to two routes"},
+		{[]string{"--registration", reg, "--audit-budget", "1MiB", "--route", a, "--route", b}, "less than 1MiB per route"},
+		{[]string{"--conduct", dir, "--route", "listen=127.0.0.1:0,upstream=http://127.0.0.1:1"}, "--conduct needs --registration"},
+	} {
+		r := runTap(t, "", append([]string{"http"}, tc.args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("ahp-tap http %q: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+	// Nothing was created for a refused command.
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("a refused command created %v", ents)
+	}
+}

@@ -272,6 +272,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 				Registration: ef.registration, Hook: k.route.Hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: lc.regDoc}}
 		if *console {
 			oc.Console = m.Stderr
+			if len(routeFlags) > 0 {
+				oc.ConsoleLink = k.route.Hook // the routes share stderr
+			}
 		}
 		out, err := output.Open(oc)
 		if err != nil {
