@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -273,7 +274,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		if *console {
 			oc.Console = m.Stderr
 			if len(routeFlags) > 0 {
-				oc.ConsoleLink = k.route.Hook // the routes share stderr
+				oc.ConsoleLink = cmp.Or(k.route.Hook, k.route.Listen) // the routes share stderr
 			}
 		}
 		out, err := output.Open(oc)
