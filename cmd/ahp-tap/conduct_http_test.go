@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -79,6 +80,7 @@ type routeHook struct {
 	id, mode, policy string
 	http             bool
 	observeAfter     bool
+	timeoutMs        int // 0: 5000
 }
 
 // conductHTTPRun wraps a registration of hooks with `wrap --conduct`,
@@ -92,7 +94,7 @@ func conductHTTPRun(t *testing.T, fault string, hooks ...routeHook) (liveRules, 
 	var hs []string
 	nHTTP := 0
 	for _, h := range hooks {
-		subs := fmt.Sprintf(`{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":%q,"content":{"default":"body"}}`, h.policy)
+		subs := fmt.Sprintf(`{"events":["tool.before"],"mode":"intercept","timeoutMs":%d,"failurePolicy":%q,"content":{"default":"body"}}`, cmp.Or(h.timeoutMs, 5000), h.policy)
 		if h.observeAfter {
 			subs += `,{"events":["tool.after"],"mode":"observe","content":{"default":"body"}}`
 		}
@@ -319,5 +321,82 @@ func TestHTTPRouteUsage(t *testing.T) {
 	// Nothing was created for a refused command.
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("a refused command created %v", ents)
+	}
+}
+
+// A single-link tap of a one-hook registration without --hook is that
+// hook's link: its capture header names it (replay places it by that), as
+// a route's does.
+func TestHTTPOnlyHookInCaptureHeader(t *testing.T) {
+	t.Parallel()
+	reg := writeFile(t, "hooks.json", `{"protocolVersion":"draft","hooks":[{"id":"com.example.only","transport":{"type":"http","url":"http://127.0.0.1:1/h"},"subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":1000,"failurePolicy":"fail-closed"}]}]}`)
+	dir := t.TempDir()
+	one, two := filepath.Join(dir, "one.capture"), filepath.Join(dir, "two.capture")
+	lt := startHTTPTap(t, "--upstream", "http://127.0.0.1:1", "--registration", reg, "--capture", one)
+	lt.waitFor(t, "listening on", "http://")
+	lt.cmd.Process.Signal(syscall.SIGTERM)
+	<-lt.done
+	lt.cmd.Wait()
+	two2 := writeFile(t, "hooks2.json", twoHooks)
+	lr := &liveTap{cmd: exec.Command(tapBinary, "http", "--registration", two2,
+		"--route", "hook=com.example.b,listen=127.0.0.1:0,upstream=http://127.0.0.1:1,capture="+two),
+		lines: make(chan string, 100), done: make(chan struct{})}
+	pipe, _ := lr.cmd.StderrPipe()
+	if err := lr.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(lr.done)
+		defer close(lr.lines)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lr.lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() { lr.cmd.Process.Kill(); lr.cmd.Wait() })
+	if line := lr.waitFor(t, "listening on", "http://"); line == "" {
+		t.Fatal("no listener")
+	}
+	lr.cmd.Process.Signal(syscall.SIGTERM)
+	for range lr.lines {
+	}
+	lr.cmd.Wait()
+	for path, want := range map[string]string{one: "com.example.only", two: "com.example.b"} {
+		if h := captureHeader(t, path); h.Hook != want || len(h.RegistrationDoc) == 0 {
+			t.Errorf("%s: header hook %q, want %q with the registration embedded", filepath.Base(path), h.Hook, want)
+		}
+	}
+}
+
+// No false positive on conforming multi-backend HTTP traffic whose
+// fail-open interceptors fail in every way HTTP lets them: one never
+// answers (the harness gives up at the 300 ms deadline and goes on), one
+// drops the connection and exits (the tap answers 502 to that request
+// and to every later one). The chain goes on to the example policy each
+// time, a deny short-circuits to the stdio interceptor it left uncalled;
+// live and replayed, no conduct finding. Stopping at those failures
+// instead gives COND-3, so the same traffic does make findings when the
+// harness is wrong.
+func TestConductHTTPFailOpenFailuresNoFalsePositive(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ fault, want string }{{"none", ""}, {"fail-open-stop", "COND-3"}} {
+		t.Run(tc.fault, func(t *testing.T) {
+			t.Parallel()
+			liveRules, replayRules, nc, say, _ := conductHTTPRun(t, tc.fault,
+				routeHook{id: "com.example.silent", mode: "silent", policy: "fail-open", http: true, timeoutMs: 300},
+				routeHook{id: "com.example.crash", mode: "crash", policy: "fail-open", http: true},
+				routeHook{id: "com.example.policy", mode: "conforming", policy: "fail-closed", http: true},
+				routeHook{id: "com.example.last", mode: "conforming", policy: "fail-closed", observeAfter: true})
+			if strings.Join(liveRules, " ") != strings.Join(replayRules, " ") {
+				t.Errorf("--fault %s: live %v, replay %v", tc.fault, liveRules, replayRules)
+			}
+			if got := condChecks(replayRules); got != tc.want || nc != "" {
+				t.Errorf("--fault %s: conduct findings %v (not checked %q), want %q\n%s", tc.fault, replayRules, nc, tc.want, say)
+			}
+			if tc.fault == "none" && (!strings.Contains(say, "com.example.crash: operational_failure") || !strings.Contains(say, "com.example.silent: operational_failure") ||
+				!strings.Contains(say, "tool.before evt_conduct_2 → com.example.last: observed")) {
+				t.Errorf("the session lacks a failure of each fail-open backend or the short-circuit observe:\n%s", say)
+			}
+		})
 	}
 }

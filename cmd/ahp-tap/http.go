@@ -170,6 +170,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if len(routeFlags) == 0 {
+		routes[0].Hook = l.cfg.HookID // the registration's only hook when --hook was not given
+	}
 	for _, r := range routes[1:] {
 		if tap.FindHook(l.cfg.Registration, r.Hook) == nil {
 			return usageError("registration %s has no hook with id %q", ef.registration, r.Hook)
