@@ -103,6 +103,20 @@ type knownEvent struct {
 type call struct {
 	before, after string // event ids
 	denied        bool
+	// ran is a tool.after saying the call ran that came while its
+	// tool.before was still unsettled on the time line (an intercept
+	// outstanding: the harness gave up on it at its deadline, within the
+	// clock tolerance, or the answer's stamp lags): judged as COND-8 when
+	// the tool.before settles as denied, dropped otherwise.
+	ran *ranAfter
+}
+
+// ranAfter is a tool.after whose COND-8 judgement waits for its
+// tool.before to settle.
+type ranAfter struct {
+	ev      *event
+	ref     frameRef
+	outcome string
 }
 
 type turnRecord struct {
@@ -361,7 +375,32 @@ func (t *Timeline) markDenied(e *event) {
 	t.exercised[vocab.Cond8] = true
 	if c := t.calls[e.callID]; c != nil && e.typ == "tool.before" && c.before == e.key.ID {
 		c.denied = true
+		if p := c.ran; p != nil {
+			c.ran = nil
+			t.ranAfterDeny(p.ev, p.ref, e.callID, p.outcome, c.before)
+		}
 	}
+}
+
+// ranAfterDeny reports a tool.after that says a denied call ran (COND-8).
+func (t *Timeline) ranAfterDeny(e *event, ref frameRef, callID, outcome, before string) {
+	t.report(e, rules.CondDenyRan, ref, "/params/event/outcome",
+		"tool.after for call %q has outcome %q, but its tool.before %q was denied: evidence the denied call ran (AHP-DEC-002)", callID, outcome, before)
+}
+
+// unsettled reports whether the event id of source is still held with an
+// intercept outstanding.
+func (t *Timeline) unsettled(source, id string) bool {
+	e := t.events[tap.EventKey{Source: source, ID: id}]
+	if e == nil || e.gone {
+		return false
+	}
+	for _, d := range e.deliveries {
+		if d.method == "hooks/intercept" && !d.answered {
+			return true
+		}
+	}
+	return false
 }
 
 // intercept takes a hooks/intercept request sent to h.
@@ -709,9 +748,15 @@ func (t *Timeline) lineage(e *event, ev *tap.Value, f *tap.Frame) {
 		case c != nil && c.after != "" && c.after != e.key.ID:
 			t.report(e, rules.CondSecondAfter, ref, "/params/event/call/id", "a second tool.after (event %q) for call %q, which already had tool.after %q; each call gets one tool.after", e.key.ID, callID, c.after)
 		}
-		if c != nil && c.denied && outcome != "denied" {
-			t.report(e, rules.CondDenyRan, ref, "/params/event/outcome",
-				"tool.after for call %q has outcome %q, but its tool.before %q was denied: evidence the denied call ran (AHP-DEC-002)", callID, outcome, c.before)
+		switch {
+		case c != nil && c.denied && outcome != "denied":
+			t.ranAfterDeny(e, ref, callID, outcome, c.before)
+		case c != nil && outcome != "denied" && t.unsettled(e.key.Source, c.before):
+			// The harness settled the tool.before before sending this
+			// (a fail-closed deadline it gave up at, within the clock
+			// tolerance, is not on the time line yet): judge when the
+			// time line settles it.
+			c.ran = &ranAfter{ev: e, ref: ref, outcome: outcome}
 		}
 		if c == nil {
 			c = t.rememberCall(callID)

@@ -602,3 +602,30 @@ func TestLostAndExcerpt(t *testing.T) {
 		}
 	}
 }
+
+// A fail-closed interceptor that never answers: the harness gives up at
+// its deadline (1 s) and sends the tool.after right then, less than the
+// clock tolerance after the deadline, before the time line has settled
+// the tool.before. Saying the call ran is still COND-8, once the deadline
+// is judged; saying denied is conforming. An answer allowing the call just
+// before the deadline, whose stamp lags the tool.after's (another link's
+// clock), leaves "ok" conforming.
+func TestDeniedCallRanAtTheDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		outcome  string
+		afterAt  float64
+		answerAt float64 // 0: never
+		want     string
+	}{{"ok", 1001, 0, "COND-8/ran-after-deny"}, {"denied", 1001, 0, ""}, {"ok", 995, 997, ""}} {
+		t.Run(fmt.Sprintf("%s/%v", tc.outcome, tc.answerAt), func(t *testing.T) {
+			r := newRig(t, threeHooks, DefaultSkew)
+			ev := toolEvent("e1", "call-1", "")
+			r.send(hB, 0, intercept(ev, ""))
+			r.send(hD, tc.afterAt, observe(toolAfter("e2", "call-1", "e1", tc.outcome)))
+			if tc.answerAt > 0 {
+				r.recv(hB, tc.answerAt, answer("e1"))
+			}
+			wantOnly(t, r.close(), tc.want)
+		})
+	}
+}

@@ -400,3 +400,30 @@ func TestConductHTTPFailOpenFailuresNoFalsePositive(t *testing.T) {
 		})
 	}
 }
+
+// A fail-closed HTTP interceptor that never answers: the harness gives up
+// at its 300 ms deadline, ends the chain (the call is denied), sends the
+// short-circuit observe to the interceptor it did not call, and reports
+// the call as denied in tool.after. Conforming: no conduct finding, live
+// or replayed, though the observe comes within the clock tolerance of the
+// deadline. Running the call anyway is COND-8.
+func TestConductHTTPFailClosedTimeoutNoFalsePositive(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ fault, want string }{{"none", ""}, {"run-denied", "COND-8"}} {
+		t.Run(tc.fault, func(t *testing.T) {
+			t.Parallel()
+			liveRules, replayRules, nc, say, _ := conductHTTPRun(t, tc.fault,
+				routeHook{id: "com.example.silent", mode: "silent", policy: "fail-closed", http: true, timeoutMs: 300},
+				routeHook{id: "com.example.policy", mode: "conforming", policy: "fail-closed", http: true, observeAfter: true})
+			if strings.Join(liveRules, " ") != strings.Join(replayRules, " ") {
+				t.Errorf("--fault %s: live %v, replay %v", tc.fault, liveRules, replayRules)
+			}
+			if got := condChecks(replayRules); got != tc.want || nc != "" {
+				t.Errorf("--fault %s: conduct findings %v (not checked %q), want %q\n%s", tc.fault, replayRules, nc, tc.want, say)
+			}
+			if tc.fault == "none" && !strings.Contains(say, "tool.before evt_conduct_1 → com.example.policy: observed") {
+				t.Errorf("no short-circuit observe after the fail-closed failure:\n%s", say)
+			}
+		})
+	}
+}
