@@ -312,7 +312,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		k.proxyRef.Store(proxy)
 	}
 	if len(exporters) > 0 {
-		metrics.Register(exporters[0].Collectors()...)
+		metrics.Register(otlpexport.Collectors(exporters...)...) // one series each, summed over the routes
 	}
 
 	var msrv *http.Server
