@@ -435,10 +435,13 @@ func (t *Timeline) intercept(h *hook, f *tap.Frame, x *tap.Exchange) {
 // it: order (COND-1), stop (COND-2), observers (COND-4), state (COND-5).
 func (t *Timeline) judgeIntercept(e *event, d *delivery, f *tap.Frame) {
 	skew := t.cfg.Skew
-	if !e.endAt.IsZero() && d.sent.Sub(e.endAt) > skew {
+	switch {
+	case !e.endAt.IsZero() && d.sent.Sub(e.endAt) > skew:
 		t.report(e, rules.CondAfterStop, d.ref, "",
 			"%s (position %d in hooks) received event %q as hooks/intercept after %s ended the chain; no later interceptor receives the event (a best-effort hooks/observe is allowed)",
 			d.hook.id, d.hook.pos+1, e.key.ID, e.endWhy)
+	case !e.endAt.IsZero() && t.stoppedNear(e.endBy, d):
+		t.reportStopNear(e, d)
 	}
 	var prev *delivery
 	for _, o := range e.deliveries {
@@ -523,6 +526,40 @@ func (t *Timeline) answer(h *hook, f *tap.Frame, x *tap.Exchange) {
 		}
 		e.endWhy = what + " from " + d.hook.id
 	}
+	if e.endBy == d && e.skip == "" && !d.retry {
+		// Intercepts to later interceptors already on the time line,
+		// sent within the clock tolerance of this end.
+		for _, o := range e.deliveries {
+			if o.method == "hooks/intercept" && !o.retry && o.hook != d.hook && d.at.Sub(o.sent) <= t.cfg.Skew && t.stoppedNear(d, o) {
+				t.reportStopNear(e, o)
+			}
+		}
+	}
+}
+
+// stoppedNear reports whether o, an intercept sent within the clock
+// tolerance of the end of the chain by s's answer (a deny, a flow stop, a
+// fail-closed error), is a fault all the same. A conforming harness calls
+// the hooks after s's in the registration's order only once s has
+// answered, and after a stop never: an intercept to one of them that was
+// not sent clearly before s's own (COND-1/order says that) is either
+// out of order, outstanding alongside s's (COND-1) or after the stop
+// (COND-2), however the clocks differ. That holds when the harness took
+// s's answer: it came more than the tolerance before s's deadline (a
+// harness that gave up on it first, under fail-open, rightly goes on),
+// and neither is a retry. So a harness that goes on at once after a deny
+// is seen however fast it and the next backend are.
+func (t *Timeline) stoppedNear(s, o *delivery) bool {
+	skew := t.cfg.Skew
+	return s != nil && o != s && !s.retry && !o.retry && o.hook.pos > s.hook.pos && !o.sent.Before(s.sent.Add(-skew)) &&
+		(s.deadline <= 0 || s.at.Before(s.sent.Add(s.deadline-skew)))
+}
+
+// reportStopNear reports o, an intercept stoppedNear the end of e's chain.
+func (t *Timeline) reportStopNear(e *event, o *delivery) {
+	t.report(e, rules.CondAfterStop, o.ref, "",
+		"%s (position %d in hooks) received event %q as hooks/intercept within the clock tolerance of %s ending the chain, not before that interceptor had the event: whatever the clocks, it came alongside that intercept or after the stop; no later interceptor receives the event (a best-effort hooks/observe is allowed)",
+		o.hook.id, o.hook.pos+1, e.key.ID, e.endWhy)
 }
 
 // judgeOverlap judges, once d is answered, every intercept of e to another

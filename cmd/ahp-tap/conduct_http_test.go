@@ -259,16 +259,13 @@ func TestConductTwoHTTPBackendsOneTap(t *testing.T) {
 // stdio one (slow), all with --conduct DIR: one timeline, one verdict. The
 // conforming session has fail-open failures, a deny and the short-circuit
 // observe of the stdio interceptor it left uncalled, and no conduct
-// finding; out-of-order dispatch gives COND-1; running the denied call
-// COND-8. Live and replayed alike.
-//
-// (Not here: continue-after-deny. The example harness sends the next
-// intercept well within the 5 ms clock tolerance of the deny when that
-// backend is HTTP or a running stdio process, so COND-2 is not reported
-// for it; docs/conduct.md, Clock skew.)
+// finding; out-of-order dispatch gives COND-1; going on to the stdio
+// interceptor right after the HTTP deny (well within the 5 ms clock
+// tolerance) COND-2; running the denied call COND-8. Live and replayed
+// alike.
 func TestConductMixedStdioAndHTTPRoutes(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ fault, want string }{{"none", ""}, {"out-of-order", "COND-1"}, {"run-denied", "COND-8"}} {
+	for _, tc := range []struct{ fault, want string }{{"none", ""}, {"out-of-order", "COND-1"}, {"continue-after-deny", "COND-2"}, {"run-denied", "COND-8"}} {
 		t.Run(tc.fault, func(t *testing.T) {
 			t.Parallel()
 			liveRules, replayRules, nc, say, _ := conductHTTPRun(t, tc.fault,
