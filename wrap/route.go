@@ -56,7 +56,8 @@ func (r Route) String() string {
 // KEY one of hook, listen, upstream, log and capture. A comma followed by
 // anything but one of those keys and "=" belongs to the value before it,
 // so a URL or a path may hold commas. listen and upstream are required;
-// a member given twice, or an unknown one first, is an error.
+// a member given twice, or an unknown one first, is an error. Errors never
+// quote the value: an upstream may carry credentials.
 func ParseRoute(s string) (Route, error) {
 	var r Route
 	seen := map[string]bool{}
@@ -65,21 +66,21 @@ func ParseRoute(s string) (Route, error) {
 		key, val, ok := strings.Cut(part, "=")
 		if f := r.field(key); ok && f != nil {
 			if seen[key] {
-				return Route{}, fmt.Errorf("route %q gives %s twice", s, key)
+				return Route{}, fmt.Errorf("a route gives %s twice", key)
 			}
 			seen[key], cur, *f = true, f, val
 			continue
 		}
 		if i == 0 {
-			return Route{}, fmt.Errorf("route %q does not start with one of %s followed by =", s, strings.Join(routeKeys, ", "))
+			return Route{}, fmt.Errorf("a route starts with one of %s followed by =, not %q", strings.Join(routeKeys, ", "), key)
 		}
 		*cur += "," + part
 	}
 	switch {
 	case r.Listen == "":
-		return Route{}, fmt.Errorf("route %q has no listen=ADDR", s)
+		return Route{}, fmt.Errorf("a route has no listen=ADDR")
 	case r.Upstream == "":
-		return Route{}, fmt.Errorf("route %q has no upstream=URL", s)
+		return Route{}, fmt.Errorf("the route on %s has no upstream=URL", r.Listen)
 	}
 	return r, nil
 }

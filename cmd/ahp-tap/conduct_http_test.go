@@ -300,7 +300,9 @@ func TestHTTPRouteUsage(t *testing.T) {
 		{[]string{"--registration", reg, "--route", a, "--upstream", "http://127.0.0.1:1"}, "--route replaces --upstream"},
 		{[]string{"--registration", reg, "--route", a, "--hook", "com.example.a"}, "--route replaces --hook"},
 		{[]string{"--registration", reg, "--route", "listen=127.0.0.1:0"}, "has no upstream=URL"},
-		{[]string{"--registration", reg, "--route", "port=1,listen=127.0.0.1:0,upstream=http://h"}, "does not start with one of"},
+		{[]string{"--registration", reg, "--route", "port=1,listen=127.0.0.1:0,upstream=http://h"}, "a route starts with one of"},
+		{[]string{"--registration", reg, "--route", a, "--route", "hook=com.example.b,listen=127.0.0.1:0,upstream=http://u:route-secret-0123456789@127.0.0.1:1"}, "must not carry credentials"},
+		{[]string{"--registration", reg, "--route", "hook=com.example.b,upstream=http://u:route-secret-0123456789@127.0.0.1:1"}, "has no listen=ADDR"},
 		{[]string{"--registration", reg, "--route", a, "--route", a}, `hook "com.example.a" has two routes`},
 		{[]string{"--registration", reg, "--route", "listen=127.0.0.1:0,upstream=http://127.0.0.1:1"}, "give hook=ID"},
 		{[]string{"--route", a}, "hook= needs --registration"},
@@ -311,11 +313,12 @@ func TestHTTPRouteUsage(t *testing.T) {
 		{[]string{"--conduct", dir, "--route", "listen=127.0.0.1:0,upstream=http://127.0.0.1:1"}, "--conduct needs --registration"},
 	} {
 		r := runTap(t, "", append([]string{"http"}, tc.args...)...)
-		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || strings.Contains(r.stderr, "route-secret") {
 			t.Errorf("ahp-tap http %q: exit %d, stderr %q; want exit 2 and one line with %q", tc.args, r.code, r.stderr, tc.want)
 		}
 	}
-	// Nothing was created for a refused command.
+	// Nothing was created for a refused command, and a credential in a
+	// route's upstream is never echoed.
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("a refused command created %v", ents)
 	}

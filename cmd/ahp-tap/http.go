@@ -137,7 +137,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		}
 		what := "--upstream"
 		if len(routeFlags) > 0 {
-			what = "--route " + r.String() + ": upstream"
+			what = "--route on " + r.Listen + ": upstream"
 		}
 		u, err := url.Parse(r.Upstream)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -483,17 +483,17 @@ func httpRoutes(fs *flag.FlagSet, ef *engineFlags, values []string, conductDir s
 	var routes []wrap.Route
 	hooks, files := map[string]bool{}, map[string]bool{}
 	for _, v := range values {
-		r, err := wrap.ParseRoute(v)
+		r, err := wrap.ParseRoute(v) // its errors never quote v: an upstream may carry credentials
 		if err != nil {
 			return nil, usageError("http: --route: %v", err)
 		}
 		switch {
 		case r.Hook == "" && ef.registration != "":
-			return nil, usageError("http: --route %s: give hook=ID, the registration's hook this route is", v)
+			return nil, usageError("http: --route on %s: give hook=ID, the registration's hook this route is", r.Listen)
 		case r.Hook == "" && conductDir != "":
 			return nil, usageError("http: --conduct needs --registration and hook= in each route: the conduct timeline places each link by its hook")
 		case r.Hook != "" && ef.registration == "":
-			return nil, usageError("http: --route %s: hook= needs --registration", v)
+			return nil, usageError("http: --route on %s: hook= needs --registration", r.Listen)
 		case hooks[r.Hook] && r.Hook != "":
 			return nil, usageError("http: --route: hook %q has two routes", r.Hook)
 		}
