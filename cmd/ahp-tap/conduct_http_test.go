@@ -303,6 +303,7 @@ func TestHTTPRouteUsage(t *testing.T) {
 		{[]string{"--registration", reg, "--route", "port=1,listen=127.0.0.1:0,upstream=http://h"}, "a route starts with one of"},
 		{[]string{"--registration", reg, "--route", a, "--route", "hook=com.example.b,listen=127.0.0.1:0,upstream=http://u:route-secret-0123456789@127.0.0.1:1"}, "must not carry credentials"},
 		{[]string{"--registration", reg, "--route", "hook=com.example.b,upstream=http://u:route-secret-0123456789@127.0.0.1:1"}, "has no listen=ADDR"},
+		{[]string{"--registration", reg, "--route", "hook=com.example.b,listen=127.0.0.1:0,upstream=ftp://u:route-secret-0123456789@h/"}, "is not an absolute http:// or https:// URL"},
 		{[]string{"--registration", reg, "--route", a, "--route", a}, `hook "com.example.a" has two routes`},
 		{[]string{"--registration", reg, "--route", "listen=127.0.0.1:0,upstream=http://127.0.0.1:1"}, "give hook=ID"},
 		{[]string{"--route", a}, "hook= needs --registration"},

@@ -141,7 +141,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		}
 		u, err := url.Parse(r.Upstream)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usageError("http: %s %q is not an absolute http:// or https:// URL", what, r.Upstream)
+			return usageError("http: %s %q is not an absolute http:// or https:// URL", what, httpaudit.URL(r.Upstream)) // credentials redacted
 		}
 		if u.User != nil {
 			return usageError("http: %s must not carry credentials; the harness sends its own Authorization header", what)
