@@ -103,6 +103,20 @@ type knownEvent struct {
 type call struct {
 	before, after string // event ids
 	denied        bool
+	// ran is a tool.after saying the call ran that came while its
+	// tool.before was still unsettled on the time line (an intercept
+	// outstanding: the harness gave up on it at its deadline, within the
+	// clock tolerance, or the answer's stamp lags): judged as COND-8 when
+	// the tool.before settles as denied, dropped otherwise.
+	ran *ranAfter
+}
+
+// ranAfter is a tool.after whose COND-8 judgement waits for its
+// tool.before to settle.
+type ranAfter struct {
+	ev      *event
+	ref     frameRef
+	outcome string
 }
 
 type turnRecord struct {
@@ -361,7 +375,32 @@ func (t *Timeline) markDenied(e *event) {
 	t.exercised[vocab.Cond8] = true
 	if c := t.calls[e.callID]; c != nil && e.typ == "tool.before" && c.before == e.key.ID {
 		c.denied = true
+		if p := c.ran; p != nil {
+			c.ran = nil
+			t.ranAfterDeny(p.ev, p.ref, e.callID, p.outcome, c.before)
+		}
 	}
+}
+
+// ranAfterDeny reports a tool.after that says a denied call ran (COND-8).
+func (t *Timeline) ranAfterDeny(e *event, ref frameRef, callID, outcome, before string) {
+	t.report(e, rules.CondDenyRan, ref, "/params/event/outcome",
+		"tool.after for call %q has outcome %q, but its tool.before %q was denied: evidence the denied call ran (AHP-DEC-002)", callID, outcome, before)
+}
+
+// unsettled reports whether the event id of source is still held with an
+// intercept outstanding.
+func (t *Timeline) unsettled(source, id string) bool {
+	e := t.events[tap.EventKey{Source: source, ID: id}]
+	if e == nil || e.gone {
+		return false
+	}
+	for _, d := range e.deliveries {
+		if d.method == "hooks/intercept" && !d.answered {
+			return true
+		}
+	}
+	return false
 }
 
 // intercept takes a hooks/intercept request sent to h.
@@ -396,10 +435,13 @@ func (t *Timeline) intercept(h *hook, f *tap.Frame, x *tap.Exchange) {
 // it: order (COND-1), stop (COND-2), observers (COND-4), state (COND-5).
 func (t *Timeline) judgeIntercept(e *event, d *delivery, f *tap.Frame) {
 	skew := t.cfg.Skew
-	if !e.endAt.IsZero() && d.sent.Sub(e.endAt) > skew {
+	switch {
+	case !e.endAt.IsZero() && d.sent.Sub(e.endAt) > skew:
 		t.report(e, rules.CondAfterStop, d.ref, "",
 			"%s (position %d in hooks) received event %q as hooks/intercept after %s ended the chain; no later interceptor receives the event (a best-effort hooks/observe is allowed)",
 			d.hook.id, d.hook.pos+1, e.key.ID, e.endWhy)
+	case !e.endAt.IsZero() && t.stoppedNear(e.endBy, d):
+		t.reportStopNear(e, d)
 	}
 	var prev *delivery
 	for _, o := range e.deliveries {
@@ -484,6 +526,40 @@ func (t *Timeline) answer(h *hook, f *tap.Frame, x *tap.Exchange) {
 		}
 		e.endWhy = what + " from " + d.hook.id
 	}
+	if e.endBy == d && e.skip == "" && !d.retry {
+		// Intercepts to later interceptors already on the time line,
+		// sent within the clock tolerance of this end.
+		for _, o := range e.deliveries {
+			if o.method == "hooks/intercept" && !o.retry && o.hook != d.hook && d.at.Sub(o.sent) <= t.cfg.Skew && t.stoppedNear(d, o) {
+				t.reportStopNear(e, o)
+			}
+		}
+	}
+}
+
+// stoppedNear reports whether o, an intercept sent within the clock
+// tolerance of the end of the chain by s's answer (a deny, a flow stop, a
+// fail-closed error), is a fault all the same. A conforming harness calls
+// the hooks after s's in the registration's order only once s has
+// answered, and after a stop never: an intercept to one of them that was
+// not sent clearly before s's own (COND-1/order says that) is either
+// out of order, outstanding alongside s's (COND-1) or after the stop
+// (COND-2), however the clocks differ. That holds when the harness took
+// s's answer: it came more than the tolerance before s's deadline (a
+// harness that gave up on it first, under fail-open, rightly goes on),
+// and neither is a retry. So a harness that goes on at once after a deny
+// is seen however fast it and the next backend are.
+func (t *Timeline) stoppedNear(s, o *delivery) bool {
+	skew := t.cfg.Skew
+	return s != nil && o != s && !s.retry && !o.retry && o.hook.pos > s.hook.pos && !o.sent.Before(s.sent.Add(-skew)) &&
+		(s.deadline <= 0 || s.at.Before(s.sent.Add(s.deadline-skew)))
+}
+
+// reportStopNear reports o, an intercept stoppedNear the end of e's chain.
+func (t *Timeline) reportStopNear(e *event, o *delivery) {
+	t.report(e, rules.CondAfterStop, o.ref, "",
+		"%s (position %d in hooks) received event %q as hooks/intercept within the clock tolerance of %s ending the chain, not before that interceptor had the event: whatever the clocks, it came alongside that intercept or after the stop; no later interceptor receives the event (a best-effort hooks/observe is allowed)",
+		o.hook.id, o.hook.pos+1, e.key.ID, e.endWhy)
 }
 
 // judgeOverlap judges, once d is answered, every intercept of e to another
@@ -709,9 +785,15 @@ func (t *Timeline) lineage(e *event, ev *tap.Value, f *tap.Frame) {
 		case c != nil && c.after != "" && c.after != e.key.ID:
 			t.report(e, rules.CondSecondAfter, ref, "/params/event/call/id", "a second tool.after (event %q) for call %q, which already had tool.after %q; each call gets one tool.after", e.key.ID, callID, c.after)
 		}
-		if c != nil && c.denied && outcome != "denied" {
-			t.report(e, rules.CondDenyRan, ref, "/params/event/outcome",
-				"tool.after for call %q has outcome %q, but its tool.before %q was denied: evidence the denied call ran (AHP-DEC-002)", callID, outcome, c.before)
+		switch {
+		case c != nil && c.denied && outcome != "denied":
+			t.ranAfterDeny(e, ref, callID, outcome, c.before)
+		case c != nil && outcome != "denied" && t.unsettled(e.key.Source, c.before):
+			// The harness settled the tool.before before sending this
+			// (a fail-closed deadline it gave up at, within the clock
+			// tolerance, is not on the time line yet): judge when the
+			// time line settles it.
+			c.ran = &ranAfter{ev: e, ref: ref, outcome: outcome}
 		}
 		if c == nil {
 			c = t.rememberCall(callID)

@@ -602,3 +602,113 @@ func TestLostAndExcerpt(t *testing.T) {
 		}
 	}
 }
+
+// A fail-closed interceptor that never answers: the harness gives up at
+// its deadline (1 s) and sends the tool.after right then, less than the
+// clock tolerance after the deadline, before the time line has settled
+// the tool.before. Saying the call ran is still COND-8, once the deadline
+// is judged; saying denied is conforming. An answer allowing the call just
+// before the deadline, whose stamp lags the tool.after's (another link's
+// clock), leaves "ok" conforming.
+func TestDeniedCallRanAtTheDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		outcome  string
+		afterAt  float64
+		answerAt float64 // 0: never
+		want     string
+	}{{"ok", 1001, 0, "COND-8/ran-after-deny"}, {"denied", 1001, 0, ""}, {"ok", 995, 997, ""}} {
+		t.Run(fmt.Sprintf("%s/%v", tc.outcome, tc.answerAt), func(t *testing.T) {
+			r := newRig(t, threeHooks, DefaultSkew)
+			ev := toolEvent("e1", "call-1", "")
+			r.send(hB, 0, intercept(ev, ""))
+			r.send(hD, tc.afterAt, observe(toolAfter("e2", "call-1", "e1", tc.outcome)))
+			if tc.answerAt > 0 {
+				r.recv(hB, tc.answerAt, answer("e1"))
+			}
+			wantOnly(t, r.close(), tc.want)
+		})
+	}
+}
+
+// A harness that goes on at once after a deny, within the clock
+// tolerance of it: b was called more than the tolerance after a, so it
+// either overlapped a's intercept or came after the deny; both are
+// faults, COND-2 whichever stamp came first. Going on after an allowing
+// answer is conforming however fast; a deny that came within the
+// tolerance of a's deadline may have come too late for the harness (a
+// fail-open timeout), after which going on is right.
+func TestContinueRightAfterDeny(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		answerAt float64
+		effect   string
+		bAt      float64
+		want     string
+	}{
+		{"1ms after the deny", 10, deny, 11, "COND-2/after-stop"},
+		{"stamped 3ms before the deny", 10, deny, 7, "COND-2/after-stop"},
+		{"1ms after an allowing answer", 10, "", 11, ""},
+		{"deny at the fail-open deadline", 998, deny, 999, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, threeHooks, DefaultSkew)
+			ev := toolEvent("e1", "call-1", "")
+			r.send(hA, 0, intercept(ev, ""))
+			effects := []string{}
+			if tc.effect != "" {
+				effects = append(effects, tc.effect)
+			}
+			if tc.bAt < tc.answerAt {
+				r.send(hB, tc.bAt, intercept(ev, ""))
+				r.recv(hA, tc.answerAt, answer("e1", effects...))
+			} else {
+				r.recv(hA, tc.answerAt, answer("e1", effects...))
+				r.send(hB, tc.bAt, intercept(ev, ""))
+			}
+			r.recv(hB, tc.bAt+20, answer("e1"))
+			r.send(hC, tc.bAt+21, intercept(ev, ""))
+			r.recv(hC, tc.bAt+30, answer("e1"))
+			// Only b's intercept is this test's point (c's comes well
+			// after the deny: COND-2 when b's is not).
+			var onB []string
+			for rule, fs := range r.close() {
+				for _, f := range fs {
+					if f.Conn == "stdio:"+hB {
+						onB = append(onB, rule)
+					}
+				}
+			}
+			if strings.Join(onB, " ") != tc.want {
+				t.Errorf("%s: findings on b's intercept %v, want %q", tc.name, onB, tc.want)
+			}
+		})
+	}
+}
+
+// The next backend answers faster than the clock tolerance: a's deny and
+// b's intercept all come within 5 ms of a's own intercept. b is after a
+// in the hooks order, so it was called out of order, alongside a, or
+// after the deny: COND-2. A b sent clearly before a is COND-1/order
+// instead, not also COND-2.
+func TestContinueAfterDenyFasterThanTheTolerance(t *testing.T) {
+	for _, tc := range []struct {
+		bAt  float64
+		want string
+	}{{2, "COND-2/after-stop"}, {-10, "COND-1/order"}} {
+		t.Run(fmt.Sprint(tc.bAt), func(t *testing.T) {
+			r := newRig(t, threeHooks, DefaultSkew)
+			ev := toolEvent("e1", "call-1", "")
+			if tc.bAt < 0 {
+				r.send(hB, tc.bAt, intercept(ev, ""))
+			}
+			r.send(hA, 0, intercept(ev, ""))
+			r.recv(hA, 1, answer("e1", deny))
+			if tc.bAt > 0 {
+				r.send(hB, tc.bAt, intercept(ev, ""))
+			}
+			r.recv(hB, tc.bAt+1, answer("e1"))
+			got := r.close()
+			wantOnly(t, got, tc.want)
+		})
+	}
+}

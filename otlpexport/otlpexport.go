@@ -328,16 +328,29 @@ func (x *Exporter) Close(timeout time.Duration) *tap.Finding {
 }
 
 // Collectors are the exporter's Prometheus metrics.
-func (x *Exporter) Collectors() []prometheus.Collector {
+func (x *Exporter) Collectors() []prometheus.Collector { return Collectors(x) }
+
+// Collectors are the Prometheus metrics of several exporters of one
+// process (the routes of one `ahp-tap http`), each series their sum.
+func Collectors(xs ...*Exporter) []prometheus.Collector {
+	sum := func(count func(*Exporter) uint64) func() float64 {
+		return func() float64 {
+			var n uint64
+			for _, x := range xs {
+				n += count(x)
+			}
+			return float64(n)
+		}
+	}
 	return []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "ahp_tap_otlp_exported_total",
 			Help: "Findings the OTLP collector accepted.",
-		}, func() float64 { return float64(x.Exported()) }),
+		}, sum((*Exporter).Exported)),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "ahp_tap_otlp_dropped_total",
 			Help: "Findings not exported to the OTLP collector (queue full, export failed or timed out); reported as TAP-1.",
-		}, func() float64 { return float64(x.Dropped()) }),
+		}, sum((*Exporter).Dropped)),
 	}
 }
 

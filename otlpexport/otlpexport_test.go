@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 
 	"github.com/ahp-tap/ahp-tap/otlpexport/otlptest"
@@ -192,5 +193,44 @@ func TestRequestIDSemconvForm(t *testing.T) {
 	}
 	if AttrRequestID != "jsonrpc.request.id" {
 		t.Errorf("AttrRequestID = %q: the deprecated rpc.jsonrpc.request_id was replaced by jsonrpc.request.id", AttrRequestID)
+	}
+}
+
+// Two exporters of one process (the routes of one ahp-tap http): one
+// series each for exported and dropped, their sums.
+func TestCollectorsSumExporters(t *testing.T) {
+	rc := otlptest.NewReceiver(t, false)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	absent := "http://" + ln.Addr().String()
+	ln.Close()
+	up, err := New(Config{Endpoint: rc.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down, err := New(Config{Endpoint: absent, ExportTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		up.Write(finding(i))
+		down.Write(finding(i))
+	}
+	up.Close(5 * time.Second)
+	down.Close(300 * time.Millisecond)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(Collectors(up, down)...)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = mf.GetMetric()[0].GetCounter().GetValue()
+	}
+	if got["ahp_tap_otlp_exported_total"] != 3 || got["ahp_tap_otlp_dropped_total"] != 3 {
+		t.Errorf("series %v, want 3 exported (one exporter) and 3 dropped (the other)", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
@@ -30,6 +31,11 @@ type Config struct {
 	// Console, when set, prints each finding as a readable line (the
 	// --console view).
 	Console io.Writer
+	// ConsoleLink, when set, names the link before the connection on each
+	// console line: several links share one console (the routes of one
+	// `ahp-tap http`). The log and the capture are the link's own and
+	// need no name.
+	ConsoleLink string
 	// Log is the violation log's path ("": none, "-": standard error).
 	// With LogBestEffort a log that cannot be opened is said on Diag and
 	// skipped (a stdio tap's backend must run whatever happens to its
@@ -79,7 +85,14 @@ func Open(cfg Config) (*Output, error) {
 	o.sink = append(o.sink, cfg.Sinks...)
 	if cfg.Console != nil {
 		o.console = report.NewConsole(cfg.Console, report.UseColour(cfg.Console))
-		o.sink = append(o.sink, o.console)
+		var cs tap.Sink = o.console
+		if link := cfg.ConsoleLink; link != "" {
+			cs = tap.SinkFunc(func(f tap.Finding) {
+				f.Conn = strings.TrimSpace(link + " " + f.Conn)
+				o.console.Write(f)
+			})
+		}
+		o.sink = append(o.sink, cs)
 	}
 	if cfg.Log != "" {
 		if cfg.LogBestEffort {

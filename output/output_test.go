@@ -136,3 +136,30 @@ func TestReportsOfARun(t *testing.T) {
 		t.Errorf("another file refused: %v", err)
 	}
 }
+
+// Two links sharing one console (the routes of one `ahp-tap http`): with
+// ConsoleLink each line names its link; the log keeps the finding as the
+// session reported it.
+func TestConsoleLinkNamesTheLink(t *testing.T) {
+	dir := t.TempDir()
+	var console bytes.Buffer
+	f := tap.Finding{Check: "BASE-1", Level: tap.Error, Message: "bad", Conn: "http-conn:1", Seq: 2, Dir: tap.FromHarness}
+	for _, link := range []string{"com.example.a", ""} {
+		logPath := filepath.Join(dir, link+"v.log")
+		o, err := Open(Config{Name: "test", Console: &console, ConsoleLink: link, Log: logPath})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Sink().Write(f)
+		if err := o.Close(time.Now().Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(logPath); !bytes.Contains(b, []byte(`"conn":"http-conn:1"`)) || bytes.Contains(b, []byte("com.example.a")) {
+			t.Errorf("link %q: log %s", link, b)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(console.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "com.example.a http-conn:1 #2") || strings.Contains(lines[1], "com.example.a") {
+		t.Errorf("console lines %q: want the first to name link com.example.a, the second not", lines)
+	}
+}

@@ -84,6 +84,9 @@ type Change struct {
 	Command []string
 	// Listen is that listener's address.
 	Listen string
+	// Route is the same link as a --route of a multi-route `ahp-tap
+	// http` (HTTPCommand).
+	Route Route
 }
 
 // An edit replaces doc[start:end] with text.
@@ -447,6 +450,7 @@ func wrapHTTP(doc []byte, tr *tap.Value, o Options, port int, c Change) ([]edit,
 		c.Command = append(c.Command, "--conduct", o.Conduct)
 	}
 	c.Listen = listen
+	c.Route = Route{Hook: c.Hook, Listen: listen, Upstream: upstream, Log: base + ".violations.log", Capture: base + ".capture"}
 	c.Action = "wrapped"
 	c.Detail = "findings in " + base + ".violations.log, traffic in " + base + ".capture"
 	return []edit{{uv.Start, uv.End, quote(local)}}, c

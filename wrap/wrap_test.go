@@ -280,3 +280,52 @@ func TestUnwrapTrustsOnlyTheMark(t *testing.T) {
 		}
 	}
 }
+
+// Two HTTP entries: one `ahp-tap http` command, one --route per entry,
+// each route reading back as the entry's listener, upstream, log and
+// capture; one HTTP entry keeps its own command.
+func TestHTTPCommandRoutesEveryHTTPEntry(t *testing.T) {
+	doc := []byte(`{"protocolVersion":"draft","hooks":[
+ {"id":"a.b","transport":{"type":"http","url":"https://policy.example.com/agent-hooks"}},
+ {"id":"s","transport":{"type":"stdio","command":"x"}},
+ {"id":"c.d","transport":{"type":"http","url":"http://127.0.0.1:9000/h"}}]}`)
+	o := opts
+	o.Conduct = "/var/log/ahp-tap/conduct"
+	_, changes, err := Wrap(doc, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := HTTPCommand(o, changes)
+	want := []string{o.Tap, "http", "--registration", o.Registration, "--conduct", o.Conduct, "--route",
+		"hook=a.b,listen=127.0.0.1:8787,upstream=https://policy.example.com,log=/var/log/ahp-tap/a.b.violations.log,capture=/var/log/ahp-tap/a.b.capture",
+		"--route", "hook=c.d,listen=127.0.0.1:8788,upstream=http://127.0.0.1:9000,log=/var/log/ahp-tap/c.d.violations.log,capture=/var/log/ahp-tap/c.d.capture"}
+	if !slices.Equal(cmd, want) {
+		t.Errorf("HTTPCommand = %q\nwant %q", cmd, want)
+	}
+	for _, i := range []int{0, 2} {
+		r, err := ParseRoute(changes[i].Route.String())
+		if err != nil || r != changes[i].Route {
+			t.Errorf("ParseRoute(%q) = %+v, %v", changes[i].Route.String(), r, err)
+		}
+	}
+	_, one, _ := Wrap([]byte(`{"hooks":[{"id":"a","transport":{"type":"http","url":"http://h/p"}}]}`), o)
+	if c := HTTPCommand(o, one); !slices.Equal(c, one[0].Command) || slices.Contains(c, "--route") {
+		t.Errorf("one HTTP entry: %q, want its own command %q", c, one[0].Command)
+	}
+	if c := HTTPCommand(o, nil); c != nil {
+		t.Errorf("no HTTP entry: %q", c)
+	}
+}
+
+func TestParseRoute(t *testing.T) {
+	r, err := ParseRoute("listen=127.0.0.1:1,upstream=http://h/a,b?x=1,y=2,capture=/tmp/a,b.capture,hook=h")
+	want := Route{Hook: "h", Listen: "127.0.0.1:1", Upstream: "http://h/a,b?x=1,y=2", Capture: "/tmp/a,b.capture"}
+	if err != nil || r != want {
+		t.Errorf("commas inside values: %+v, %v; want %+v", r, err, want)
+	}
+	for _, bad := range []string{"", "upstream=http://h", "listen=:1", "path=/x,listen=:1,upstream=http://h", "listen=:1,listen=:2,upstream=http://h"} {
+		if _, err := ParseRoute(bad); err == nil {
+			t.Errorf("ParseRoute(%q): no error", bad)
+		}
+	}
+}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,17 +14,21 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/conduct/live"
 	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/httpproxy"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
+	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/tap"
+	"github.com/ahp-tap/ahp-tap/wrap"
 )
 
 // httpAuditQueue is the HTTP tap's audit queue, in frames and notes: room
@@ -45,6 +51,11 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	mitmCA := fs.String("mitm-ca", "", "with --forward: terminate HTTPS with the CA in `DIR` (made by 'ahp-tap ca init DIR') and audit it; without it CONNECT is tunnelled unaudited")
 	upstreamCA := fs.String("upstream-ca", "", "trust only the CA certificates in PEM `FILE` for the upstream's TLS (default: the system's roots)")
 	logPath := fs.String("log", "", "append findings to the violation log at `PATH` (- for stderr; created 0600)")
+	var routeFlags []string
+	fs.Func("route", "front one more upstream, as its own link: `hook=ID,listen=ADDR,upstream=URL,log=PATH,capture=PATH` (repeatable; replaces --listen, --upstream, --hook, --log and --capture; what 'ahp-tap wrap' prints for a registration with several HTTP backends)", func(v string) error {
+		routeFlags = append(routeFlags, v)
+		return nil
+	})
 	conductDir := fs.String("conduct", "", "feed the live conduct timeline of the registration's taps sharing `DIR` (needs --registration and --hook; docs/conduct.md)")
 	capPath := fs.String("capture", "", "record every audited body and note to the capture file `PATH` (created 0600; credentials redacted)")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics")
@@ -79,8 +90,12 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if mode == auditOff {
 		return usageError("http: --audit is best-effort or complete")
 	}
-	if *conductDir != "" && (ef.registration == "" || ef.hook == "") {
-		return usageError("http: --conduct needs --registration and --hook: the conduct timeline places each link by its hook")
+	routes, err := httpRoutes(fs, &ef, routeFlags, *conductDir)
+	if err != nil {
+		return err
+	}
+	if routes == nil {
+		routes = []wrap.Route{{Hook: ef.hook, Listen: *listen, Upstream: *upstream, Log: *logPath, Capture: *capPath}}
 	}
 	budget, err := parseBudget(*budgetFlag)
 	if err != nil {
@@ -89,8 +104,14 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if *maxAudit <= 0 || *maxAudit > maxAuditLine { // before the budget shrinks it to fit
 		return usageError("http: --max-audit-body %d is out of range (1 to %d bytes)", *maxAudit, maxAuditLine)
 	}
-	if int64(*maxAudit) > budget/2 {
-		*maxAudit = int(budget / 2) // a request and its response must fit the budget together
+	// Several routes share the budget: memory stays bounded by it,
+	// whatever the number of upstreams.
+	linkBudget := budget / int64(len(routes))
+	if linkBudget < 1<<20 {
+		return usageError("http: --audit-budget %s is less than 1MiB per route (%d routes)", *budgetFlag, len(routes))
+	}
+	if int64(*maxAudit) > linkBudget/2 {
+		*maxAudit = int(linkBudget / 2) // a request and its response must fit the budget together
 	}
 	if *readTimeout <= 0 {
 		return usageError("http: --read-timeout must be positive")
@@ -100,7 +121,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	switch {
 	case *forward && *upstream != "":
 		return usageError("http: give --upstream (reverse mode) or --forward, not both")
-	case !*forward && *upstream == "":
+	case !*forward && routes[0].Upstream == "":
 		return usageError("http: --upstream URL is required (or --forward)")
 	case *mitmCA != "" && !*forward:
 		return usageError("http: --mitm-ca needs --forward")
@@ -109,15 +130,23 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	case *drain <= 0 || *drain > maxDrain:
 		return usageError("http: --drain %s is out of range (more than 0, at most %s)", *drain, maxDrain)
 	}
-	if *upstream != "" {
-		u, err := url.Parse(*upstream)
+	upstreams := make([]*url.URL, len(routes))
+	for i, r := range routes {
+		if r.Upstream == "" {
+			continue // --forward
+		}
+		what := "--upstream"
+		if len(routeFlags) > 0 {
+			what = "--route on " + r.Listen + ": upstream"
+		}
+		u, err := url.Parse(r.Upstream)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usageError("http: --upstream %q is not an absolute http:// or https:// URL", *upstream)
+			return usageError("http: %s %q is not an absolute http:// or https:// URL", what, httpaudit.URL(r.Upstream)) // credentials redacted
 		}
 		if u.User != nil {
-			return usageError("http: --upstream must not carry credentials; the harness sends its own Authorization header")
+			return usageError("http: %s must not carry credentials; the harness sends its own Authorization header", what)
 		}
-		cfg.Upstream = u
+		upstreams[i] = u
 	}
 	if *upstreamCA != "" {
 		pem, err := os.ReadFile(*upstreamCA)
@@ -141,9 +170,13 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	otlpx, err := otlpf.open(*capPath, m.Stderr)
-	if err != nil {
-		return err
+	if len(routeFlags) == 0 {
+		routes[0].Hook = l.cfg.HookID // the registration's only hook when --hook was not given
+	}
+	for _, r := range routes[1:] {
+		if tap.FindHook(l.cfg.Registration, r.Hook) == nil {
+			return usageError("registration %s has no hook with id %q", ef.registration, r.Hook)
+		}
 	}
 
 	level := zerolog.WarnLevel
@@ -156,18 +189,28 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		Level(level).With().Timestamp().Str("tap", "http").Logger()
 	cfg.Log = diag
 
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return usageError("http: %v", err)
+	links := make([]*httpLink, len(routes))
+	defer func() {
+		for _, k := range links {
+			if k != nil && k.ln != nil {
+				k.ln.Close()
+			}
+		}
+	}()
+	for i, r := range routes {
+		ln, err := net.Listen("tcp", r.Listen)
+		if err != nil {
+			return usageError("http: %v", err)
+		}
+		links[i] = &httpLink{route: r, ln: ln}
 	}
-	defer ln.Close()
 	// Issue 8 item 10: a forward proxy or a metrics endpoint off loopback
 	// is open to everyone who can reach it.
-	if cfg.Forward && !isLoopback(ln.Addr()) {
+	if cfg.Forward && !isLoopback(links[0].ln.Addr()) {
 		if !*allowRemote {
-			return usageError("http: --forward on %s (not loopback) would be an open proxy for everyone who can reach it; listen on 127.0.0.1, or give --allow-remote", ln.Addr())
+			return usageError("http: --forward on %s (not loopback) would be an open proxy for everyone who can reach it; listen on 127.0.0.1, or give --allow-remote", links[0].ln.Addr())
 		}
-		fmt.Fprintf(m.diag(), "ahp-tap http: WARNING: --allow-remote: the forward proxy on %s is open to everyone who can reach that address\n", ln.Addr())
+		fmt.Fprintf(m.diag(), "ahp-tap http: WARNING: --allow-remote: the forward proxy on %s is open to everyone who can reach that address\n", links[0].ln.Addr())
 	}
 	mln, err := listenMetrics("http", *metricsAddr, *allowRemote, m.diag())
 	if err != nil {
@@ -187,57 +230,89 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		// (1.5 GiB in the 10-minute soak, RELIABILITY.md). A soft limit
 		// keeps collections rare while the heap is small and bounds it:
 		// the audit budget (copies in flight, queued and being checked),
-		// the decoded tree of the one body being checked (at most
-		// --max-audit-body), and 80 MiB for the rest: per-connection
+		// the decoded tree of the one body being checked per route (at
+		// most --max-audit-body), and 80 MiB for the rest: per-connection
 		// buffers, the 4 KiB prefixes of copies the budget cut, the
 		// runtime. 1,000 concurrent 16 MiB uploads peak at about 200 MiB
 		// of RSS with it, 260 MiB with budget+128MiB (BENCHMARKS.md,
 		// Audit memory). GOMEMLIMIT in the environment wins.
-		debug.SetMemoryLimit(budget + int64(*maxAudit) + 80<<20)
+		debug.SetMemoryLimit(budget + int64(len(routes))*int64(*maxAudit) + 80<<20)
 	}
 	l.cfg.Transport = tap.HTTP
-	var auditor *tap.Auditor
-	metrics := httpproxy.NewMetrics(func() uint64 { return auditor.Dropped() })
-	metrics.CountCuts(func() uint64 { return auditor.Cuts() })
-	metrics.ZeroFindings(checkIDs())
-	if otlpx != nil {
-		metrics.Register(otlpx.Collectors()...)
-	}
-	// The way out: log, console, OTLP, metrics, capture (package output).
-	oc := output.Config{Name: "http", Diag: m.diag(), Log: *logPath, OTLP: otlpx, OTLPClose: httpCloseTimeout,
-		Sinks: []tap.Sink{metrics.Sink()}, SummaryLimit: 1, // counts only: a long-running tap must not grow
-		Capture: *capPath, Header: capture.Header{Tool: "ahp-tap " + version, Snapshot: l.cfg.Snapshot, Transport: tap.HTTP,
-			Registration: ef.registration, Hook: ef.hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: l.regDoc}}
-	if *console {
-		oc.Console = m.Stderr
-	}
-	out, err := output.Open(oc)
-	if err != nil {
-		otlpx.Close(0)
-		return usageError("http: %v", err)
-	}
-	cc := conductClientFor(*conductDir, ef.registration, ef.hook, l, m.diag())
-	session := l.watchedSession(l.cfg, out.Sink(), out.Recorder(), "", 0, cc) // reports the registration's findings
-	// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
-	// Deadlines are judged as they pass (issue 21 item 8): the proxy
-	// hands over a request unanswered by the shortest deadline, and the
-	// auditor tells the session the time the proxy vouches for.
-	var proxyRef atomic.Pointer[httpproxy.Proxy]
-	clock := func(now time.Time) time.Time {
-		if p := proxyRef.Load(); p != nil {
-			return p.SafeClock(now)
+	// One metrics endpoint for the process: its series add up every route.
+	metrics := httpproxy.NewMetrics(func() (n uint64) {
+		for _, k := range links {
+			n += k.auditor.Dropped()
 		}
-		return now
+		return n
+	})
+	metrics.CountCuts(func() (n uint64) {
+		for _, k := range links {
+			n += k.auditor.Cuts()
+		}
+		return n
+	})
+	metrics.ZeroFindings(checkIDs())
+	var exporters []*otlpexport.Exporter
+	for i, k := range links {
+		lc := *l // each route is its own link: its own hook
+		lc.cfg.HookID = k.route.Hook
+		otlpx, err := otlpf.open(k.route.Capture, m.diag())
+		if err != nil {
+			closeHTTPLinks(links, time.Now())
+			return err
+		}
+		if otlpx != nil {
+			exporters = append(exporters, otlpx)
+		}
+		// The way out: log, console, OTLP, metrics, capture (package output).
+		k.name = "http"
+		if len(routeFlags) > 0 {
+			k.name = "http " + k.route.Hook
+		}
+		oc := output.Config{Name: k.name, Diag: m.diag(), Log: k.route.Log, OTLP: otlpx, OTLPClose: httpCloseTimeout,
+			Sinks: []tap.Sink{metrics.Sink()}, SummaryLimit: 1, // counts only: a long-running tap must not grow
+			Capture: k.route.Capture, Header: capture.Header{Tool: "ahp-tap " + version, Snapshot: lc.cfg.Snapshot, Transport: tap.HTTP,
+				Registration: ef.registration, Hook: k.route.Hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: lc.regDoc}}
+		if *console {
+			oc.Console = m.Stderr
+			if len(routeFlags) > 0 {
+				oc.ConsoleLink = cmp.Or(k.route.Hook, k.route.Listen) // the routes share stderr
+			}
+		}
+		out, err := output.Open(oc)
+		if err != nil {
+			otlpx.Close(0)
+			closeHTTPLinks(links, time.Now())
+			return usageError("http: %v", err)
+		}
+		k.out = out
+		k.cc = conductClientFor(*conductDir, ef.registration, k.route.Hook, &lc, m.diag())
+		k.session = lc.watchedSession(lc.cfg, out.Sink(), out.Recorder(), "", 0, k.cc) // reports the registration's findings
+		// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
+		// Deadlines are judged as they pass (issue 21 item 8): the proxy
+		// hands over a request unanswered by the shortest deadline, and the
+		// auditor tells the session the time the proxy vouches for.
+		pc := cfg
+		pc.Upstream, k.upstream = upstreams[i], upstreams[i]
+		pc.Probe = k.session.Config().MinDeadline()
+		clock := func(now time.Time) time.Time {
+			if p := k.proxyRef.Load(); p != nil {
+				return p.SafeClock(now)
+			}
+			return now
+		}
+		k.auditor = k.session.Audit(tap.AuditorConfig{Queue: httpAuditQueue, Budget: linkBudget, Complete: mode == auditComplete, Begin: httpproxy.LowerAuditPriority, Clock: clock})
+		pc.Auditor, pc.Metrics = k.auditor, metrics
+		proxy, err := httpproxy.New(pc)
+		if err != nil {
+			closeHTTPLinks(links, time.Now())
+			return usageError("http: %v", err)
+		}
+		k.proxyRef.Store(proxy)
 	}
-	cfg.Probe = session.Config().MinDeadline()
-	auditor = session.Audit(tap.AuditorConfig{Queue: httpAuditQueue, Budget: budget, Complete: mode == auditComplete, Begin: httpproxy.LowerAuditPriority, Clock: clock})
-	cfg.Auditor, cfg.Metrics = auditor, metrics
-	proxy, err := httpproxy.New(cfg)
-	proxyRef.Store(proxy)
-	if err != nil {
-		auditor.Close()
-		out.Close(time.Now())
-		return usageError("http: %v", err)
+	if len(exporters) > 0 {
+		metrics.Register(otlpexport.Collectors(exporters...)...) // one series each, summed over the routes
 	}
 
 	var msrv *http.Server
@@ -246,19 +321,24 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		go func() { _ = msrv.Serve(mln) }()
 		fmt.Fprintf(m.diag(), "ahp-tap http: metrics on http://%s/metrics\n", mln.Addr())
 	}
-	if !isLoopback(ln.Addr()) {
-		// AHP-HTTP-001: plain http is for loopback only; the harness's
-		// bearer token would cross the network in clear.
-		fmt.Fprintf(m.diag(), "ahp-tap http: warning: listening on %s, not loopback: harnesses reach the tap over plain http, credentials in clear\n", ln.Addr())
-	}
-	if cfg.Forward {
-		mode := "HTTPS CONNECT tunnelled unaudited"
-		if cfg.MITMCA != nil {
-			mode = "HTTPS intercepted with the CA in " + *mitmCA
+	for _, k := range links {
+		if !isLoopback(k.ln.Addr()) {
+			// AHP-HTTP-001: plain http is for loopback only; the harness's
+			// bearer token would cross the network in clear.
+			fmt.Fprintf(m.diag(), "ahp-tap http: warning: listening on %s, not loopback: harnesses reach the tap over plain http, credentials in clear\n", k.ln.Addr())
 		}
-		fmt.Fprintf(m.diag(), "ahp-tap http: forward proxy on %s (%s); set HTTP_PROXY/HTTPS_PROXY=http://%s\n", ln.Addr(), mode, ln.Addr())
-	} else {
-		printable.Fprintf(m.diag(), "ahp-tap http: listening on http://%s, forwarding to %s\n", ln.Addr(), httpaudit.URL(cfg.Upstream.String()))
+		switch {
+		case cfg.Forward:
+			mode := "HTTPS CONNECT tunnelled unaudited"
+			if cfg.MITMCA != nil {
+				mode = "HTTPS intercepted with the CA in " + *mitmCA
+			}
+			fmt.Fprintf(m.diag(), "ahp-tap http: forward proxy on %s (%s); set HTTP_PROXY/HTTPS_PROXY=http://%s\n", k.ln.Addr(), mode, k.ln.Addr())
+		case len(routeFlags) > 0:
+			printable.Fprintf(m.diag(), "ahp-tap http: listening on http://%s, forwarding to %s (hook %s)\n", k.ln.Addr(), httpaudit.URL(k.upstream.String()), k.route.Hook)
+		default:
+			printable.Fprintf(m.diag(), "ahp-tap http: listening on http://%s, forwarding to %s\n", k.ln.Addr(), httpaudit.URL(k.upstream.String()))
+		}
 	}
 
 	// Issue 8 item 5: --drain bounds the whole shutdown, from the signal:
@@ -271,13 +351,35 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	// the drain short, but the audit, the log and the capture (its end
 	// record) still close, within forceBound.
 	var forcedAt atomic.Int64
-	force := func() { forcedAt.Store(time.Now().UnixNano()); proxy.Abort() }
+	force := func() {
+		forcedAt.Store(time.Now().UnixNano())
+		for _, k := range links {
+			k.proxy().Abort()
+		}
+	}
 	m.force.Store(&force)
-	serveErr := proxy.Serve(ctx, ln)
+	// Every route serves until the signal; a route whose listener fails
+	// stops the others too, as one tap would stop.
+	sctx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
+	serveErrs := make([]error, len(links))
+	var wg sync.WaitGroup
+	for i, k := range links {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if serveErrs[i] = k.proxy().Serve(sctx, k.ln); serveErrs[i] != nil {
+				stopAll()
+			}
+		}()
+	}
+	wg.Wait()
 	if msrv != nil {
 		_ = msrv.Close()
 	}
-	proxy.Close()
+	for _, k := range links {
+		k.proxy().Close()
+	}
 	deadline := time.Now().Add(*drain)
 	if ns := stopAt.Load(); ns != 0 {
 		deadline = time.Unix(0, ns).Add(*drain)
@@ -289,23 +391,125 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		}
 		return max(time.Until(d), minSinkClose)
 	}
-	if !auditor.CloseWithin(left()) { // drains the queue, end-of-stream rules, TAP-1 for drops
-		fmt.Fprintf(m.diag(), "ahp-tap http: the audit did not finish within --drain %s; %d frames were not audited (TAP-1)\n", *drain, auditor.Dropped())
+	// The routes' audits, conduct clients and outputs close side by side,
+	// all within the one deadline.
+	closeErrs := make([]error, len(links))
+	for i, k := range links {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !k.auditor.CloseWithin(left()) { // drains the queue, end-of-stream rules, TAP-1 for drops
+				fmt.Fprintf(m.diag(), "ahp-tap %s: the audit did not finish within --drain %s; %d frames were not audited (TAP-1)\n", k.name, *drain, k.auditor.Dropped())
+			}
+			if k.cc != nil {
+				k.cc.Close(min(left(), time.Second))
+			}
+			closeErrs[i] = k.out.Close(time.Now().Add(left())) // OTLP, log, console, capture, within --drain
+		}()
 	}
-	if cc != nil {
-		cc.Close(min(left(), time.Second))
-	}
-	closeErr := out.Close(time.Now().Add(left())) // OTLP, log, console, capture, within --drain
+	wg.Wait()
 	if *summary {
-		_ = out.Summary(auditor.Dropped(), session).WriteText(m.diag())
+		for _, k := range links {
+			if len(links) > 1 {
+				printable.Fprintf(m.diag(), "ahp-tap http: route %s (http://%s):\n", k.route.Hook, k.ln.Addr())
+			}
+			_ = k.out.Summary(k.auditor.Dropped(), k.session).WriteText(m.diag())
+		}
 	}
-	switch {
-	case serveErr != nil:
-		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", serveErr)}
-	case closeErr != nil:
-		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", closeErr)}
+	if err := errors.Join(serveErrs...); err != nil {
+		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", err)}
+	}
+	if err := errors.Join(closeErrs...); err != nil {
+		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", err)}
 	}
 	return nil
+}
+
+// An httpLink is one route of `ahp-tap http`: a listener, its proxy to
+// one upstream, and the link's own session, audit, output (log, capture)
+// and conduct client.
+type httpLink struct {
+	route    wrap.Route
+	name     string   // "http", or "http HOOK" among several routes
+	upstream *url.URL // nil in forward mode
+	ln       net.Listener
+	out      *output.Output
+	cc       *live.Client
+	session  *tap.Session
+	auditor  *tap.Auditor
+	proxyRef atomic.Pointer[httpproxy.Proxy]
+}
+
+func (k *httpLink) proxy() *httpproxy.Proxy { return k.proxyRef.Load() }
+
+// closeHTTPLinks closes what links opened before a setup error.
+func closeHTTPLinks(links []*httpLink, deadline time.Time) {
+	for _, k := range links {
+		if k == nil {
+			continue
+		}
+		if k.auditor != nil {
+			k.auditor.Close()
+		}
+		if k.cc != nil {
+			k.cc.Close(0)
+		}
+		if k.out != nil {
+			k.out.Close(deadline)
+		}
+	}
+}
+
+// httpRoutes reads the --route flags (nil when there is none): each is
+// one link, refused with the single-link flags it replaces, and each
+// needs a hook of --registration (and a hook with --conduct).
+func httpRoutes(fs *flag.FlagSet, ef *engineFlags, values []string, conductDir string) ([]wrap.Route, error) {
+	if len(values) == 0 {
+		if conductDir != "" && (ef.registration == "" || ef.hook == "") {
+			return nil, usageError("http: --conduct needs --registration and --hook: the conduct timeline places each link by its hook")
+		}
+		return nil, nil
+	}
+	var clash []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "listen", "upstream", "hook", "log", "capture", "forward", "mitm-ca":
+			clash = append(clash, "--"+f.Name)
+		}
+	})
+	if len(clash) > 0 {
+		return nil, usageError("http: --route replaces %s: give listen=, upstream=, hook=, log= and capture= in each route", strings.Join(clash, ", "))
+	}
+	var routes []wrap.Route
+	hooks, files := map[string]bool{}, map[string]bool{}
+	for _, v := range values {
+		r, err := wrap.ParseRoute(v) // its errors never quote v: an upstream may carry credentials
+		if err != nil {
+			return nil, usageError("http: --route: %v", err)
+		}
+		switch {
+		case r.Hook == "" && ef.registration != "":
+			return nil, usageError("http: --route on %s: give hook=ID, the registration's hook this route is", r.Listen)
+		case r.Hook == "" && conductDir != "":
+			return nil, usageError("http: --conduct needs --registration and hook= in each route: the conduct timeline places each link by its hook")
+		case r.Hook != "" && ef.registration == "":
+			return nil, usageError("http: --route on %s: hook= needs --registration", r.Listen)
+		case hooks[r.Hook] && r.Hook != "":
+			return nil, usageError("http: --route: hook %q has two routes", r.Hook)
+		}
+		hooks[r.Hook] = true
+		for _, p := range []string{r.Log, r.Capture} {
+			if p != "" && p != "-" && files[p] {
+				return nil, usageError("http: --route: %s is given to two routes; each route writes its own log and capture", p)
+			}
+			files[p] = true
+		}
+		routes = append(routes, r)
+	}
+	if ef.registration != "" {
+		ef.hook = routes[0].Hook // the registration is loaded with the first; runHTTP checks the others
+	}
+	return routes, nil
 }
 
 // isLoopback reports whether a listener's address is on loopback only (an

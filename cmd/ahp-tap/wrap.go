@@ -10,6 +10,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/ahp-tap/ahp-tap/internal/printable"
@@ -110,11 +111,20 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintln(m.Stderr)
 		if c.Command != nil {
-			printable.Fprintf(m.Stderr, "  the harness now posts to http://%s; start that tap before the harness:\n    %s\n", c.Listen, wrap.ShellQuote(c.Command))
+			printable.Fprintf(m.Stderr, "  the harness now posts to http://%s\n", c.Listen)
 		}
 		if o.Conduct != "" && c.Action != "wrapped" {
 			fmt.Fprintf(m.Stderr, "ahp-tap wrap: note: %s is not tapped with --conduct: the live conduct timeline does not judge the events it intercepts\n", c.Hook)
 		}
+	}
+	// One `ahp-tap http` for every HTTP backend (one --route each): one
+	// process sees them all, one link per hook (issue 23).
+	if cmd := wrap.HTTPCommand(o, changes); cmd != nil {
+		what := ""
+		if slices.Contains(cmd, "--route") {
+			what = " (one process for every HTTP backend, one --route each)"
+		}
+		printable.Fprintf(m.Stderr, "ahp-tap wrap: start the HTTP tap before the harness%s:\n    %s\n", what, wrap.ShellQuote(cmd))
 	}
 	if o.Conduct != "" {
 		var tapped []string
