@@ -26,6 +26,7 @@ const sharedAHP = "../../../shared/ahp"
 func TestMain(m *testing.M) {
 	runChild() // stdio_test.go: the test binary as ahp-tap or a helper backend
 	flag.Parse()
+	quickRaceExit()
 	dir, err := os.MkdirTemp("", "ahp-tap-cli")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
