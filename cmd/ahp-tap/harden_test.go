@@ -241,6 +241,7 @@ func TestStdioFIFOAtLogOrCaptureDoesNotBlock(t *testing.T) {
 // one creates nothing), an existing log readable by others is made 0600
 // with a notice, and a world-writable --state is refused (issue 8 item 4).
 func TestStdioFilesAreNotFollowedOrLeftOpen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rc := filepath.Join(dir, "bashrc")
 	os.WriteFile(rc, []byte("# rc\n"), 0o600)

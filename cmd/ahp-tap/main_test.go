@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -77,6 +79,20 @@ func quickRaceExit() {
 		return
 	}
 	os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+}
+
+// moreParallel runs more of this package's parallel tests at once than
+// go test's default of GOMAXPROCS (2 on a 2-core machine), unless -parallel
+// was given: they spend most of their time waiting on the processes they
+// start (a backend's answer, a --drain, a deadline), not on the CPU. Tests
+// that count global resources (fixed ports, the test process's children,
+// the environment) do not call t.Parallel and run alone before them.
+func moreParallel() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(max(8, 4*runtime.GOMAXPROCS(0))))
+	}
 }
 
 // runChild runs the test binary as ahp-tap or as a helper backend when the
