@@ -126,6 +126,7 @@ func freshRepo(t *testing.T) string {
 // documented one (1: the example backend's deliberate faults); commands
 // whose comment promises an exit code give it.
 func TestCIDocsRecipesOnFreshRepo(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
@@ -196,6 +197,7 @@ func lines(cs []docCommand) []string {
 // replay does (issue 21 item 1): never on errors exits 0, warn on
 // warnings exits 1, the default error on warnings only exits 0.
 func TestCheckFailOnAsReplay(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// An error (BASE-2) and, in another file, a warning only (STDIO-1's
 	// CRLF ending).
@@ -231,6 +233,7 @@ func TestCheckFailOnAsReplay(t *testing.T) {
 // finding's place as FILE:LINE, the line JUnit, SARIF and the annotations
 // give (issue 21 item 5), so editors and terminals can jump to it.
 func TestTextLocatesFindingsAsJUnit(t *testing.T) {
+	t.Parallel()
 	junit := filepath.Join(t.TempDir(), "r.xml")
 	r := runTap(t, "", "replay", "--fail-on", "never", "--report", "text", "--report", "junit="+junit, exampleCapture)
 	b, _ := os.ReadFile(junit)

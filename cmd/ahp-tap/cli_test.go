@@ -26,6 +26,8 @@ const sharedAHP = "../../../shared/ahp"
 func TestMain(m *testing.M) {
 	runChild() // stdio_test.go: the test binary as ahp-tap or a helper backend
 	flag.Parse()
+	quickRaceExit()
+	moreParallel()
 	dir, err := os.MkdirTemp("", "ahp-tap-cli")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

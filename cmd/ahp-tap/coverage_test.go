@@ -251,6 +251,7 @@ func sameVerdicts(t *testing.T, aName string, a map[string]string, bName string,
 // that every report format of every run gives each check the same verdict:
 // failed, passed, not exercised or not checked, with the same reason.
 func TestVerdictsAgreeAcrossInputsAndFormats(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	reg := filepath.Join(dir, "hooks.json")
 	os.WriteFile(reg, []byte(verdictRegistration("http://127.0.0.1:1/agent-hooks")), 0o600)

@@ -17,6 +17,7 @@ import (
 // whose answer fell after the cut was "never answered"), while the whole
 // capture, with its end record, gives neither.
 func TestReplayCutOffCapture(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	capPath := filepath.Join(dir, "cap.jsonl")
 	cmd := stdioTap([]string{"--lifecycle", "persistent", "--capture", capPath})

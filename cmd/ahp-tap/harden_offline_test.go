@@ -85,6 +85,7 @@ func TestReplayAndCheckStopOnSignals(t *testing.T) {
 // live taps cap it (TAP-1) and memory stays far below the line (issue 8
 // item 9).
 func TestReplayLongLineBoundedMemory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("300 MiB through a pipe")
 	}
@@ -121,6 +122,7 @@ func TestReplayLongLineBoundedMemory(t *testing.T) {
 // TestFlagRanges: values that would exhaust memory or make no sense exit
 // 2 with a one-line reason, before anything starts (issue 8 item 9).
 func TestFlagRanges(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"stdio", "--audit-queue", "2000000000", "--", "true"},
 		{"stdio", "--audit-queue", "0", "--", "true"},

@@ -23,16 +23,26 @@ import (
 
 func init() {
 	// setsidholder starts a grandchild in a session of its own (setsid)
-	// that keeps stdout open and sleeps, prints its pid, and exits 0.
+	// that keeps stdout open and sleeps, prints the grandchild's pid, and
+	// exits 0. It prints the pid itself: the grandchild holds stdout from
+	// the moment Start returns (it has been exec'd), and a grandchild that
+	// printed it would race the backend's exit and --drain.
 	helpers["setsidholder"] = func([]string) int {
-		cmd := exec.Command(os.Args[0], "helper", "sleeper")
+		cmd := exec.Command(os.Args[0], "helper", "holder")
 		cmd.Stdout = os.Stdout
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		if err := cmd.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		fmt.Printf("%d\n", cmd.Process.Pid)
 		return 0
+	}
+	// holder sleeps forever, holding the descriptors it was given.
+	helpers["holder"] = func([]string) int {
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
 	// groupspawner starts a grandchild in its own process group that
 	// prints its pid and sleeps, then sleeps itself.
@@ -231,6 +241,7 @@ func TestStdioFIFOAtLogOrCaptureDoesNotBlock(t *testing.T) {
 // one creates nothing), an existing log readable by others is made 0600
 // with a notice, and a world-writable --state is refused (issue 8 item 4).
 func TestStdioFilesAreNotFollowedOrLeftOpen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rc := filepath.Join(dir, "bashrc")
 	os.WriteFile(rc, []byte("# rc\n"), 0o600)

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/ahp-tap/ahp-tap/stdio"
@@ -58,6 +61,38 @@ var helpers = map[string]func(args []string) int{
 		}
 		return 0
 	},
+}
+
+// quickRaceExit stops the race-enabled children this test binary starts (the
+// test binary as ahp-tap or as a helper) from sleeping 1 s before they exit:
+// the race runtime's default atexit_sleep_ms=1000. That sleep only gives
+// goroutines still running a chance to race; a report already under way is
+// still waited for and still makes the child exit 66, so the children stay
+// exactly as checked. Several hundred children slept about 1 s each, most of
+// the package's wall time. An atexit_sleep_ms the caller put in GORACE wins.
+func quickRaceExit() {
+	if !raceEnabled {
+		return
+	}
+	g := os.Getenv("GORACE")
+	if strings.Contains(g, "atexit_sleep_ms") {
+		return
+	}
+	os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
+}
+
+// moreParallel runs more of this package's parallel tests at once than
+// go test's default of GOMAXPROCS (2 on a 2-core machine), unless -parallel
+// was given: they spend most of their time waiting on the processes they
+// start (a backend's answer, a --drain, a deadline), not on the CPU. Tests
+// that count global resources (fixed ports, the test process's children,
+// the environment) do not call t.Parallel and run alone before them.
+func moreParallel() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(max(4, 2*runtime.GOMAXPROCS(0))))
+	}
 }
 
 // runChild runs the test binary as ahp-tap or as a helper backend when the

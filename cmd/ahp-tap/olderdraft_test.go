@@ -9,6 +9,7 @@ import (
 // stay errors, the first one says why, and the summary has a line; the
 // same traffic from a current SDK has neither (issue 12).
 func TestCheckOlderDraftHint(t *testing.T) {
+	t.Parallel()
 	const current = `{"jsonrpc":"2.0","method":"hooks/observe","params":{"protocolVersion":"draft","event":{"id":"e1","source":"urn:test:h","type":"tool.before","time":"2026-09-15T12:00:00Z","harness":{"name":"h","version":"1"},"call":{"id":"c1"},"tool":{"name":"Bash","input":{},"origin":"native"},"path":"native"}}}`
 	old := strings.Replace(strings.Replace(current, `"draft"`, `"0.1"`, 1), `"origin":"native"}`, `"origin":"native","callId":"c1"}`, 1)
 	r := runTap(t, old+"\n", "check", "-")

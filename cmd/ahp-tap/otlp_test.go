@@ -92,6 +92,7 @@ func harnessLines(out string) string {
 }
 
 func TestReplayExportsToOTLP(t *testing.T) {
+	t.Parallel()
 	rc := otlptest.NewReceiver(t, false)
 	capPath := filepath.Join("testdata", "example.capture.jsonl")
 	r := runTap(t, "", "replay", "--fail-on", "never", "--format", "json", "--otlp-endpoint", rc.URL, capPath)

@@ -16,6 +16,7 @@ import (
 // link), is refused before anything is opened: exit 2, one line, the input
 // unchanged (issue 28 item 10).
 func TestOutputThatIsAnInputRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	src, _ := os.ReadFile(exampleCapture)
 	input := filepath.Join(dir, "session.capture")
@@ -62,6 +63,7 @@ func TestOutputThatIsAnInputRefused(t *testing.T) {
 // report becomes 0600, and GITHUB_STEP_SUMMARY is never written through a
 // symbolic link.
 func TestReportFilesSafe(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "r.sarif")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

@@ -47,6 +47,7 @@ func encodings(secret string) map[string]string {
 // Issue 8 item 1: a real HTTP tap on loopback, with credentials arriving in
 // every form the issue names, writes none of them to any file or stream.
 func TestHTTPTapNeverWritesSecrets(t *testing.T) {
+	t.Parallel()
 	const (
 		token     = "e2e/tok+en/0123456789abcdef" // "/" and "+" so that escaping matters
 		apiKey    = "api-key/0123456789"
@@ -157,6 +158,7 @@ func TestHTTPTapNeverWritesSecrets(t *testing.T) {
 }
 
 func TestRedactFlagsUsage(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"", "a b", "X-Key:", "a\tb"} {
 		r := runTap(t, "", "http", "--upstream", "http://127.0.0.1:1", "--redact-header", name)
 		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "redact-header") {

@@ -41,6 +41,7 @@ func replayFindings(t *testing.T, args ...string) ([]string, result) {
 // ahp-tap http recorded of the same requests; the HAR's non-AHP entries
 // are counted and make no finding. Recognised by content and by --input.
 func TestReplayHARMatchesTheCapture(t *testing.T) {
+	t.Parallel()
 	want, _ := replayFindings(t, filepath.Join(harTestdata, "session.capture"))
 	if len(want) < 4 {
 		t.Fatalf("the capture replays to only %d findings; make.sh's backend has more faults", len(want))

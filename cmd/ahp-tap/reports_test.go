@@ -22,6 +22,7 @@ import (
 )
 
 func TestReportFlagUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"replay", "--report", "sarif", "--report", "junit", exampleCapture},            // two to stdout
 		{"replay", "--report", "pdf=x.pdf", exampleCapture},                             // unknown format
@@ -150,6 +151,7 @@ func agree(t *testing.T, name string, got map[string][]string) {
 // A capture from a live stdio run and one from a live HTTP run replay to
 // the same findings in every format.
 func TestReportsAgreeOnLiveCaptures(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 
 	// Live stdio: a banner, a pretty-printed line and a CRLF.
@@ -204,6 +206,7 @@ func TestReportsAgreeOnLiveCaptures(t *testing.T) {
 }
 
 func TestReplayBaselineAndClaim(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := filepath.Join(dir, "baseline.json")
 	r := runTap(t, "", "replay", "--write-baseline", base, exampleCapture)
@@ -263,6 +266,7 @@ func TestReplayBaselineAndClaim(t *testing.T) {
 }
 
 func TestCheckReports(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := writeFile(t, "bad.jsonl", `{"jsonrpc":"2.0","id":"e1","method":"hooks/intercept","params":{"protocolVersion":"2025-06"}}`+"\n[1]\n")
 	sarif := filepath.Join(dir, "c.sarif")
@@ -284,6 +288,7 @@ func TestCheckReports(t *testing.T) {
 // compressed bytes), so a report kept as a CI artefact names exactly what
 // it judged; an input that was not read whole has no digest.
 func TestJSONReportHeader(t *testing.T) {
+	t.Parallel()
 	capPath := "../../report/testdata/ci.capture.jsonl"
 	data, err := os.ReadFile(capPath)
 	if err != nil {
@@ -329,6 +334,7 @@ func TestJSONReportHeader(t *testing.T) {
 // capture's frame record, a stream's line (blank lines count, they are
 // frames too).
 func TestReplayResultLines(t *testing.T) {
+	t.Parallel()
 	r := runTap(t, "", "replay", "--report", "github", "../../report/testdata/ci.capture.jsonl")
 	for _, want := range []string{"line=6,title=BASE-2", "line=7,title=STDIO-1", "line=9,title=BASE-1", "line=10,title=CORR-2"} {
 		if !strings.Contains(r.stdout, want) {

@@ -52,6 +52,7 @@ func registrationCases(t *testing.T) map[string]struct {
 // the mode); invalid ones are refused with their findings, exit 1, and
 // nothing written.
 func TestWrapUnwrapFixtures(t *testing.T) {
+	t.Parallel()
 	for id, c := range registrationCases(t) {
 		dir := t.TempDir()
 		orig, err := os.ReadFile(c.path)
@@ -100,6 +101,7 @@ func TestWrapUnwrapFixtures(t *testing.T) {
 }
 
 func TestWrapUsage(t *testing.T) {
+	t.Parallel()
 	reg := writeFile(t, "hooks.json", `{"protocolVersion":"draft","hooks":[]}`)
 	for _, args := range [][]string{
 		{"wrap", reg},                           // no --dir
@@ -124,6 +126,7 @@ func TestWrapUsage(t *testing.T) {
 // the registration now starts logs the backend's faults and captures the
 // traffic, which replays to the same findings.
 func TestWrappedRegistrationDrivesALiveSession(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	reg := strings.Replace(demoRegistration, `"command": "ahp-tap"`, `"command": "`+tapBinary+`"`, 1)
 	in := filepath.Join(dir, "hooks.json")
@@ -219,6 +222,7 @@ func equalCounts(a, b map[string]int) bool {
 // TestWrapOutputFile: -o keeps an existing file's mode, replaces it whole,
 // and refuses a symbolic link rather than write through it.
 func TestWrapOutputFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	reg := filepath.Join(dir, "hooks.json")
 	if err := os.WriteFile(reg, []byte(demoRegistration), 0o600); err != nil {
@@ -256,6 +260,7 @@ func TestWrapOutputFile(t *testing.T) {
 // an event re-sent with other content in a second process is a BASE-6
 // finding, which no single process could see.
 func TestWrappedPerEventBackendSharesState(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	reg := strings.Replace(demoRegistration, `"command": "ahp-tap", "args": ["example-backend", "--mode", "demo"], "lifecycle": "persistent"`,
 		`"command": "`+tapBinary+`", "args": ["example-backend"], "lifecycle": "per_event"`, 1)
