@@ -221,7 +221,7 @@ type Item struct {
 	// HTTP envelope and redacting the body. It is not run for a frame that
 	// is dropped. Frame is charged to the budget by its length when
 	// submitted, so Prepare should not make it much larger.
-	Prepare func(*Frame)
+	Prepare func(*Frame) `json:"-"`
 }
 
 // SubmitAll queues items in order, all of them or none, without blocking,
