@@ -27,24 +27,6 @@ func openConsole(on bool, stderr io.Writer) *report.Console {
 	return report.NewConsole(stderr, report.UseColour(stderr))
 }
 
-// findingsTo says where a live tap's findings went, for its summary.
-func findingsTo(logPath string, logFailed bool, console bool) []string {
-	var out []string
-	switch {
-	case logPath == "-":
-		out = append(out, "standard error (--log -, JSON Lines)")
-	case logPath != "" && !logFailed:
-		out = append(out, "the violation log "+logPath+" (read it with 'ahp-tap tail "+logPath+"')")
-	}
-	if console {
-		out = append(out, "standard error (--console)")
-	}
-	if len(out) == 0 {
-		out = append(out, "nowhere but this summary: give --console, or --log PATH")
-	}
-	return out
-}
-
 // checkIDs lists every check ID of the default rules, once each.
 func checkIDs() []string {
 	var ids []string

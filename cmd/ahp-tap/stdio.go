@@ -22,6 +22,7 @@ import (
 	tapmetrics "github.com/ahp-tap/ahp-tap/internal/metrics"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
+	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/stdio"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -412,7 +413,7 @@ func (r *stdioRun) writeSummary(w io.Writer, res stdio.Result) {
 	s.NotAudited = res.NotAudited
 	s.LogDropped = r.log.Dropped()
 	s.NotPossible = notPossible(r.session.NotChecked())
-	s.FindingsTo = findingsTo(r.sf.log, r.log.Failed(), r.sf.console)
+	s.FindingsTo = output.FindingsTo(r.sf.log, r.log.Failed(), r.sf.console)
 	how := fmt.Sprintf("exited with status %d", res.ExitCode)
 	if res.Signal != 0 {
 		how = "was killed by " + res.Signal.String()
