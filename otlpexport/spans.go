@@ -92,6 +92,7 @@ type spans struct {
 	open       map[string]*liveSpan
 	fifo       []*liveSpan // open spans in start order (ended ones skipped)
 	ended      []*liveSpan
+	last       time.Time // of the latest frame judged: an end of stream is no earlier
 	recent     map[string]spanIDs
 	recentFIFO []string
 
@@ -126,6 +127,9 @@ func (s *spans) Judged(f *tap.Frame, x *tap.Exchange) {
 	// The findings of the previous frame were all written before this
 	// one was judged: its ended span is complete.
 	s.shipEnded(false)
+	if f.Time.After(s.last) {
+		s.last = f.Time
+	}
 	if x == nil || x.Request == nil {
 		return
 	}
@@ -134,7 +138,7 @@ func (s *spans) Judged(f *tap.Frame, x *tap.Exchange) {
 		s.start(key, f, x)
 		return
 	}
-	if _, ok := f.Msg.(*tap.Response); !ok || x.Response != f {
+	if _, ok := f.Msg.(*tap.Response); !ok { // the answer (x.Response is set after the watchers)
 		return
 	}
 	ls := s.open[key]
@@ -359,7 +363,13 @@ func (s *spans) finding(f tap.Finding) (spanIDs, bool) {
 			setStr(sp, AttrOutcome, tap.OutcomeUnanswered)
 			setStr(sp, AttrErrorType, tap.OutcomeUnanswered)
 			setError(sp, "never answered")
-			s.end(ls, f.Time, EndEndOfStream)
+			// A never-answered finding is about the request; the
+			// stream ended after the last frame read.
+			end := f.Time
+			if s.last.After(end) {
+				end = s.last
+			}
+			s.end(ls, end, EndEndOfStream)
 		}
 	}
 	return ls.ids, true
