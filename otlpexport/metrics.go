@@ -51,9 +51,14 @@ type metrics struct {
 	warned   atomic.Bool
 }
 
+// processStart is the start of every cumulative series this process
+// pushes: the registry's counts run from there, whichever link's exporter
+// pushes them (a shared audit process serves many).
+var processStart = time.Now()
+
 func newMetrics(c *client, g prometheus.Gatherer, res *resourcepb.Resource, scope *commonpb.InstrumentationScope, timeout time.Duration, diag func(string, ...any)) *metrics {
 	m := &metrics{c: c, g: g, resource: res, scope: scope, timeout: timeout, interval: metricInterval(),
-		start: unixNano(time.Now()), diag: diag, stopping: make(chan struct{}), done: make(chan struct{})}
+		start: unixNano(processStart), diag: diag, stopping: make(chan struct{}), done: make(chan struct{})}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	go m.run()
 	return m

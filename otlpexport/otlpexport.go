@@ -21,6 +21,7 @@ package otlpexport
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -157,6 +158,13 @@ func New(cfg Config) (*Exporter, error) {
 			res = m
 		}
 	}
+	if !strings.Contains(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), "service.instance.id=") {
+		// One process's cumulative metrics must not be taken for
+		// another's: every tap of a fleet has its instance.
+		if m, err := resource.Merge(res, resource.NewSchemaless(semconv.ServiceInstanceID(instanceID))); err == nil {
+			res = m
+		}
+	}
 	x := &Exporter{cfg: cfg, res: protoResource(res),
 		scope: &commonpb.InstrumentationScope{Name: "github.com/ahp-tap/ahp-tap", Version: cfg.Version}}
 	diag := func(format string, args ...any) { printable.Fprintf(cfg.Diag, format, args...) }
@@ -279,6 +287,16 @@ func (x *Exporter) ExportMetrics(g prometheus.Gatherer) {
 		x.metrics.Store(newMetrics(c, g, x.res, x.scope, x.cfg.ExportTimeout, func(format string, args ...any) { printable.Fprintf(x.cfg.Diag, format, args...) }))
 	})
 }
+
+// instanceID is this process's service.instance.id: random, as the
+// semantic conventions suggest when nothing better names the instance.
+var instanceID = func() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40 // a version 4 UUID
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}()
 
 func firstEnv(names ...string) string {
 	for _, n := range names {

@@ -141,7 +141,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	otlpx, err := otlpf.open(*capPath, m.Stderr)
+	otlpx, err := otlpf.openHook(*capPath, ef.hook, m.Stderr)
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	// The way out: log, console, OTLP, metrics, capture (package output).
 	oc := output.Config{Name: "http", Diag: m.diag(), Log: *logPath, OTLP: otlpx, OTLPClose: httpCloseTimeout,
-		Sinks: []tap.Sink{metrics.Sink()}, SummaryLimit: 1, // counts only: a long-running tap must not grow
+		Sinks: []tap.Sink{metrics.Sink()}, Metrics: metrics.Gatherer(), SummaryLimit: 1, // counts only: a long-running tap must not grow
 		Capture: *capPath, Header: capture.Header{Tool: "ahp-tap " + version, Snapshot: l.cfg.Snapshot, Transport: tap.HTTP,
 			Registration: ef.registration, Hook: ef.hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: l.regDoc}}
 	if *console {
@@ -217,7 +217,14 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		return usageError("http: %v", err)
 	}
 	cc := conductClientFor(*conductDir, ef.registration, ef.hook, l, m.diag())
-	session := l.watchedSession(l.cfg, out.Sink(), out.Recorder(), "", 0, cc) // reports the registration's findings
+	var watch []tap.Watcher
+	if cc != nil {
+		watch = append(watch, cc)
+	}
+	if w := out.Watcher(); w != nil {
+		watch = append(watch, w) // the exchanges' spans
+	}
+	session := l.watchersSession(l.cfg, out.Sink(), out.Recorder(), "", 0, watch) // reports the registration's findings
 	// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
 	// Deadlines are judged as they pass (issue 21 item 8): the proxy
 	// hands over a request unanswered by the shortest deadline, and the
