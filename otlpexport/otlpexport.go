@@ -257,7 +257,7 @@ func anyValue(v attribute.Value) *commonpb.AnyValue {
 	case attribute.FLOAT64:
 		return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: v.AsFloat64()}}
 	}
-	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.Emit()}}
+	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.String()}}
 }
 
 // Watcher is the tap.Watcher that makes the exchanges' spans, or nil when
