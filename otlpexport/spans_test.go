@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,4 +250,56 @@ func contains(xs []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestSignalSettingsFromTheEnvironment: the traces and metrics requests
+// carry OTEL_EXPORTER_OTLP_HEADERS and are gzipped with
+// OTEL_EXPORTER_OTLP_TRACES_COMPRESSION=gzip; a collector that refuses
+// them is said on Diag without the credential of its URL or headers.
+func TestSignalSettingsFromTheEnvironment(t *testing.T) {
+	const secret = "s3cr3t-7c1e0a9b8d"
+	rc := otlptest.NewReceiver(t, false)
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20"+secret+",X-Tenant=blue")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "gzip")
+	t.Setenv("OTEL_LOGS_EXPORTER", "none")
+	x, err := New(Config{Endpoint: rc.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayInto(t, x)
+	x.Close(5 * time.Second)
+	if len(rc.Spans()) != 4 {
+		t.Fatalf("received %d spans, want 4", len(rc.Spans()))
+	}
+	for _, h := range rc.Headers() {
+		if h.Get("Authorization") != "Bearer "+secret || h.Get("X-Tenant") != "blue" || h.Get("Content-Encoding") != "gzip" {
+			t.Errorf("request headers %v, want the OTEL_EXPORTER_OTLP_HEADERS and gzip", h)
+		}
+	}
+
+	var diag strings.Builder
+	refusing := strings.Replace(rc.URL, "http://", "http://user:"+secret+"@", 1) + "/refuse"
+	x, err = New(Config{Endpoint: refusing, Diag: &syncWriter{b: &diag}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayInto(t, x)
+	tap1 := x.Close(5 * time.Second)
+	if tap1 == nil || !strings.Contains(tap1.Message, "4 exchange spans") || strings.Contains(tap1.Message, secret) {
+		t.Errorf("Close = %v, want a TAP-1 counting 4 spans without the credential", tap1)
+	}
+	if d := diag.String(); !strings.Contains(d, "404") || strings.Contains(d, secret) {
+		t.Errorf("diagnostics %q: want the refusal said, never the credential", d)
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
 }
