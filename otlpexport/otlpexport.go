@@ -680,7 +680,21 @@ func (p *processor) drain() {
 		}
 		p.export(deadline)
 	}
-	p.dropped.Add(uint64(len(p.q)))
+	p.discard()
+}
+
+// discard counts what is queued as dropped, taking it from the queue so
+// that no finding is counted twice (stop may give up on the drain while
+// it runs).
+func (p *processor) discard() {
+	for {
+		select {
+		case <-p.q:
+			p.dropped.Add(1)
+		default:
+			return
+		}
+	}
 }
 
 // export sends the batch and empties it.
@@ -731,7 +745,7 @@ func (p *processor) stop(timeout time.Duration) bool {
 	case <-time.After(timeout + 100*time.Millisecond):
 		// An export is stuck past its deadline: give up on it; the
 		// queue's findings are lost.
-		p.dropped.Add(uint64(len(p.q)))
+		p.discard()
 	}
 	return true
 }

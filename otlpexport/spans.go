@@ -3,6 +3,7 @@ package otlpexport
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,10 +40,11 @@ const (
 	AttrEventsDropped  = "ahp.findings.not_recorded"
 	AttrLevel          = "ahp.level"
 	SpanEventFinding   = "ahp.finding"
-	maxSpanEvents      = 32   // finding events kept per span; the rest counted
-	maxOpenSpans       = 4096 // exchanges waiting for their answer
-	maxRecentSpans     = 4096 // ended exchanges a late finding can still be joined to
-	maxAttrLen         = 256  // a peer-chosen attribute value is cut there
+	maxSpanEvents      = 32       // finding events kept per span; the rest counted
+	maxOpenSpans       = 4096     // exchanges waiting for their answer
+	maxRecentSpans     = 4096     // ended exchanges a late finding can still be joined to
+	maxAttrLen         = 256      // a peer-chosen attribute value is cut there
+	maxSpanBytes       = 32 << 20 // spans held (open, ended, queued), estimated; past it new spans and events are counted, not kept
 	spanFlushInterval  = 250 * time.Millisecond
 )
 
@@ -65,6 +67,7 @@ type spanIDs struct {
 // frame, which the session writes right after the watcher saw the frame.
 type liveSpan struct {
 	key         string
+	size        int // estimated bytes held
 	ids         spanIDs
 	reqSeq      uint64
 	span        *tracepb.Span
@@ -93,10 +96,12 @@ type spans struct {
 	fifo       []*liveSpan // open spans in start order (ended ones skipped)
 	ended      []*liveSpan
 	last       time.Time // of the latest frame judged: an end of stream is no earlier
+	live       int       // estimated bytes of the open and ended spans
 	recent     map[string]spanIDs
 	recentFIFO []string
 
-	q        chan *tracepb.Span
+	q        chan queuedSpan
+	queued   atomic.Int64 // estimated bytes of the spans queued or being exported
 	stopping chan struct{}
 	done     chan struct{}
 	once     sync.Once
@@ -111,13 +116,39 @@ type spans struct {
 func newSpans(c *client, hook string, res *resourcepb.Resource, scope *commonpb.InstrumentationScope, queue int, timeout time.Duration, diag func(string, ...any)) *spans {
 	s := &spans{c: c, hook: hook, resource: res, scope: scope, timeout: timeout, diag: diag,
 		open: map[string]*liveSpan{}, recent: map[string]spanIDs{},
-		q: make(chan *tracepb.Span, queue), stopping: make(chan struct{}), done: make(chan struct{})}
+		q: make(chan queuedSpan, queue), stopping: make(chan struct{}), done: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	go s.run()
 	return s
 }
 
-func spanKey(conn, rpcID string) string { return conn + "\x00" + rpcID }
+// A queuedSpan waits for export.
+type queuedSpan struct {
+	sp   *tracepb.Span
+	size int
+}
+
+// spanKey is an exchange's key: its connection and request id, hashed
+// when long (a peer chooses the id).
+func spanKey(conn, rpcID string) string {
+	k := conn + "\x00" + rpcID
+	if len(k) > 128 {
+		sum := sha256.Sum256([]byte(k))
+		return string(sum[:])
+	}
+	return k
+}
+
+// held is the estimate of what the spans hold now.
+func (s *spans) held() int { return s.live + int(s.queued.Load()) }
+
+func attrsSize(kvs []*commonpb.KeyValue) int {
+	n := 0
+	for _, kv := range kvs {
+		n += len(kv.Key) + len(kv.Value.GetStringValue()) + 48
+	}
+	return n
+}
 
 // Judged opens a span at a request frame and ends it at its answer. It
 // runs on the audit goroutine and only touches memory.
@@ -233,6 +264,15 @@ func (s *spans) start(key string, f *tap.Frame, x *tap.Exchange) {
 		addStr(sp, AttrNetTransport, "tcp")
 	}
 	ls.span = sp
+	ls.size = 256 + len(sp.Name) + len(sp.TraceState) + attrsSize(sp.Attributes)
+	if s.held()+ls.size > maxSpanBytes {
+		s.shipEnded(true)
+		if s.held()+ls.size > maxSpanBytes {
+			s.dropped.Add(1) // the collector lags far behind: counted, not kept
+			return
+		}
+	}
+	s.live += ls.size
 	s.open[key] = ls
 	s.fifo = append(s.fifo, ls)
 	if len(s.fifo) > 2*maxOpenSpans { // ended entries pile up at the front
@@ -329,7 +369,7 @@ func (s *spans) finding(f tap.Finding) (spanIDs, bool) {
 	default:
 		ls.infos++
 	}
-	if len(sp.Events) < maxSpanEvents {
+	if len(sp.Events) < maxSpanEvents && s.held()+1024 <= maxSpanBytes {
 		ev := &tracepb.Span_Event{Name: SpanEventFinding, TimeUnixNano: unixNano(f.Time)}
 		if ev.TimeUnixNano == 0 {
 			ev.TimeUnixNano = unixNano(time.Now())
@@ -348,6 +388,9 @@ func (s *spans) finding(f tap.Finding) (spanIDs, bool) {
 			kv(AttrDirection, f.Dir.String())
 		}
 		sp.Events = append(sp.Events, ev)
+		n := 64 + attrsSize(ev.Attributes)
+		ls.size += n
+		s.live += n
 	} else {
 		ls.notRecorded++
 	}
@@ -412,15 +455,22 @@ func (s *spans) ship(ls *liveSpan) {
 		sp.Attributes = append(sp.Attributes, intKV(AttrEventsDropped, ls.notRecorded))
 		sp.DroppedEventsCount = uint32(ls.notRecorded)
 	}
+	s.live -= ls.size
 	select {
 	case <-s.stopping:
 		s.dropped.Add(1)
 		return
 	default:
 	}
+	if int(s.queued.Load())+ls.size > maxSpanBytes {
+		s.dropped.Add(1)
+		return
+	}
+	s.queued.Add(int64(ls.size))
 	select {
-	case s.q <- sp:
+	case s.q <- queuedSpan{sp: sp, size: ls.size}:
 	default:
+		s.queued.Add(-int64(ls.size))
 		s.dropped.Add(1)
 	}
 }
@@ -429,11 +479,11 @@ func (s *spans) run() {
 	defer close(s.done)
 	tick := time.NewTicker(spanFlushInterval)
 	defer tick.Stop()
-	batch := make([]*tracepb.Span, 0, DefaultBatch)
+	batch := make([]queuedSpan, 0, DefaultBatch)
 	for {
 		select {
-		case sp := <-s.q:
-			batch = append(batch, sp)
+		case it := <-s.q:
+			batch = append(batch, it)
 			batch = s.fill(batch)
 			s.export(batch, time.Now().Add(s.timeout))
 			batch = batch[:0]
@@ -451,17 +501,17 @@ func (s *spans) run() {
 				}
 				s.export(batch, deadline)
 			}
-			s.dropped.Add(uint64(len(s.q)))
+			s.discard()
 			return
 		}
 	}
 }
 
-func (s *spans) fill(batch []*tracepb.Span) []*tracepb.Span {
+func (s *spans) fill(batch []queuedSpan) []queuedSpan {
 	for len(batch) < DefaultBatch {
 		select {
-		case sp := <-s.q:
-			batch = append(batch, sp)
+		case it := <-s.q:
+			batch = append(batch, it)
 		default:
 			return batch
 		}
@@ -469,15 +519,23 @@ func (s *spans) fill(batch []*tracepb.Span) []*tracepb.Span {
 	return batch
 }
 
-func (s *spans) export(batch []*tracepb.Span, deadline time.Time) {
+func (s *spans) export(batch []queuedSpan, deadline time.Time) {
 	if len(batch) == 0 {
 		return
 	}
+	spans := make([]*tracepb.Span, len(batch))
+	size := 0
+	for i, it := range batch {
+		spans[i] = it.sp
+		size += it.size
+	}
+	clear(batch) // the spans are let go with the request
+	defer s.queued.Add(-int64(size))
 	ctx, cancel := context.WithDeadline(s.ctx, deadline)
 	defer cancel()
 	req := &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
 		Resource:   s.resource,
-		ScopeSpans: []*tracepb.ScopeSpans{{Scope: s.scope, Spans: batch}},
+		ScopeSpans: []*tracepb.ScopeSpans{{Scope: s.scope, Spans: spans}},
 	}}}
 	var resp coltracepb.ExportTraceServiceResponse
 	if err := s.c.post(ctx, req, &resp); err != nil {
@@ -526,9 +584,25 @@ func (s *spans) close(timeout time.Duration) bool {
 	select {
 	case <-s.done:
 	case <-time.After(timeout + 100*time.Millisecond):
-		s.dropped.Add(uint64(len(s.q)))
+		// An export is stuck past its deadline: give up on it; what is
+		// queued is lost (each counted once, by whoever takes it).
+		s.discard()
 	}
 	return true
+}
+
+// discard counts what is queued as dropped, taking it from the queue so
+// that no span is counted twice.
+func (s *spans) discard() {
+	for {
+		select {
+		case it := <-s.q:
+			s.queued.Add(-int64(it.size))
+			s.dropped.Add(1)
+		default:
+			return
+		}
+	}
 }
 
 func unixNano(t time.Time) uint64 {

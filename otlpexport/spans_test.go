@@ -2,6 +2,7 @@ package otlpexport
 
 import (
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -302,4 +303,40 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.Write(p)
+}
+
+// TestSpansStayBounded: with a collector that never answers, 4,596
+// requests never answered keep at most maxOpenSpans open and the bytes
+// held within maxSpanBytes, and every span is accounted for at Close:
+// exported or counted as dropped.
+func TestSpansStayBounded(t *testing.T) {
+	rc := otlptest.NewReceiver(t, true)
+	t.Setenv("OTEL_LOGS_EXPORTER", "none")
+	x, err := New(Config{Endpoint: rc.URL, ExportTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.HTTP, KeepAnswered: -1}, Rules: rules.Set(rules.Options{}), Sink: x, Watch: x.Watcher()})
+	now := time.Now()
+	const n = maxOpenSpans + 500
+	long := strings.Repeat("x", 4096) // a peer-chosen id far longer than any attribute
+	for i := range n {
+		id := fmt.Sprint(i)
+		if i%500 == 0 {
+			id = long + id
+		}
+		s.Frame(&tap.Frame{Dir: tap.FromHarness, Time: now.Add(time.Duration(i) * time.Microsecond), Transport: tap.HTTP, Conn: "http:1",
+			Raw: []byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"e","type":"tool.before"}}}`)})
+		x.spans.mu.Lock()
+		open, held := len(x.spans.open), x.spans.held()
+		x.spans.mu.Unlock()
+		if open > maxOpenSpans || held > maxSpanBytes {
+			t.Fatalf("after %d requests: %d spans open, %d bytes held; bounds %d and %d", i+1, open, held, maxOpenSpans, maxSpanBytes)
+		}
+	}
+	x.Close(200 * time.Millisecond)
+	s.Close()
+	if got := x.SpansDropped() + x.SpansExported(); got != n {
+		t.Errorf("%d spans dropped and %d exported, want %d in all", x.SpansDropped(), x.SpansExported(), n)
+	}
 }
