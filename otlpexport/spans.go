@@ -157,7 +157,7 @@ func (s *spans) Judged(f *tap.Frame, x *tap.Exchange) {
 	defer s.mu.Unlock()
 	// The findings of the previous frame were all written before this
 	// one was judged: its ended span is complete.
-	s.shipEnded(false)
+	s.shipEnded(true)
 	if f.Time.After(s.last) {
 		s.last = f.Time
 	}
