@@ -584,7 +584,8 @@ type processor struct {
 	once     sync.Once
 	dropped  atomic.Uint64
 	exported atomic.Uint64
-	warned   atomic.Bool // the one diagnostic line has been written
+	inflight atomic.Int64 // findings of the export in progress, not yet counted
+	warned   atomic.Bool  // the one diagnostic line has been written
 }
 
 func newProcessor(exp sdklog.Exporter, cfg Config, target string) *processor {
@@ -706,7 +707,12 @@ func (p *processor) export(deadline time.Time) {
 	}
 	ctx, cancel := context.WithDeadline(p.ctx, deadline)
 	defer cancel()
-	if err := p.exp.Export(ctx, batch); err != nil {
+	p.inflight.Store(int64(len(batch)))
+	err := p.exp.Export(ctx, batch)
+	if p.inflight.Swap(0) == 0 {
+		return // stop gave up on this export and counted it
+	}
+	if err != nil {
 		p.dropped.Add(uint64(len(batch)))
 		if p.warned.CompareAndSwap(false, true) {
 			msg := err.Error()
@@ -745,6 +751,7 @@ func (p *processor) stop(timeout time.Duration) bool {
 	case <-time.After(timeout + 100*time.Millisecond):
 		// An export is stuck past its deadline: give up on it; the
 		// queue's findings are lost.
+		p.dropped.Add(uint64(p.inflight.Swap(0)))
 		p.discard()
 	}
 	return true

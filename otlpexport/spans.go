@@ -102,6 +102,7 @@ type spans struct {
 
 	q        chan queuedSpan
 	queued   atomic.Int64 // estimated bytes of the spans queued or being exported
+	inflight atomic.Int64 // spans of the export in progress, not yet counted
 	stopping chan struct{}
 	done     chan struct{}
 	once     sync.Once
@@ -538,7 +539,12 @@ func (s *spans) export(batch []queuedSpan, deadline time.Time) {
 		ScopeSpans: []*tracepb.ScopeSpans{{Scope: s.scope, Spans: spans}},
 	}}}
 	var resp coltracepb.ExportTraceServiceResponse
-	if err := s.c.post(ctx, req, &resp); err != nil {
+	s.inflight.Store(int64(len(batch)))
+	err := s.c.post(ctx, req, &resp)
+	if s.inflight.Swap(0) == 0 {
+		return // close gave up on this export and counted it
+	}
+	if err != nil {
 		s.dropped.Add(uint64(len(batch)))
 		if s.warned.CompareAndSwap(false, true) {
 			s.diag("ahp-tap: exporting exchange spans to the OTLP collector at %s failed (%s); spans are dropped and counted (TAP-1), traffic is not affected\n", s.c.target, cut(err.Error()))
@@ -586,6 +592,7 @@ func (s *spans) close(timeout time.Duration) bool {
 	case <-time.After(timeout + 100*time.Millisecond):
 		// An export is stuck past its deadline: give up on it; what is
 		// queued is lost (each counted once, by whoever takes it).
+		s.dropped.Add(uint64(s.inflight.Swap(0)))
 		s.discard()
 	}
 	return true
