@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/otlpexport/otlptest"
@@ -321,5 +323,52 @@ func TestHTTPSpanJoinsTheHarnessTrace(t *testing.T) {
 	}
 	if joined != 1 {
 		t.Errorf("%d spans joined the harness's trace, want 1", joined)
+	}
+}
+
+// TestPerEventTapsExportSpans runs ten per_event events through taps
+// sharing --state (so one shared audit process audits them) with
+// --otlp-endpoint: each event is one span, the events answered
+// correctly end at their answer without error, the one whose backend
+// exited without answering ends at the end of its stream as unanswered,
+// and the metrics pushed count the exchanges answered.
+func TestPerEventTapsExportSpans(t *testing.T) {
+	dir := t.TempDir()
+	backend := writeScript(t, dir)
+	rc := otlptest.NewReceiver(t, false)
+	state := filepath.Join(dir, "state")
+	flags := []string{"--lifecycle", "per_event", "--state", state, "--summary=false", "--otlp-endpoint", rc.URL}
+	for i := range 10 {
+		runEvent(t, intercept(fmt.Sprintf("e%d", i), "ls"), flags, backend)
+	}
+	waitNoServer(t, state) // every link closed, its exporter flushed
+	got := map[string]map[string]string{}
+	errs := map[string]bool{}
+	for _, sp := range rc.Spans() {
+		a := otlptest.KVs(sp.Attributes)
+		id := a[otlpexport.AttrRequestID]
+		if got[id] != nil {
+			t.Errorf("two spans for %s", id)
+		}
+		got[id] = a
+		errs[id] = sp.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR
+	}
+	if len(got) != 10 {
+		t.Fatalf("spans for %d events, want 10: %v", len(got), got)
+	}
+	for _, id := range []string{"e1", "e2", "e4", "e5", "e6", "e8", "e9"} {
+		if a := got[id]; errs[id] || a[otlpexport.AttrSpanEnd] != otlpexport.EndAnswer || a[otlpexport.AttrOutcome] != "no_effect" {
+			t.Errorf("conforming %s: error %v, attributes %v; want no error, ended at the answer", id, errs[id], a)
+		}
+	}
+	if a := got["e7"]; !errs["e7"] || a[otlpexport.AttrSpanEnd] != otlpexport.EndEndOfStream || a[otlpexport.AttrOutcome] != "unanswered" {
+		t.Errorf("e7, never answered: error %v, attributes %v; want error, unanswered at the end of the stream", errs["e7"], a)
+	}
+	var exchanges float64
+	for _, p := range rc.Metrics()["ahp_tap_exchanges_total"].GetSum().GetDataPoints() {
+		exchanges += p.GetAsDouble()
+	}
+	if exchanges < 8 {
+		t.Errorf("ahp_tap_exchanges_total pushed %v, want the answered exchanges (at least 8)", exchanges)
 	}
 }
