@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,28 +25,29 @@ import (
 // a JSON-RPC client span (rpc/json-rpc.md); the ahp.* names are
 // ahp-tap's. They are a public interface, as the log attributes are.
 const (
-	AttrRPCSystem      = "rpc.system.name"
-	AttrRPCMethod      = "rpc.method"
-	AttrJSONRPCVersion = "jsonrpc.protocol.version"
-	AttrResponseStatus = "rpc.response.status_code"
-	AttrErrorType      = "error.type"
-	AttrNetTransport   = "network.transport"
-	AttrHook           = "ahp.hook.id"
-	AttrOutcome        = "ahp.outcome"
-	AttrEffectTypes    = "ahp.effect.types"
-	AttrSpanEnd        = "ahp.span.end"
-	AttrFindingsError  = "ahp.findings.error"
-	AttrFindingsWarn   = "ahp.findings.warn"
-	AttrFindingsInfo   = "ahp.findings.info"
-	AttrEventsDropped  = "ahp.findings.not_recorded"
-	AttrLevel          = "ahp.level"
-	SpanEventFinding   = "ahp.finding"
-	maxSpanEvents      = 32       // finding events kept per span; the rest counted
-	maxOpenSpans       = 4096     // exchanges waiting for their answer
-	maxRecentSpans     = 4096     // ended exchanges a late finding can still be joined to
-	maxAttrLen         = 256      // a peer-chosen attribute value is cut there
-	maxSpanBytes       = 32 << 20 // spans held (open, ended, queued), estimated; past it new spans and events are counted, not kept
-	spanFlushInterval  = 250 * time.Millisecond
+	AttrRPCSystem         = "rpc.system.name"
+	AttrRPCMethod         = "rpc.method"
+	AttrRPCMethodOriginal = "rpc.method_original"
+	AttrJSONRPCVersion    = "jsonrpc.protocol.version"
+	AttrResponseStatus    = "rpc.response.status_code"
+	AttrErrorType         = "error.type"
+	AttrNetTransport      = "network.transport"
+	AttrHook              = "ahp.hook.id"
+	AttrOutcome           = "ahp.outcome"
+	AttrEffectTypes       = "ahp.effect.types"
+	AttrSpanEnd           = "ahp.span.end"
+	AttrFindingsError     = "ahp.findings.error"
+	AttrFindingsWarn      = "ahp.findings.warn"
+	AttrFindingsInfo      = "ahp.findings.info"
+	AttrEventsDropped     = "ahp.findings.not_recorded"
+	AttrLevel             = "ahp.level"
+	SpanEventFinding      = "ahp.finding"
+	maxSpanEvents         = 32       // finding events kept per span; the rest counted
+	maxOpenSpans          = 4096     // exchanges waiting for their answer
+	maxRecentSpans        = 4096     // ended exchanges a late finding can still be joined to
+	maxAttrLen            = 256      // a peer-chosen attribute value is cut there
+	maxSpanBytes          = 32 << 20 // spans held (open, ended, queued), estimated; past it new spans and events are counted, not kept
+	spanFlushInterval     = 250 * time.Millisecond
 )
 
 // How a span ended (ahp.span.end).
@@ -233,11 +235,14 @@ func (s *spans) start(key string, f *tap.Frame, x *tap.Exchange) {
 		_, _ = rand.Read(ls.ids.trace[:])
 	}
 	_, _ = rand.Read(ls.ids.span[:])
-	method := bounded(x.Method)
-	name := method
-	if name == "" {
-		name = "jsonrpc"
+	// The span name must stay a small set: a method the protocol does
+	// not define (a peer chooses it) is _OTHER, as the conventions say,
+	// the method itself rpc.method_original.
+	method, original := x.Method, ""
+	if !slices.Contains(vocab.Methods, method) {
+		method, original = "_OTHER", bounded(x.Method)
 	}
+	name := method
 	sp := &tracepb.Span{
 		TraceId: ls.ids.trace[:], SpanId: ls.ids.span[:], ParentSpanId: parent, TraceState: state,
 		Name: name, Kind: tracepb.Span_SPAN_KIND_CLIENT,
@@ -245,6 +250,7 @@ func (s *spans) start(key string, f *tap.Frame, x *tap.Exchange) {
 	}
 	addStr(sp, AttrRPCSystem, "jsonrpc")
 	addStr(sp, AttrRPCMethod, method)
+	addStr(sp, AttrRPCMethodOriginal, original)
 	addStr(sp, AttrRequestID, bounded(requestID(x.RPCIDText())))
 	// Conditionally required when other than 1.0: JSON-RPC 2.0 always is.
 	if v, ok := f.Tree.Get("jsonrpc").Text(); ok && v != "1.0" {

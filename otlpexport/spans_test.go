@@ -165,6 +165,8 @@ func TestSpanJoinsTheHarnessTrace(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":"e","result":{"protocolVersion":"draft","effects":[]}}`, tap.FromBackend, nil},
 		{req("n", ""), tap.FromHarness, nil},
 		{`{"jsonrpc":"2.0","id":"n","result":{"protocolVersion":"draft","effects":[]}}`, tap.FromBackend, nil},
+		{`{"jsonrpc":"2.0","id":"m","method":"x/custom-1234","params":{}}`, tap.FromHarness, nil},
+		{`{"jsonrpc":"2.0","id":"m","result":{}}`, tap.FromBackend, nil},
 	}
 	for i, fr := range frames {
 		f := &tap.Frame{Dir: fr.dir, Time: now.Add(time.Duration(i) * time.Millisecond), Transport: tap.HTTP, Conn: "http:1", Raw: []byte(fr.raw),
@@ -192,6 +194,12 @@ func TestSpanJoinsTheHarnessTrace(t *testing.T) {
 	}
 	if len(n.ParentSpanId) != 0 || hex.EncodeToString(n.TraceId) == extTrace || hex.EncodeToString(n.TraceId) == "0af7651916cd43dd8448eb211c80319c" {
 		t.Errorf("n: trace %x parent %x, want a root span of its own trace", n.TraceId, n.ParentSpanId)
+	}
+	if m, a := got["m"], spanAttrs(got["m"]); m == nil || m.Name != "_OTHER" || a[AttrRPCMethod] != "_OTHER" || a[AttrRPCMethodOriginal] != "x/custom-1234" {
+		t.Errorf("a method AHP does not define: span %q, attributes %v; want _OTHER, the method as rpc.method_original", m.GetName(), a)
+	}
+	if a := spanAttrs(h); a[AttrRPCMethodOriginal] != "" || h.Name != "hooks/intercept" {
+		t.Errorf("h: name %q, rpc.method_original %q; want hooks/intercept and none", h.Name, a[AttrRPCMethodOriginal])
 	}
 	if a := spanAttrs(n); a[AttrErrorType] != "" || a[AttrResponseStatus] != "" || a[AttrOutcome] != tap.OutcomeNoEffect {
 		t.Errorf("n: attributes %v, want a successful call (no error.type, no status code)", a)
