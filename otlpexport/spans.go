@@ -222,15 +222,12 @@ func (s *spans) start(key string, f *tap.Frame, x *tap.Exchange) {
 	}
 	ls := &liveSpan{key: key, reqSeq: f.Seq}
 	var parent []byte
-	var state string
-	tp, ts := traceContext(f, x)
-	if sc, ok := spanContext(tp); ok {
+	if sc, ok := spanContext(traceParent(f, x)); ok {
+		// Only the ids are taken: the harness's tracestate (vendor
+		// data a header carries) is in no span.
 		tid, sid := sc.TraceID(), sc.SpanID()
 		ls.ids.trace = tid
 		parent = append([]byte(nil), sid[:]...)
-		if len(ts) <= 512 {
-			state = ts
-		}
 	} else {
 		_, _ = rand.Read(ls.ids.trace[:])
 	}
@@ -244,7 +241,7 @@ func (s *spans) start(key string, f *tap.Frame, x *tap.Exchange) {
 	}
 	name := method
 	sp := &tracepb.Span{
-		TraceId: ls.ids.trace[:], SpanId: ls.ids.span[:], ParentSpanId: parent, TraceState: state,
+		TraceId: ls.ids.trace[:], SpanId: ls.ids.span[:], ParentSpanId: parent,
 		Name: name, Kind: tracepb.Span_SPAN_KIND_CLIENT,
 		StartTimeUnixNano: unixNano(f.Time),
 	}
@@ -271,7 +268,7 @@ func (s *spans) start(key string, f *tap.Frame, x *tap.Exchange) {
 		addStr(sp, AttrNetTransport, "tcp")
 	}
 	ls.span = sp
-	ls.size = 256 + len(sp.Name) + len(sp.TraceState) + attrsSize(sp.Attributes)
+	ls.size = 256 + len(sp.Name) + attrsSize(sp.Attributes)
 	if s.held()+ls.size > maxSpanBytes {
 		s.shipEnded(true)
 		if s.held()+ls.size > maxSpanBytes {
@@ -293,27 +290,18 @@ func (s *spans) start(key string, f *tap.Frame, x *tap.Exchange) {
 	}
 }
 
-// traceContext is the harness's W3C trace context of the request: the
-// HTTP traceparent header, else the event's org.w3c.trace_context
-// extension.
-func traceContext(f *tap.Frame, x *tap.Exchange) (parent, state string) {
+// traceParent is the harness's W3C traceparent of the request: the HTTP
+// traceparent header, else the event's org.w3c.trace_context extension.
+func traceParent(f *tap.Frame, x *tap.Exchange) string {
 	if f.HTTP != nil {
 		for k, vs := range f.HTTP.Header {
-			switch {
-			case strings.EqualFold(k, "traceparent") && len(vs) > 0:
-				parent = vs[0]
-			case strings.EqualFold(k, "tracestate") && len(vs) > 0:
-				state = strings.Join(vs, ",")
+			if strings.EqualFold(k, "traceparent") && len(vs) > 0 {
+				return vs[0]
 			}
 		}
-		if parent != "" {
-			return parent, state
-		}
 	}
-	tc := x.Event.Path("extensions", "org.w3c.trace_context")
-	parent, _ = tc.Get("traceparent").Text()
-	state, _ = tc.Get("tracestate").Text()
-	return parent, state
+	tp, _ := x.Event.Path("extensions", "org.w3c.trace_context", "traceparent").Text()
+	return tp
 }
 
 // end ends ls at t (with how it ended); it waits among the ended for the
