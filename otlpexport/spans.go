@@ -194,7 +194,10 @@ func (s *spans) Judged(f *tap.Frame, x *tap.Exchange) {
 			types := make([]*commonpb.AnyValue, 0, min(len(effects), 16))
 			for _, e := range effects[:min(len(effects), 16)] {
 				if t, ok := e.Get("type").Text(); ok {
-					types = append(types, &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: bounded(t)}})
+					t = bounded(t)
+					types = append(types, &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: t}})
+					ls.size += len(t) + 32
+					s.live += len(t) + 32
 				}
 			}
 			sp.Attributes = append(sp.Attributes, &commonpb.KeyValue{Key: AttrEffectTypes,
