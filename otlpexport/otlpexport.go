@@ -1,16 +1,27 @@
-// Package otlpexport sends findings to an OpenTelemetry collector as log
-// records, over OTLP/HTTP, with the official OpenTelemetry Go SDK.
+// Package otlpexport sends what a tap sees to an OpenTelemetry collector
+// over OTLP/HTTP: findings as log records (with the official OpenTelemetry
+// Go SDK), one span per exchange (spans.go) and the tap's metrics
+// (metrics.go), each signal off with its OTEL_<SIGNAL>_EXPORTER=none.
 //
-// An Exporter is a tap.Sink that never blocks and never fails the tap:
-// Write puts the finding in a bounded queue and returns; one goroutine
-// turns the queue into log records, in batches, and exports them. When the queue is full (the collector
-// is slow, down or hanging) a finding is dropped and counted, as is every
-// finding of a batch the collector did not take. Close reports the count
-// as a TAP-1 finding, and Collectors exposes it as a Prometheus metric.
+// An Exporter is a tap.Sink and a tap.Watcher that never blocks and never
+// fails the tap: Write and Judged put the finding or the span in a bounded
+// queue and return; goroutines of the exporter's own turn the queues into
+// requests, in batches, and export them. When a queue is full (the
+// collector is slow, down or hanging) a finding or span is dropped and
+// counted, as is every one of a batch the collector did not take. Close
+// reports the counts as a TAP-1 finding, and Collectors exposes them as
+// Prometheus metrics.
+//
+// Spans and metrics are written as OTLP protobuf by hand (the official
+// proto types, net/http), not through the SDK: a span's ids must be known
+// at its request frame, before it ends, so that the log records of the
+// findings on it carry them, and its times are the frames' as the audit
+// read them, not the clock's when the SDK would see them.
 package otlpexport
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +41,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 
 	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
@@ -78,21 +91,39 @@ type Config struct {
 	Version string
 	// Diag receives one line when exports start failing; nil discards.
 	Diag io.Writer
+	// Hook is the registration's hook id the link serves, the spans'
+	// ahp.hook.id ("": none).
+	Hook string
 }
 
 // Enabled reports whether cfg, or the environment, names a collector.
 func Enabled(endpoint string) bool {
-	return endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
+	if endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" {
+		return true
+	}
+	for _, sig := range []string{signalLogs, signalTraces, signalMetrics} {
+		if os.Getenv("OTEL_EXPORTER_OTLP_"+sig+"_ENDPOINT") != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // An Exporter is a tap.Sink that exports findings as OpenTelemetry log
 // records.
 type Exporter struct {
 	cfg      Config
-	provider *sdklog.LoggerProvider
+	provider *sdklog.LoggerProvider // nil: logs off (OTEL_LOGS_EXPORTER=none)
 	logger   otellog.Logger
 	proc     *processor
 	target   string // the endpoint for people, credentials redacted
+	spans    *spans // nil: traces off
+	res      *resourcepb.Resource
+	scope    *commonpb.InstrumentationScope
+
+	metricsURL  string
+	metricsOnce sync.Once
+	metrics     atomic.Pointer[metrics] // nil until ExportMetrics
 }
 
 // New starts an exporter. It fails only on a configuration error (a bad
@@ -108,37 +139,10 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.Diag == nil {
 		cfg.Diag = io.Discard
 	}
-	opts := []otlploghttp.Option{
-		otlploghttp.WithTimeout(cfg.ExportTimeout),
-		// A failed batch is counted, not retried for a minute: retries
-		// would only hold the queue full longer.
-		otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: false}),
-	}
-	var target string // the endpoint for people, credentials redacted
 	if cfg.Endpoint != "" {
-		u, err := url.Parse(cfg.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("OTLP endpoint %q is not an absolute http:// or https:// URL", cfg.Endpoint)
+		if _, err := parseURL(cfg.Endpoint); err != nil {
+			return nil, err
 		}
-		if u.Path == "" || u.Path == "/" {
-			u.Path = "/v1/logs"
-		}
-		opts = append(opts, otlploghttp.WithEndpointURL(u.String()))
-		target = u.String()
-	} else {
-		target = firstEnv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-	}
-	// The endpoint's userinfo and credential query parameters (api_key,
-	// token…) are hidden wherever it is named, and remembered, so that an
-	// exporter error quoting them has them redacted too.
-	var secrets httpaudit.Builder
-	if u, err := url.Parse(target); err == nil {
-		secrets.AddURL(u)
-	}
-	target = httpaudit.URL(target)
-	exp, err := otlploghttp.New(context.Background(), opts...)
-	if err != nil {
-		return nil, fmt.Errorf("OTLP exporter: %v", err)
 	}
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceVersion(cfg.Version)))
 	if err != nil {
@@ -154,15 +158,145 @@ func New(cfg Config) (*Exporter, error) {
 			res = m
 		}
 	}
+	if !strings.Contains(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), "service.instance.id=") {
+		// One process's cumulative metrics must not be taken for
+		// another's: every tap of a fleet has its instance.
+		if m, err := resource.Merge(res, resource.NewSchemaless(semconv.ServiceInstanceID(instanceID))); err == nil {
+			res = m
+		}
+	}
+	x := &Exporter{cfg: cfg, res: protoResource(res),
+		scope: &commonpb.InstrumentationScope{Name: "github.com/ahp-tap/ahp-tap", Version: cfg.Version}}
+	diag := func(format string, args ...any) { printable.Fprintf(cfg.Diag, format, args...) }
+	if signalOn(signalTraces) {
+		u, err := signalURL(cfg.Endpoint, signalTraces)
+		if err != nil {
+			return nil, err
+		}
+		if u != "" {
+			c, err := newClient(u, signalTraces)
+			if err != nil {
+				return nil, err
+			}
+			x.spans = newSpans(c, cfg.Hook, x.res, x.scope, cfg.Queue, cfg.ExportTimeout, diag)
+			x.target = c.target
+		}
+	}
+	if signalOn(signalMetrics) {
+		if x.metricsURL, err = signalURL(cfg.Endpoint, signalMetrics); err != nil {
+			x.spans.closeNow()
+			return nil, err
+		}
+	}
+	if signalOn(signalLogs) && (cfg.Endpoint != "" || firstEnv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT") != "") {
+		if err := x.openLogs(res); err != nil {
+			x.spans.closeNow()
+			return nil, err
+		}
+	}
+	return x, nil
+}
+
+// openLogs starts the log record exporter.
+func (x *Exporter) openLogs(res *resource.Resource) error {
+	cfg := x.cfg
+	opts := []otlploghttp.Option{
+		otlploghttp.WithTimeout(cfg.ExportTimeout),
+		// A failed batch is counted, not retried for a minute: retries
+		// would only hold the queue full longer.
+		otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: false}),
+	}
+	var target string // the endpoint for people, credentials redacted
+	if cfg.Endpoint != "" {
+		u, err := signalURL(cfg.Endpoint, signalLogs)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, otlploghttp.WithEndpointURL(u))
+		target = u
+	} else {
+		target = firstEnv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	// The endpoint's userinfo and credential query parameters (api_key,
+	// token…) are hidden wherever it is named, and remembered, so that an
+	// exporter error quoting them has them redacted too.
+	var secrets httpaudit.Builder
+	if u, err := url.Parse(target); err == nil {
+		secrets.AddURL(u)
+	}
+	target = httpaudit.URL(target)
+	exp, err := otlploghttp.New(context.Background(), opts...)
+	if err != nil {
+		return fmt.Errorf("OTLP exporter: %v", err)
+	}
 	p := newProcessor(exp, cfg, target)
 	p.secrets = &secrets
 	lp := sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(p))
-	x := &Exporter{cfg: cfg, provider: lp, proc: p, target: target,
-		logger: lp.Logger("github.com/ahp-tap/ahp-tap", otellog.WithInstrumentationVersion(cfg.Version))}
+	x.provider, x.proc, x.target = lp, p, target
+	x.logger = lp.Logger("github.com/ahp-tap/ahp-tap", otellog.WithInstrumentationVersion(cfg.Version))
 	p.emit = x.emit
 	p.start()
-	return x, nil
+	return nil
 }
+
+// protoResource is res as OTLP protobuf.
+func protoResource(res *resource.Resource) *resourcepb.Resource {
+	out := &resourcepb.Resource{}
+	for _, kv := range res.Attributes() {
+		out.Attributes = append(out.Attributes, &commonpb.KeyValue{Key: string(kv.Key), Value: anyValue(kv.Value)})
+	}
+	return out
+}
+
+func anyValue(v attribute.Value) *commonpb.AnyValue {
+	switch v.Type() {
+	case attribute.BOOL:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: v.AsBool()}}
+	case attribute.INT64:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v.AsInt64()}}
+	case attribute.FLOAT64:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: v.AsFloat64()}}
+	}
+	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.String()}}
+}
+
+// Watcher is the tap.Watcher that makes the exchanges' spans, or nil when
+// traces are off (no collector, OTEL_TRACES_EXPORTER=none). Give it to the
+// session (tap.SessionConfig.Watch) of the link whose findings this
+// exporter takes.
+func (x *Exporter) Watcher() tap.Watcher {
+	if x == nil || x.spans == nil {
+		return nil
+	}
+	return x.spans
+}
+
+// ExportMetrics pushes g's ahp_tap_* families to the collector every
+// OTEL_METRIC_EXPORT_INTERVAL and at Close, unless metrics are off
+// (OTEL_METRICS_EXPORTER=none). Only the first call counts.
+func (x *Exporter) ExportMetrics(g prometheus.Gatherer) {
+	if x == nil || x.metricsURL == "" || g == nil {
+		return
+	}
+	x.metricsOnce.Do(func() {
+		c, err := newClient(x.metricsURL, signalMetrics)
+		if err != nil {
+			printable.Fprintf(x.cfg.Diag, "ahp-tap: OTLP metrics: %v; metrics are not pushed, traffic is not affected\n", err)
+			return
+		}
+		x.metrics.Store(newMetrics(c, g, x.res, x.scope, x.cfg.ExportTimeout, func(format string, args ...any) { printable.Fprintf(x.cfg.Diag, format, args...) }))
+	})
+}
+
+// instanceID is this process's service.instance.id: random, as the
+// semantic conventions suggest when nothing better names the instance.
+var instanceID = func() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40 // a version 4 UUID
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}()
 
 func firstEnv(names ...string) string {
 	for _, n := range names {
@@ -177,8 +311,15 @@ func firstEnv(names ...string) string {
 // queue is full. It implements tap.Sink. Nothing but a copy into the queue
 // happens on the caller's goroutine.
 func (x *Exporter) Write(f tap.Finding) {
-	if x != nil {
-		x.proc.offer(pending{f: f, capture: x.cfg.Capture}, 0)
+	if x == nil {
+		return
+	}
+	it := pending{f: f, capture: x.cfg.Capture}
+	if x.spans != nil {
+		it.ids, it.inSpan = x.spans.finding(f)
+	}
+	if x.proc != nil {
+		x.proc.offer(it, 0)
 	}
 }
 
@@ -186,7 +327,7 @@ func (x *Exporter) Write(f tap.Finding) {
 // export timeout for room in the queue: for offline use (replay), where
 // nothing is forwarded and waiting beats dropping.
 func (x *Exporter) WriteWait(f tap.Finding, capture string) {
-	if x != nil {
+	if x != nil && x.proc != nil {
 		x.proc.offer(pending{f: f, capture: capture}, x.cfg.ExportTimeout)
 	}
 }
@@ -195,11 +336,14 @@ func (x *Exporter) WriteWait(f tap.Finding, capture string) {
 type pending struct {
 	f       tap.Finding
 	capture string
+	ids     spanIDs // the span of its exchange, when inSpan
+	inSpan  bool
 }
 
 // emit turns a finding into a log record through the SDK's logger, which
 // hands it to the processor. It runs on the export goroutine only.
-func (x *Exporter) emit(f tap.Finding, capture string) {
+func (x *Exporter) emit(it pending) {
+	f, capture := it.f, it.capture
 	var r otellog.Record
 	now := time.Now()
 	ts := f.Time
@@ -234,8 +378,12 @@ func (x *Exporter) emit(f tap.Finding, capture string) {
 	}
 	r.AddAttributes(attrs...)
 	ctx := context.Background()
-	if sc, ok := spanContext(f.TraceParent); ok {
-		// The SDK takes the record's trace and span from the context.
+	// The SDK takes the record's trace and span from the context: the
+	// exchange's span, else the harness's trace context of the event.
+	if it.inSpan {
+		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: it.ids.trace, SpanID: it.ids.span, TraceFlags: trace.FlagsSampled})
+		ctx = trace.ContextWithSpanContext(ctx, sc)
+	} else if sc, ok := spanContext(f.TraceParent); ok {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
 	x.logger.Emit(ctx, r)
@@ -295,7 +443,7 @@ func hexByte(s string) (byte, error) {
 
 // Dropped returns how many findings were not exported so far.
 func (x *Exporter) Dropped() uint64 {
-	if x == nil {
+	if x == nil || x.proc == nil {
 		return 0
 	}
 	return x.proc.dropped.Load()
@@ -303,27 +451,89 @@ func (x *Exporter) Dropped() uint64 {
 
 // Exported returns how many findings the collector accepted so far.
 func (x *Exporter) Exported() uint64 {
-	if x == nil {
+	if x == nil || x.proc == nil {
 		return 0
 	}
 	return x.proc.exported.Load()
 }
 
-// Close exports what is queued for at most timeout, then stops. It returns
-// the TAP-1 finding for the findings not exported, if any, for the
-// caller's other sinks. It is idempotent; later calls return nothing.
+// SpansDropped returns how many exchange spans were not exported so far.
+func (x *Exporter) SpansDropped() uint64 {
+	if x == nil || x.spans == nil {
+		return 0
+	}
+	return x.spans.dropped.Load()
+}
+
+// SpansExported returns how many exchange spans the collector accepted.
+func (x *Exporter) SpansExported() uint64 {
+	if x == nil || x.spans == nil {
+		return 0
+	}
+	return x.spans.exported.Load()
+}
+
+// MetricPushesFailed returns how many metric pushes did not reach the
+// collector so far.
+func (x *Exporter) MetricPushesFailed() uint64 {
+	if x == nil {
+		return 0
+	}
+	if m := x.metrics.Load(); m != nil {
+		return m.failed.Load()
+	}
+	return 0
+}
+
+// Close ends the spans still open, pushes the metrics a last time and
+// exports what is queued, each signal for at most timeout, in parallel,
+// then stops. It returns the TAP-1 finding for what was not exported, if
+// anything, for the caller's other sinks. It is idempotent; later calls
+// return nothing.
 func (x *Exporter) Close(timeout time.Duration) *tap.Finding {
-	if x == nil || !x.proc.stop(timeout) {
+	if x == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	_ = x.provider.Shutdown(ctx) // the processor is stopped already: this only releases the exporter
-	n := x.Dropped()
-	if n == 0 {
+	var wg sync.WaitGroup
+	first := false
+	wg.Go(func() {
+		if x.spans != nil && x.spans.close(timeout) {
+			first = true
+		}
+	})
+	var metricsFirst bool
+	wg.Go(func() {
+		// ExportMetrics after this point starts nothing.
+		x.metricsOnce.Do(func() {})
+		if m := x.metrics.Load(); m != nil {
+			metricsFirst = m.close(timeout)
+		}
+	})
+	logsFirst := false
+	if x.proc != nil && x.proc.stop(timeout) {
+		logsFirst = true
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		_ = x.provider.Shutdown(ctx) // the processor is stopped already: this only releases the exporter
+		cancel()
+	}
+	wg.Wait()
+	if !first && !logsFirst && !metricsFirst {
 		return nil
 	}
-	f := tap.TapIncomplete.At(nil, tap.Warn, "", "%d findings were not exported to the OTLP collector at %s (queue full, collector slow, down or refusing); forwarding and the other sinks were not affected", n, x.target)
+	var lost []string
+	if n := x.Dropped(); n > 0 {
+		lost = append(lost, fmt.Sprintf("%d findings", n))
+	}
+	if n := x.SpansDropped(); n > 0 {
+		lost = append(lost, fmt.Sprintf("%d exchange spans", n))
+	}
+	if n := x.MetricPushesFailed(); n > 0 {
+		lost = append(lost, fmt.Sprintf("%d metric pushes", n))
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	f := tap.TapIncomplete.At(nil, tap.Warn, "", "%s were not exported to the OTLP collector at %s (queue full, collector slow, down or refusing); forwarding and the other sinks were not affected", strings.Join(lost, ", "), x.target)
 	return &f
 }
 
@@ -351,6 +561,14 @@ func Collectors(xs ...*Exporter) []prometheus.Collector {
 			Name: "ahp_tap_otlp_dropped_total",
 			Help: "Findings not exported to the OTLP collector (queue full, export failed or timed out); reported as TAP-1.",
 		}, sum((*Exporter).Dropped)),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "ahp_tap_otlp_spans_exported_total",
+			Help: "Exchange spans the OTLP collector accepted.",
+		}, sum((*Exporter).SpansExported)),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "ahp_tap_otlp_spans_dropped_total",
+			Help: "Exchange spans not exported to the OTLP collector (queue full, export failed or timed out); reported as TAP-1.",
+		}, sum((*Exporter).SpansDropped)),
 	}
 }
 
@@ -363,7 +581,7 @@ func Collectors(xs ...*Exporter) []prometheus.Collector {
 // and keep the SDK's work off the auditing goroutine.)
 type processor struct {
 	exp     sdklog.Exporter
-	emit    func(f tap.Finding, capture string) // the exporter's, set before the goroutine starts
+	emit    func(it pending) // the exporter's, set before the goroutine starts
 	timeout time.Duration
 	diag    io.Writer
 	target  string
@@ -379,7 +597,8 @@ type processor struct {
 	once     sync.Once
 	dropped  atomic.Uint64
 	exported atomic.Uint64
-	warned   atomic.Bool // the one diagnostic line has been written
+	inflight atomic.Int64 // findings of the export in progress, not yet counted
+	warned   atomic.Bool  // the one diagnostic line has been written
 }
 
 func newProcessor(exp sdklog.Exporter, cfg Config, target string) *processor {
@@ -441,7 +660,7 @@ func (p *processor) run() {
 	for {
 		select {
 		case it := <-p.q:
-			p.emit(it.f, it.capture)
+			p.emit(it)
 		case <-p.stopping:
 			p.drain()
 			return
@@ -456,7 +675,7 @@ func (p *processor) fill() {
 	for len(p.batch) < DefaultBatch {
 		select {
 		case it := <-p.q:
-			p.emit(it.f, it.capture)
+			p.emit(it)
 			continue
 		default:
 		}
@@ -475,7 +694,21 @@ func (p *processor) drain() {
 		}
 		p.export(deadline)
 	}
-	p.dropped.Add(uint64(len(p.q)))
+	p.discard()
+}
+
+// discard counts what is queued as dropped, taking it from the queue so
+// that no finding is counted twice (stop may give up on the drain while
+// it runs).
+func (p *processor) discard() {
+	for {
+		select {
+		case <-p.q:
+			p.dropped.Add(1)
+		default:
+			return
+		}
+	}
 }
 
 // export sends the batch and empties it.
@@ -487,7 +720,12 @@ func (p *processor) export(deadline time.Time) {
 	}
 	ctx, cancel := context.WithDeadline(p.ctx, deadline)
 	defer cancel()
-	if err := p.exp.Export(ctx, batch); err != nil {
+	p.inflight.Store(int64(len(batch)))
+	err := p.exp.Export(ctx, batch)
+	if p.inflight.Swap(0) == 0 {
+		return // stop gave up on this export and counted it
+	}
+	if err != nil {
 		p.dropped.Add(uint64(len(batch)))
 		if p.warned.CompareAndSwap(false, true) {
 			msg := err.Error()
@@ -526,7 +764,8 @@ func (p *processor) stop(timeout time.Duration) bool {
 	case <-time.After(timeout + 100*time.Millisecond):
 		// An export is stuck past its deadline: give up on it; the
 		// queue's findings are lost.
-		p.dropped.Add(uint64(len(p.q)))
+		p.dropped.Add(uint64(p.inflight.Swap(0)))
+		p.discard()
 	}
 	return true
 }

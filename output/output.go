@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/report"
@@ -49,9 +51,13 @@ type Config struct {
 	Header            capture.Header
 	CaptureBestEffort bool
 	// OTLP, when set, exports every finding (opened by the command from
-	// its flags); Close gives it at most OTLPClose.
+	// its flags), a span per exchange (Watcher) and, with Metrics, the
+	// metrics; Close gives it at most OTLPClose.
 	OTLP      *otlpexport.Exporter
 	OTLPClose time.Duration
+	// Metrics is the registry of the link's Prometheus metrics; with OTLP
+	// its ahp_tap_* families are pushed to the collector too.
+	Metrics prometheus.Gatherer
 	// Sinks are more places every finding goes (metrics).
 	Sinks []tap.Sink
 	// SummaryLimit caps the examples the summary's collector keeps per
@@ -109,6 +115,9 @@ func Open(cfg Config) (*Output, error) {
 	o.others = o.sink
 	if cfg.OTLP != nil {
 		o.sink = append(o.sink, cfg.OTLP)
+		if cfg.Metrics != nil {
+			cfg.OTLP.ExportMetrics(cfg.Metrics)
+		}
 	}
 	if cfg.Capture != "" {
 		w, err := capture.Create(cfg.Capture, cfg.Header)
@@ -130,6 +139,13 @@ func Open(cfg Config) (*Output, error) {
 
 // Sink is where every finding of the link goes.
 func (o *Output) Sink() tap.Sink { return o.sink }
+
+// Watcher sees the session's judged frames for the way out: the OTLP
+// exporter's span per exchange. nil when nothing needs them; put it in
+// tap.SessionConfig.Watch beside any other watcher.
+func (o *Output) Watcher() tap.Watcher {
+	return o.cfg.OTLP.Watcher()
+}
 
 // Recorder is the capture, or nil.
 func (o *Output) Recorder() tap.Recorder {

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	tapmetrics "github.com/ahp-tap/ahp-tap/internal/metrics"
+	"github.com/ahp-tap/ahp-tap/otlpexport"
+	"github.com/ahp-tap/ahp-tap/otlpexport/otlptest"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -162,4 +165,57 @@ func TestConsoleLinkNamesTheLink(t *testing.T) {
 	if len(lines) != 2 || !strings.Contains(lines[0], "com.example.a http-conn:1 #2") || strings.Contains(lines[1], "com.example.a") {
 		t.Errorf("console lines %q: want the first to name link com.example.a, the second not", lines)
 	}
+}
+
+// TestOutputExportsAllSignals: with an OTLP exporter and a metrics
+// registry in the Config, a session given o.Sink and o.Watcher sends its
+// finding as a log record on its exchange's span, the span, and the
+// registry's families; without an exporter there is no watcher.
+func TestOutputExportsAllSignals(t *testing.T) {
+	rc := otlptest.NewReceiver(t, false)
+	x, err := otlpexport.New(otlpexport.Config{Endpoint: rc.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	traffic := tapmetrics.NewTraffic()
+	o, err := Open(Config{Name: "test", OTLP: x, OTLPClose: 5 * time.Second, Sinks: []tap.Sink{traffic.Sink()}, Metrics: traffic.Gatherer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Watcher() == nil {
+		t.Fatal("Watcher() is nil with an OTLP exporter")
+	}
+	s := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio}, Rules: rules.Set(rules.Options{}),
+		Sink: o.Sink(), Conn: "stdio:1", Watch: o.Watcher()})
+	now := time.Now()
+	s.Stream("stdio:1", tap.FromHarness, now, []byte(`{"jsonrpc":"2.0","id":"r1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"r1","type":"tool.before"}}}`+"\n"))
+	s.Stream("stdio:1", tap.FromBackend, now.Add(time.Millisecond), []byte(`{"jsonrpc":"2.0","id":"r1","result":{"protocolVersion":"1900","effects":[]}}`+"\n"))
+	s.Close()
+	if err := o.Close(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	spans := rc.Spans()
+	if len(spans) != 1 {
+		t.Fatalf("received %d spans, want 1", len(spans))
+	}
+	joined := 0
+	for _, r := range rc.Records() {
+		if string(r.SpanId) == string(spans[0].SpanId) {
+			joined++
+		}
+	}
+	if joined == 0 || len(rc.Records()) == 0 {
+		t.Errorf("%d of %d log records on the exchange's span, want some", joined, len(rc.Records()))
+	}
+	if rc.Metrics()["ahp_tap_findings_total"] == nil {
+		t.Errorf("metrics %v lack ahp_tap_findings_total", rc.Metrics())
+	}
+	plain, err := Open(Config{Name: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Watcher() != nil {
+		t.Error("Watcher() is not nil without an OTLP exporter")
+	}
+	plain.Close(time.Now())
 }

@@ -257,7 +257,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	for i, k := range links {
 		lc := *l // each route is its own link: its own hook
 		lc.cfg.HookID = k.route.Hook
-		otlpx, err := otlpf.open(k.route.Capture, m.diag())
+		otlpx, err := otlpf.openHook(k.route.Capture, k.route.Hook, m.diag())
 		if err != nil {
 			closeHTTPLinks(links, time.Now())
 			return err
@@ -274,6 +274,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 			Sinks: []tap.Sink{metrics.Sink()}, SummaryLimit: 1, // counts only: a long-running tap must not grow
 			Capture: k.route.Capture, Header: capture.Header{Tool: "ahp-tap " + version, Snapshot: lc.cfg.Snapshot, Transport: tap.HTTP,
 				Registration: ef.registration, Hook: k.route.Hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: lc.regDoc}}
+		if i == 0 {
+			oc.Metrics = metrics.Gatherer() // the process's series (every route's sum), pushed once
+		}
 		if *console {
 			oc.Console = m.Stderr
 			if len(routeFlags) > 0 {
@@ -288,7 +291,14 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		}
 		k.out = out
 		k.cc = conductClientFor(*conductDir, ef.registration, k.route.Hook, &lc, m.diag())
-		k.session = lc.watchedSession(lc.cfg, out.Sink(), out.Recorder(), "", 0, k.cc) // reports the registration's findings
+		var watch []tap.Watcher
+		if k.cc != nil {
+			watch = append(watch, k.cc)
+		}
+		if w := out.Watcher(); w != nil {
+			watch = append(watch, w) // the exchanges' spans
+		}
+		k.session = lc.watchersSession(lc.cfg, out.Sink(), out.Recorder(), "", 0, watch) // reports the registration's findings
 		// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
 		// Deadlines are judged as they pass (issue 21 item 8): the proxy
 		// hands over a request unanswered by the shortest deadline, and the

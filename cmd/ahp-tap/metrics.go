@@ -10,6 +10,7 @@ import (
 
 	tapmetrics "github.com/ahp-tap/ahp-tap/internal/metrics"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
+	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -85,7 +86,17 @@ func checkMetricsAddr(addr string, allowRemote bool, diag io.Writer) error {
 // of them). A listen that fails is said once on diag, and the audit goes
 // on without metrics; traffic is never affected.
 func (sf *stdioFlags) stdioMetrics(diag io.Writer) *tapmetrics.Traffic {
-	if sf.metricsAddr == "" || sf.metricsTried {
+	if sf.metricsTried {
+		return sf.traffic
+	}
+	if sf.metricsAddr == "" {
+		if otlpexport.Enabled(sf.otlp.endpoint) {
+			// Counted for the OTLP collector only (pushed by each
+			// link's exporter), not served.
+			sf.metricsTried = true
+			sf.traffic = tapmetrics.NewTraffic()
+			sf.traffic.ZeroFindings(checkIDs())
+		}
 		return sf.traffic
 	}
 	sf.metricsTried = true

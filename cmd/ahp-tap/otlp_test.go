@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/otlpexport/otlptest"
@@ -188,5 +193,183 @@ func TestHTTPExportsToOTLP(t *testing.T) {
 		if !equalCounts(got, counts) || counts["BASE-2"] == 0 {
 			t.Errorf("collector received %v, log has %v", got, counts)
 		}
+	}
+}
+
+// TestStdioExportsTracesMetricsAndLogs runs a live stdio session with
+// --otlp-endpoint against a real OTLP/HTTP receiver: it receives a span
+// per exchange (named by the JSON-RPC method, the hook and the semantic
+// conventions' attributes), the findings as log records, each on an
+// exchange carrying that exchange's span, and the metrics the
+// Prometheus endpoint would serve (exchanges by outcome, findings by
+// check). With OTEL_TRACES_EXPORTER=none no span arrives.
+func TestStdioExportsTracesMetricsAndLogs(t *testing.T) {
+	rc := otlptest.NewReceiver(t, false)
+	logPath := filepath.Join(t.TempDir(), "v.log")
+	demoSession(t, "--log", logPath, "--otlp-endpoint", rc.URL)
+	spans := map[string]string{} // span id → request id
+	for _, sp := range rc.Spans() {
+		a := otlptest.KVs(sp.Attributes)
+		if sp.Name != a[otlpexport.AttrRPCMethod] || a[otlpexport.AttrRPCSystem] != "jsonrpc" || a[otlpexport.AttrHook] != demoHook || a[otlpexport.AttrNetTransport] != "pipe" {
+			t.Errorf("span %q: attributes %v, want rpc.system.name jsonrpc, the method as name, hook %s", sp.Name, a, demoHook)
+		}
+		spans[hex.EncodeToString(sp.SpanId)] = a[otlpexport.AttrRequestID]
+	}
+	if len(spans) == 0 {
+		t.Fatal("the collector received no span")
+	}
+	log, _ := os.ReadFile(logPath)
+	want := logCounts(t, log)
+	got, joined := map[string]int{}, 0
+	for _, r := range rc.Records() {
+		a := otlptest.Attrs(r)
+		got[a[otlpexport.AttrCheck]]++
+		if id, ok := spans[hex.EncodeToString(r.SpanId)]; ok {
+			joined++
+			if id != a[otlpexport.AttrRequestID] {
+				t.Errorf("%s record on request %q is joined to the span of %q", a[otlpexport.AttrCheck], a[otlpexport.AttrRequestID], id)
+			}
+		}
+	}
+	if !equalCounts(got, want) || joined == 0 {
+		t.Errorf("collector received %v (%d joined to a span), violation log has %v", got, joined, want)
+	}
+	ms := rc.Metrics()
+	ex, ok := ms["ahp_tap_exchanges_total"].GetData().(*metricspb.Metric_Sum)
+	if !ok || len(ex.Sum.DataPoints) == 0 {
+		t.Fatalf("metrics %v lack ahp_tap_exchanges_total", len(ms))
+	}
+	var exchanges float64
+	for _, p := range ex.Sum.DataPoints {
+		exchanges += p.GetAsDouble()
+	}
+	answered := 0
+	for range spans {
+		answered++
+	}
+	if exchanges == 0 || exchanges > float64(answered) {
+		t.Errorf("ahp_tap_exchanges_total sums to %v for %d spans", exchanges, answered)
+	}
+	var findings float64
+	for _, p := range ms["ahp_tap_findings_total"].GetSum().GetDataPoints() {
+		findings += p.GetAsDouble()
+	}
+	total := 0
+	for _, n := range want {
+		total += n
+	}
+	if int(findings) != total {
+		t.Errorf("ahp_tap_findings_total sums to %v, the log has %d findings", findings, total)
+	}
+
+	off := otlptest.NewReceiver(t, false)
+	t.Setenv("OTEL_TRACES_EXPORTER", "none")
+	demoSession(t, "--otlp-endpoint", off.URL)
+	if len(off.Spans()) != 0 || len(off.Records()) == 0 {
+		t.Errorf("OTEL_TRACES_EXPORTER=none: %d spans and %d records received, want none and some", len(off.Spans()), len(off.Records()))
+	}
+}
+
+// TestHTTPSpanJoinsTheHarnessTrace: a harness request carrying a W3C
+// traceparent header through `ahp-tap http` gives a span in that trace,
+// child of the harness's span; no header value (the bearer token) appears
+// in any span.
+func TestHTTPSpanJoinsTheHarnessTrace(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":"e1","error":{"code":-32603,"message":"policy store down"}}`)
+	}))
+	defer up.Close()
+	rc := otlptest.NewReceiver(t, false)
+	lt := startHTTPTap(t, "--upstream", up.URL, "--otlp-endpoint", rc.URL)
+	addr := lt.waitFor(t, "listening on", "http://")
+	const secret = "tok-9f8e7d6c5b4a39281706"
+	for _, tp := range []string{"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", ""} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/agent-hooks", strings.NewReader(
+			`{"jsonrpc":"2.0","id":"e1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"e1","type":"tool.before"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+secret)
+		if tp != "" {
+			req.Header.Set("Traceparent", tp)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	lt.cmd.Process.Signal(syscall.SIGTERM)
+	<-lt.done
+	lt.cmd.Wait()
+	sps := rc.Spans()
+	if len(sps) != 2 {
+		t.Fatalf("received %d spans, want 2", len(sps))
+	}
+	joined := 0
+	for _, sp := range sps {
+		a := otlptest.KVs(sp.Attributes)
+		if hex.EncodeToString(sp.TraceId) == "0af7651916cd43dd8448eb211c80319c" && hex.EncodeToString(sp.ParentSpanId) == "b7ad6b7169203331" {
+			joined++
+		} else if len(sp.ParentSpanId) != 0 {
+			t.Errorf("span without a traceparent has parent %x", sp.ParentSpanId)
+		}
+		if a[otlpexport.AttrResponseStatus] != "-32603" || a[otlpexport.AttrErrorType] != "-32603" || a[otlpexport.AttrNetTransport] != "tcp" {
+			t.Errorf("span attributes %v, want rpc.response.status_code and error.type -32603 over tcp", a)
+		}
+		if strings.Contains(sp.String(), secret) {
+			t.Errorf("a span holds the bearer token: %v", sp)
+		}
+	}
+	if joined != 1 {
+		t.Errorf("%d spans joined the harness's trace, want 1", joined)
+	}
+}
+
+// TestPerEventTapsExportSpans runs ten per_event events through taps
+// sharing --state (so one shared audit process audits them) with
+// --otlp-endpoint: each event is one span, the events answered
+// correctly end at their answer without error, the one whose backend
+// exited without answering ends at the end of its stream as unanswered,
+// and the metrics pushed count the exchanges answered.
+func TestPerEventTapsExportSpans(t *testing.T) {
+	dir := t.TempDir()
+	backend := writeScript(t, dir)
+	rc := otlptest.NewReceiver(t, false)
+	state := filepath.Join(dir, "state")
+	flags := []string{"--lifecycle", "per_event", "--state", state, "--summary=false", "--otlp-endpoint", rc.URL}
+	for i := range 10 {
+		runEvent(t, intercept(fmt.Sprintf("e%d", i), "ls"), flags, backend)
+	}
+	waitNoServer(t, state) // every link closed, its exporter flushed
+	got := map[string]map[string]string{}
+	errs := map[string]bool{}
+	for _, sp := range rc.Spans() {
+		a := otlptest.KVs(sp.Attributes)
+		id := a[otlpexport.AttrRequestID]
+		if got[id] != nil {
+			t.Errorf("two spans for %s", id)
+		}
+		got[id] = a
+		errs[id] = sp.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR
+	}
+	if len(got) != 10 {
+		t.Fatalf("spans for %d events, want 10: %v", len(got), got)
+	}
+	for _, id := range []string{"e1", "e2", "e4", "e5", "e6", "e8", "e9"} {
+		if a := got[id]; errs[id] || a[otlpexport.AttrSpanEnd] != otlpexport.EndAnswer || a[otlpexport.AttrOutcome] != "no_effect" {
+			t.Errorf("conforming %s: error %v, attributes %v; want no error, ended at the answer", id, errs[id], a)
+		}
+	}
+	if a := got["e7"]; !errs["e7"] || a[otlpexport.AttrSpanEnd] != otlpexport.EndEndOfStream || a[otlpexport.AttrOutcome] != "unanswered" {
+		t.Errorf("e7, never answered: error %v, attributes %v; want error, unanswered at the end of the stream", errs["e7"], a)
+	}
+	var exchanges float64
+	for _, p := range rc.Metrics()["ahp_tap_exchanges_total"].GetSum().GetDataPoints() {
+		exchanges += p.GetAsDouble()
+	}
+	if exchanges < 8 {
+		t.Errorf("ahp_tap_exchanges_total pushed %v, want the answered exchanges (at least 8)", exchanges)
 	}
 }

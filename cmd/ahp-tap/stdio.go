@@ -241,7 +241,7 @@ func (sf *stdioFlags) validate() error {
 
 func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio.Priority) (*stdioRun, error) {
 	r := &stdioRun{collector: &report.Collector{Limit: 1}, diag: m.diag(), sf: sf}
-	x, err := sf.otlp.open(sf.capture, m.diag())
+	x, err := sf.otlp.openHook(sf.capture, sf.hook, m.diag())
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +308,10 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	}
 	if traffic != nil {
 		rec, watch = traffic.Recorder(rec), append(watch, traffic)
+		r.otlp.ExportMetrics(traffic.Gatherer())
+	}
+	if w := r.otlp.Watcher(); w != nil {
+		watch = append(watch, w) // the exchanges' spans
 	}
 	r.session = l.watchersSession(cfg, sinks, rec, conn, sf.maxLine, watch)
 	sess := r.session

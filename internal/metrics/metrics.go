@@ -57,6 +57,14 @@ func (b *Base) Register(cs ...prometheus.Collector) {
 	}
 }
 
+// Gatherer is the registry, for a push of the same families (OTLP).
+func (b *Base) Gatherer() prometheus.Gatherer {
+	if b == nil {
+		return nil
+	}
+	return b.reg
+}
+
 // Handler serves the metrics in the Prometheus exposition format.
 func (b *Base) Handler() http.Handler {
 	return promhttp.HandlerFor(b.reg, promhttp.HandlerOpts{})
