@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +44,19 @@ func dumpDOM(t *testing.T, bin, url string) string {
 	return out.String()
 }
 
-var findingRowRE = regexp.MustCompile(`<details class="finding lvl-(\w+)[^"]*" data-check="([^"]+)" data-level="\w+" data-fp="(\w+)"`)
+// findingRowRE matches a row of the findings view: one group of identical
+// findings (one fingerprint), with its count.
+var findingRowRE = regexp.MustCompile(`<details class="finding lvl-(\w+)[^"]*" data-check="([^"]+)" data-level="\w+" data-fp="(\w+)" data-count="(\d+)"`)
+
+// rowsCount is the number of findings the rows of a findings view stand for.
+func rowsCount(rows [][]string) int {
+	n := 0
+	for _, m := range rows {
+		c, _ := strconv.Atoi(m[4])
+		n += c
+	}
+	return n
+}
 
 // The page, loaded in a real browser, shows every finding, and the
 // filters (which live in the URL fragment) keep exactly the matching ones.
@@ -74,12 +87,18 @@ func TestHTMLInBrowser(t *testing.T) {
 
 	dom := dumpDOM(t, bin, url)
 	rows := findingRowRE.FindAllStringSubmatch(dom, -1)
-	if len(rows) != want {
-		t.Fatalf("the page shows %d findings, want %d", len(rows), want)
+	if rowsCount(rows) != want {
+		t.Fatalf("the page's rows stand for %d findings, want %d", rowsCount(rows), want)
+	}
+	// The two inputs hold the same findings: identical ones are one row
+	// each, counted twice.
+	if len(rows) != want/2 {
+		t.Errorf("the page shows %d rows, want %d (identical findings collapsed)", len(rows), want/2)
 	}
 	got := map[string]int{}
 	for _, m := range rows {
-		got[m[2]]++
+		c, _ := strconv.Atoi(m[4])
+		got[m[2]] += c
 	}
 	for _, cc := range end.ByCheck {
 		if got[cc.Check] != cc.Total() {
@@ -93,8 +112,8 @@ func TestHTMLInBrowser(t *testing.T) {
 	// Filter by check.
 	dom = dumpDOM(t, bin, url+"#check=BASE-2")
 	rows = findingRowRE.FindAllStringSubmatch(dom, -1)
-	if len(rows) != got["BASE-2"] || len(rows) == 0 {
-		t.Errorf("#check=BASE-2 shows %d rows, want %d", len(rows), got["BASE-2"])
+	if rowsCount(rows) != got["BASE-2"] || len(rows) == 0 {
+		t.Errorf("#check=BASE-2 shows %d findings, want %d", rowsCount(rows), got["BASE-2"])
 	}
 	for _, m := range rows {
 		if m[2] != "BASE-2" {
@@ -107,8 +126,8 @@ func TestHTMLInBrowser(t *testing.T) {
 	// Filter by level: the warnings are CORR-3's (a late answer); nothing is info.
 	dom = dumpDOM(t, bin, url+"#level=warn")
 	rows = findingRowRE.FindAllStringSubmatch(dom, -1)
-	if len(rows) == 0 || len(rows) != got["CORR-3"] {
-		t.Errorf("#level=warn shows %d rows, want the %d CORR-3 warnings", len(rows), got["CORR-3"])
+	if len(rows) == 0 || rowsCount(rows) != got["CORR-3"] {
+		t.Errorf("#level=warn shows %d findings, want the %d CORR-3 warnings", rowsCount(rows), got["CORR-3"])
 	}
 	for _, m := range rows {
 		if m[1] != "warn" {
@@ -127,10 +146,10 @@ func TestHTMLInBrowser(t *testing.T) {
 			t.Errorf("#event=tool.before shows a STDIO-1 row (a stdout banner has no event)")
 		}
 	}
-	// The timeline lists every exchange with its direction arrows.
+	// The conversation lists every exchange, one row each.
 	dom = dumpDOM(t, bin, url+"#tab=timeline")
-	if n := strings.Count(dom, `<tr class="exchange`); n == 0 || !strings.Contains(dom, "harness → backend #1") {
-		t.Errorf("timeline: %d exchange rows, no 'harness → backend #1'", n)
+	if n := strings.Count(dom, `<details class="row kind-x`); n != 2*4 {
+		t.Errorf("conversation: %d exchange rows, want 8 (4 per input)", n)
 	}
 }
 
@@ -187,8 +206,8 @@ func TestHTMLTabOnlyKnownViews(t *testing.T) {
 	}
 	for _, frag := range []string{"", "#tab=claim", "#tab=summary", "#tab=verdict", "#tab=views", "#tab=pager", "#tab=__proto__", "#tab=constructor&__proto__=x", "#tab=findings"} {
 		dom := dumpDOM(t, bin, "file://"+page+frag)
-		if n := len(findingRowRE.FindAllStringSubmatch(dom, -1)); n != want {
-			t.Errorf("%q: the page shows %d finding rows, want all %d", frag, n, want)
+		if n := rowsCount(findingRowRE.FindAllStringSubmatch(dom, -1)); n != want {
+			t.Errorf("%q: the page's rows stand for %d findings, want all %d", frag, n, want)
 		}
 		if !strings.Contains(dom, `id="verdict">failed<`) {
 			t.Errorf("%q: the red 'failed' verdict is gone", frag)
@@ -201,7 +220,7 @@ func TestHTMLTabOnlyKnownViews(t *testing.T) {
 		}
 	}
 	// The timeline is still reachable by its link.
-	if dom := dumpDOM(t, bin, "file://"+page+"#tab=timeline"); !strings.Contains(dom, `<tr class="exchange`) {
+	if dom := dumpDOM(t, bin, "file://"+page+"#tab=timeline"); !strings.Contains(dom, `<details class="row kind-x`) {
 		t.Error("#tab=timeline does not show the timeline")
 	}
 }

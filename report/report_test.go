@@ -148,7 +148,7 @@ func TestHTMLTabWhitelist(t *testing.T) {
 	// any other key only when it is one of the state's own.
 	read := page[strings.Index(page, "function readHash()"):]
 	read = read[:strings.Index(read, "function writeHash()")]
-	if !strings.Contains(read, `k === "tab"`) || !strings.Contains(read, "TABS.indexOf(v) >= 0") || !strings.Contains(read, "hasOwnProperty.call(state, k)") || strings.Contains(read, "k in state") {
+	if !strings.Contains(read, `k === "tab"`) || !strings.Contains(read, "TABS.indexOf(v) >= 0") || !(strings.Contains(read, "hasOwnProperty.call(state, k)") || strings.Contains(read, "FILTERS.indexOf(k) >= 0")) || strings.Contains(read, "k in state") {
 		t.Errorf("readHash does not take tab from TABS only:\n%s", read)
 	}
 	// render re-checks before using the value as an element id.
