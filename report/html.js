@@ -452,7 +452,9 @@
       d.appendChild(pair);
       if (x && x.edit) {
         d.appendChild(el("div", "meta", "what the edit evaluator concluded"));
-        d.appendChild(frameView(JSON.stringify(x.edit), [], false, false));
+        var ev = frameView(JSON.stringify(x.edit), [], false, false);
+        ev.className = "frame edit";
+        d.appendChild(ev);
       }
       listFindings(d, r.fs);
     });

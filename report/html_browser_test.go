@@ -224,3 +224,126 @@ func TestHTMLTabOnlyKnownViews(t *testing.T) {
 		t.Error("#tab=timeline does not show the timeline")
 	}
 }
+
+// withScript writes a copy of page with script run after the report's own
+// (a user's clicks, in the test) and returns its file URL.
+func withScript(t *testing.T, page []byte, script string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "page.html")
+	s := strings.Replace(string(page), "</body>", "<script>"+script+"</script></body>", 1)
+	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return "file://" + p
+}
+
+// ciPage is the HTML report of the CI capture.
+func ciPage(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	r, err := NewRun(RunConfig{Header: header(), Writers: []Writer{NewHTML(&buf)}, FailOn: tap.Error})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayFile(t, r, ciCapture)
+	if _, err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+var openRowRE = regexp.MustCompile(`(?s)<details class="row kind-x[^"]*"[^>]*open="">.*?</details>`)
+
+// Issue 24 item 1: every exchange of the conversation opens to its
+// request and response, pretty-printed, under a one-line summary; notes
+// and stray lines are in the same timeline; the link and outcome filters
+// keep exactly the matching rows.
+func TestHTMLConversationInBrowser(t *testing.T) {
+	bin := chromium(t)
+	page := ciPage(t)
+
+	// Click the exchange whose command is "git push --force", as a user would.
+	click := `document.querySelector("#tab-timeline").click();
+document.querySelectorAll("details.row > summary").forEach(function (s) { if (s.textContent.indexOf("git push") >= 0) s.click(); });`
+	dom := dumpDOM(t, bin, withScript(t, page, click))
+	open := openRowRE.FindAllString(dom, -1)
+	if len(open) != 1 {
+		t.Fatalf("%d exchanges open after the click, want 1", len(open))
+	}
+	row := open[0]
+	for _, want := range []string{"tool.before", "Bash git push --force", "late", "reason: Force pushes need review.", "effects: deny",
+		"request · harness → backend #3", "response · backend → harness #4", `<span class="s">"hooks/intercept"</span>`,
+		// BASE-2's pointer is marked in the response.
+		`<mark class="hl"><span class="s">"2025-06"</span></mark>`, "BASE-2"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("the opened exchange lacks %q:\n%.3000s", want, row)
+		}
+	}
+	if n := strings.Count(row, `<pre class="frame">`); n != 2 {
+		t.Errorf("the opened exchange shows %d frames, want the request and the response", n)
+	}
+	// The clean exchange (evt-1) carries no badge and no mark.
+	click1 := strings.Replace(click, "git push", "ls -la", 1)
+	dom = dumpDOM(t, bin, withScript(t, page, click1))
+	if open := openRowRE.FindAllString(dom, -1); len(open) != 1 || strings.Contains(open[0], `class="hl"`) || strings.Contains(open[0], `class="badge`) ||
+		!strings.Contains(open[0], "no_effect") {
+		t.Errorf("the clean exchange: %q", open)
+	}
+
+	// Notes and the stray stdout line are in the same timeline.
+	dom = dumpDOM(t, bin, withScript(t, page, "")+"#tab=timeline")
+	for _, want := range []string{"started: /usr/local/bin/review serve", "the harness's stream ended (EOF)", "stray line from the backend",
+		"review: policy cache warmed (42 rules)", "→ unanswered", "(no response)"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the conversation lacks %q", want)
+		}
+	}
+	if n := strings.Count(dom, `<details class="row `); n != 8 {
+		t.Errorf("the conversation has %d rows, want 8 (4 exchanges, a stray line, 3 notes)", n)
+	}
+
+	// Filters: the outcome keeps the one denied exchange; an unknown link none.
+	dom = dumpDOM(t, bin, withScript(t, page, "")+"#tab=timeline&outcome=explicit_deny")
+	if n := strings.Count(dom, `<details class="row `); n != 1 || !strings.Contains(dom, "Bash rm -rf build") {
+		t.Errorf("#outcome=explicit_deny shows %d rows, want the rm -rf exchange only", n)
+	}
+	dom = dumpDOM(t, bin, withScript(t, page, "")+"#tab=timeline&link=stdio:4242&check=CORR-2")
+	if n := strings.Count(dom, `<details class="row `); n != 1 || !strings.Contains(dom, "Bash make test") {
+		t.Errorf("#link=stdio:4242&check=CORR-2 shows %d rows, want the unanswered exchange only", n)
+	}
+	dom = dumpDOM(t, bin, withScript(t, page, "")+"#tab=timeline&link=stdio:1")
+	if n := strings.Count(dom, `<details class="row `); n != 0 || !strings.Contains(dom, "Nothing in the conversation matches.") {
+		t.Errorf("#link=stdio:1 shows %d rows, want none", n)
+	}
+	// A finding's "open in the conversation" link opens its exchange.
+	dom = dumpDOM(t, bin, withScript(t, page, `document.querySelectorAll("details.finding").forEach(function(d){d.open=true});
+setTimeout(function () { location.hash = document.querySelector("a.open").getAttribute("href"); }, 50);`)+"#check=BASE-2")
+	if open := openRowRE.FindAllString(dom, -1); len(open) != 1 || !strings.Contains(open[0], "target") || !strings.Contains(open[0], "git push") {
+		t.Errorf("the finding's link did not open its exchange: %d open", len(open))
+	}
+}
+
+// A finding about a response shows the request it was judged against,
+// with the place it was judged against marked.
+func TestHTMLFindingJudgedAgainst(t *testing.T) {
+	bin := chromium(t)
+	page := ciPage(t)
+	dom := dumpDOM(t, bin, withScript(t, page, `document.querySelectorAll("details.finding").forEach(function(d){d.open=true});`)+"#check=BASE-2")
+	i := strings.Index(dom, "its request · harness → backend #3")
+	if i < 0 {
+		t.Fatalf("the BASE-2 finding does not show its request")
+	}
+	req := dom[i:]
+	if j := strings.Index(req, "</pre>"); j > 0 {
+		req = req[:j]
+	}
+	if !strings.Contains(req, `<mark class="hl"><span class="s">"draft"</span></mark>`) {
+		t.Errorf("the request's protocolVersion is not marked:\n%.2000s", req)
+	}
+	// A finding about a request (CORR-2: never answered) has no response to show.
+	dom = dumpDOM(t, bin, withScript(t, page, `document.querySelectorAll("details.finding").forEach(function(d){d.open=true});`)+"#check=CORR-2")
+	if strings.Contains(dom, `class="meta">its response`) || strings.Contains(dom, `class="meta">its request`) || !strings.Contains(dom, `class="meta">the frame · harness → backend #8`) {
+		i := strings.Index(dom, "the frame ·")
+		t.Errorf("the CORR-2 finding should show its own request only: %.300s", dom[max(i, 0):])
+	}
+}
