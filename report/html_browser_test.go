@@ -3,9 +3,11 @@ package report
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -345,5 +347,92 @@ func TestHTMLFindingJudgedAgainst(t *testing.T) {
 	if strings.Contains(dom, `class="meta">its response`) || strings.Contains(dom, `class="meta">its request`) || !strings.Contains(dom, `class="meta">the frame · harness → backend #8`) {
 		i := strings.Index(dom, "the frame ·")
 		t.Errorf("the CORR-2 finding should show its own request only: %.300s", dom[max(i, 0):])
+	}
+}
+
+// hostile is markup and script that must reach the page only as text.
+const hostile = `<img src=x onerror="document.title='pwned'"><script>document.title='pwned'</script><b id="evil">evil</b>`
+
+// hostileCapture writes a capture whose every string field (connection,
+// ids, method, event type and payload, reason, effect type, a key, a
+// stray line, a note's detail, the file name) holds markup.
+func hostileCapture(t *testing.T) string {
+	t.Helper()
+	q := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	conn := "stdio:" + hostile
+	ev := map[string]any{"id": hostile, "source": hostile, "type": hostile, "time": hostile, "harness": map[string]any{"name": hostile, "version": hostile},
+		"session": map[string]any{"id": hostile}, "tool": map[string]any{"name": hostile, "input": map[string]any{"command": hostile}},
+		"turn": map[string]any{"id": hostile}, "model": map[string]any{"id": hostile, "provider": hostile}, hostile: hostile}
+	req := q(map[string]any{"jsonrpc": "2.0", "id": hostile, "method": "hooks/intercept", "params": map[string]any{"protocolVersion": "draft", "event": ev, "capabilities": map[string]any{"effects": []string{"deny"}}}})
+	resp := q(map[string]any{"jsonrpc": "2.0", "id": hostile, "result": map[string]any{"protocolVersion": hostile,
+		"effects": []any{map[string]any{"type": "deny", "reason": hostile, "code": hostile}, map[string]any{"type": hostile}}}})
+	obs := q(map[string]any{"jsonrpc": "2.0", "method": "hooks/observe", "params": map[string]any{"protocolVersion": "draft", "event": ev}})
+	rec := func(kind string, seq int, dir string, raw string) string {
+		return q(map[string]any{"type": kind, "time": "2026-08-24T08:51:14.000Z", "seq": seq, "direction": dir, "transport": "stdio", "conn": conn, "raw": raw, "framing": map[string]any{"line": true}})
+	}
+	note := func(kind string) string {
+		return q(map[string]any{"type": "note", "time": "2026-08-24T08:51:18.000Z", "conn": conn,
+			"note": map[string]any{"kind": kind, "time": "2026-08-24T08:51:18.000Z", "conn": conn, "detail": hostile, "signal": hostile}})
+	}
+	lines := []string{
+		q(map[string]any{"type": "header", "format": "ahp-tap-capture", "version": 1, "tool": hostile, "snapshot": "draft", "transport": "stdio", "started": "2026-08-24T08:51:13.900Z", "conn": conn}),
+		note("start"),
+		rec("frame", 1, "harness", req),
+		rec("frame", 2, "backend", resp),
+		rec("frame", 3, "harness", obs),
+		rec("frame", 4, "backend", hostile),
+		note(hostile),
+		note("exit"),
+	}
+	p := filepath.Join(t.TempDir(), `evil<b id="evilname">.capture`)
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var titleRE = regexp.MustCompile(`<title>([^<]*)</title>`)
+
+// Issue 24 item 1: nothing from a capture reaches the page as markup. A
+// capture with markup and script in every string field is loaded with
+// every row of both views opened: the markup shows as text, no element of
+// it exists and no script of it ran.
+func TestHTMLHostileCapture(t *testing.T) {
+	bin := chromium(t)
+	var buf bytes.Buffer
+	r, err := NewRun(RunConfig{Header: header(), Writers: []Writer{NewHTML(&buf)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayFile(t, r, hostileCapture(t))
+	if _, err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "</script>"); n != 6 {
+		t.Fatalf("</script> appears %d times in the page, want 6: capture data closed a script", n)
+	}
+	openAll := `function openAll() { document.querySelectorAll("details").forEach(function (d) { d.open = true; }); }
+openAll(); setTimeout(openAll, 20); setTimeout(openAll, 40);`
+	for _, frag := range []string{"", "#tab=timeline", "#tab=timeline&text=" + url.QueryEscape("<b")} {
+		dom := dumpDOM(t, bin, withScript(t, buf.Bytes(), openAll)+frag)
+		if m := titleRE.FindStringSubmatch(dom); m == nil || m[1] != "ahp-tap report" {
+			t.Errorf("%q: the title is %q: a script of the capture ran", frag, m)
+		}
+		for _, bad := range []string{"<img", `<b id="evil"`, `<b id="evilname"`, "<script>document.title"} {
+			if strings.Contains(dom, bad) {
+				i := strings.Index(dom, bad)
+				t.Errorf("%q: %q reached the DOM as markup: %.200s", frag, bad, dom[max(0, i-100):])
+			}
+		}
+		// The markup is there, as text: the views did render it.
+		if n := strings.Count(dom, `&lt;img src=x onerror="document.title='pwned'"&gt;`); n < 3 {
+			t.Errorf("%q: the capture's markup shows as text %d times, want it in the rows and frames", frag, n)
+		}
 	}
 }
