@@ -76,12 +76,15 @@ type HTML struct {
 	gen     int
 	lastSeq uint64
 	lastIn  string
+	// maxItems and maxBytes bound the conversation view
+	// (HTMLMaxTimelineItems, HTMLMaxTimelineBytes; tests lower them).
+	maxItems, maxBytes int
 }
 
 // NewHTML returns an HTML writer to w.
 func NewHTML(w io.Writer) *HTML {
 	return &HTML{w: w, Title: "ahp-tap report", Now: time.Now, eventTypes: map[string]bool{},
-		groups: map[string]int{}, embedded: map[string]int{}}
+		groups: map[string]int{}, embedded: map[string]int{}, maxItems: HTMLMaxTimelineItems, maxBytes: HTMLMaxTimelineBytes}
 }
 
 // A spool is a temporary file of comma-separated JSON values.
@@ -271,7 +274,7 @@ func (h *HTML) TimelineFrame(input string, f *tap.Frame, line int) error {
 		h.gen++
 	}
 	h.lastIn, h.lastSeq = input, f.Seq
-	if h.timeline.n >= HTMLMaxTimelineItems {
+	if h.timeline.n >= h.maxItems {
 		h.droppedT++
 		return nil
 	}
@@ -303,7 +306,7 @@ func (h *HTML) TimelineFrame(input string, f *tap.Frame, line int) error {
 		raw, it.Cut = raw[:MaxItemFrame], true
 	}
 	it.Cut = it.Cut || f.Truncated
-	if h.timelineBytes+len(raw) > HTMLMaxTimelineBytes {
+	if h.timelineBytes+len(raw) > h.maxBytes {
 		it.Gone = true
 		h.rawLeftOut++
 	} else {
@@ -319,7 +322,7 @@ func (h *HTML) TimelineNote(input string, n tap.Note) error {
 		h.gen++
 		h.lastIn, h.lastSeq = input, 0
 	}
-	if h.timeline.n >= HTMLMaxTimelineItems {
+	if h.timeline.n >= h.maxItems {
 		h.droppedT++
 		return nil
 	}
@@ -463,10 +466,10 @@ func (h *HTML) End(e *End) error {
 			fmt.Fprintf(bw, "<li>%d exchanges beyond the first %d are not in this page</li>\n", h.droppedX, HTMLMaxExchanges)
 		}
 		if h.droppedT > 0 {
-			fmt.Fprintf(bw, "<li>%d frames and notes beyond the first %d are not in the conversation view</li>\n", h.droppedT, HTMLMaxTimelineItems)
+			fmt.Fprintf(bw, "<li>%d frames and notes beyond the first %d are not in the conversation view</li>\n", h.droppedT, h.maxItems)
 		}
 		if h.rawLeftOut > 0 {
-			fmt.Fprintf(bw, "<li>%d frames are listed without their bytes (the page holds at most %d MiB of frames)</li>\n", h.rawLeftOut, HTMLMaxTimelineBytes>>20)
+			fmt.Fprintf(bw, "<li>%d frames are listed without their bytes (the page holds at most %d bytes of frames)</li>\n", h.rawLeftOut, h.maxBytes)
 		}
 		bw.WriteString("</ul>\n")
 	}
