@@ -79,6 +79,9 @@ type HTML struct {
 	// maxItems and maxBytes bound the conversation view
 	// (HTMLMaxTimelineItems, HTMLMaxTimelineBytes; tests lower them).
 	maxItems, maxBytes int
+	// live: the page of the live view (LivePage): no embedded data, no
+	// run summary; the script reads server-sent events.
+	live bool
 }
 
 // NewHTML returns an HTML writer to w.
@@ -212,6 +215,9 @@ type htmlExchange struct {
 	// reasons), as the JSON report has it; left out past htmlMaxEdit.
 	Edit json.RawMessage `json:"edit,omitempty"`
 	Gen  int             `json:"g"`
+	// Deadline is when a pending exchange's answer is due (Unix ms; live
+	// view only).
+	Deadline int64 `json:"dl,omitempty"`
 }
 
 // Exchange implements Writer.
@@ -224,14 +230,20 @@ func (h *HTML) Exchange(x *Exchange) error {
 	if ev != "" && len(h.eventTypes) < 256 {
 		h.eventTypes[ev] = true
 	}
-	hx := htmlExchange{Input: x.Input, Conn: x.Conn, RPCID: x.RPCID, Method: x.Method, Event: ev,
-		EventID: x.EventID, Req: x.RequestSeq, Resp: x.ResponseSeq, Outcome: x.Outcome, Latency: x.LatencyMs, Gen: h.genOf(x.Input)}
+	hx := htmlExchangeOf(x.Input, h.genOf(x.Input), &x.ExchangeRecord)
+	return h.exchanges.add(hx)
+}
+
+// htmlExchangeOf is the page's record of an exchange.
+func htmlExchangeOf(input string, gen int, x *tap.ExchangeRecord) htmlExchange {
+	hx := htmlExchange{Input: input, Conn: x.Conn, RPCID: x.RPCID, Method: x.Method, Event: printable.String(x.EventType),
+		EventID: x.EventID, Req: x.RequestSeq, Resp: x.ResponseSeq, Outcome: x.Outcome, Latency: x.LatencyMs, Gen: gen}
 	if x.Edit != nil {
 		if b, err := json.Marshal(x.Edit); err == nil && len(b) <= htmlMaxEdit {
 			hx.Edit = b
 		}
 	}
-	return h.exchanges.add(hx)
+	return hx
 }
 
 // genOf is the session number of what input now reports.
@@ -278,9 +290,26 @@ func (h *HTML) TimelineFrame(input string, f *tap.Frame, line int) error {
 		h.droppedT++
 		return nil
 	}
-	it := htmlItem{Input: input, Gen: h.gen, Seq: f.Seq, Line: line, Conn: f.Conn, Dir: f.Dir.String(), Time: stamp(f.Time), Size: f.Size}
-	if f.Dir == 0 {
-		it.Dir = ""
+	it := frameItem(input, h.gen, f, line)
+	if eventType := it.Event; eventType != "" && len(h.eventTypes) < 256 {
+		h.eventTypes[eventType] = true
+	}
+	if h.timelineBytes+len(it.Raw) > h.maxBytes {
+		it.Raw, it.Gone = "", true
+		h.rawLeftOut++
+	} else {
+		h.timelineBytes += len(it.Raw)
+	}
+	return h.timeline.add(it)
+}
+
+// frameItem is the conversation item of a frame, its bytes cut at
+// MaxItemFrame. The HTML writer counts them against its budget; live,
+// each is sent on its own.
+func frameItem(input string, gen int, f *tap.Frame, line int) htmlItem {
+	it := htmlItem{Input: input, Gen: gen, Seq: f.Seq, Line: line, Conn: f.Conn, Time: stamp(f.Time), Size: f.Size}
+	if f.Dir != 0 {
+		it.Dir = f.Dir.String()
 	}
 	switch m := f.Msg.(type) {
 	case *tap.Request:
@@ -294,9 +323,6 @@ func (h *HTML) TimelineFrame(input string, f *tap.Frame, line int) error {
 	}
 	if t, ok := f.Event().Get("type").Text(); ok {
 		it.Event = printable.String(t)
-		if len(h.eventTypes) < 256 {
-			h.eventTypes[it.Event] = true
-		}
 	}
 	if f.HTTP != nil {
 		it.Status = f.HTTP.Status
@@ -306,15 +332,23 @@ func (h *HTML) TimelineFrame(input string, f *tap.Frame, line int) error {
 		raw, it.Cut = raw[:MaxItemFrame], true
 	}
 	it.Cut = it.Cut || f.Truncated
-	if h.timelineBytes+len(raw) > h.maxBytes {
-		it.Gone = true
-		h.rawLeftOut++
-	} else {
-		h.timelineBytes += len(raw)
-		it.Raw = string(raw)
-	}
-	return h.timeline.add(it)
+	it.Raw = string(raw)
+	return it
 }
+
+// noteItem is the conversation item of a transport note.
+func noteItem(input string, gen int, n tap.Note) htmlItem {
+	it := htmlItem{Input: input, Gen: gen, Kind: "note", Note: string(n.Kind), Conn: n.Conn, Time: stamp(n.Time), Text: noteText(n)}
+	if n.Dir != 0 {
+		it.Dir = n.Dir.String()
+	}
+	if n.HTTP != nil {
+		it.Status = n.HTTP.Status
+	}
+	return it
+}
+
+func printableEvent(t string) string { return printable.String(t) }
 
 // TimelineNote implements TimelineWriter.
 func (h *HTML) TimelineNote(input string, n tap.Note) error {
@@ -326,13 +360,7 @@ func (h *HTML) TimelineNote(input string, n tap.Note) error {
 		h.droppedT++
 		return nil
 	}
-	it := htmlItem{Input: input, Gen: h.gen, Kind: "note", Note: string(n.Kind), Conn: n.Conn, Time: stamp(n.Time), Text: noteText(n)}
-	if n.Dir != 0 {
-		it.Dir = n.Dir.String()
-	}
-	if n.HTTP != nil {
-		it.Status = n.HTTP.Status
-	}
+	it := noteItem(input, h.gen, n)
 	return h.timeline.add(it)
 }
 
@@ -410,17 +438,34 @@ func (h *HTML) End(e *End) error {
 		// --fail-on above what was found, or never.
 		verdict, vclass = "passed with findings", "warn"
 	}
-	fmt.Fprintf(bw, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"+
-		"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"+
-		"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>%s</title>\n<style>%s</style></head>\n<body>\n",
-		esc(h.Title), htmlStyle)
-	fmt.Fprintf(bw, "<header><h1>%s <span class=\"verdict %s\" id=\"verdict\">%s</span></h1>\n<p class=\"meta\">%s %s · snapshot %s · %s · %s",
-		esc(h.Title), vclass, verdict, esc(h.h.Tool), esc(h.h.Version), esc(h.h.Snapshot), esc(h.Now().UTC().Format(time.RFC3339)), esc(levelText(e.Levels)))
-	if e.Baselined > 0 {
-		fmt.Fprintf(bw, ", %d baselined", e.Baselined)
+	// The live page reads its events from the server that sent it
+	// (connect-src 'self'); a report file connects nowhere.
+	csp, body := "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:", "<body>"
+	if h.live {
+		csp, body = csp+"; connect-src 'self'", `<body data-live="1">`
 	}
-	bw.WriteString("</p></header>\n<main>\n")
+	fmt.Fprintf(bw, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"+
+		"<meta http-equiv=\"Content-Security-Policy\" content=\"%s\">\n"+
+		"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>%s</title>\n<style>%s</style></head>\n%s\n",
+		csp, esc(h.Title), htmlStyle, body)
+	if h.live {
+		fmt.Fprintf(bw, "<header><h1>%s <span class=\"verdict warn\" id=\"verdict\">live</span></h1>\n<p class=\"meta\">%s %s · snapshot %s · <span id=\"live-status\">connecting…</span></p></header>\n<main>\n",
+			esc(h.Title), esc(h.h.Tool), esc(h.h.Version), esc(h.h.Snapshot))
+	} else {
+		fmt.Fprintf(bw, "<header><h1>%s <span class=\"verdict %s\" id=\"verdict\">%s</span></h1>\n<p class=\"meta\">%s %s · snapshot %s · %s · %s",
+			esc(h.Title), vclass, verdict, esc(h.h.Tool), esc(h.h.Version), esc(h.h.Snapshot), esc(h.Now().UTC().Format(time.RFC3339)), esc(levelText(e.Levels)))
+		if e.Baselined > 0 {
+			fmt.Fprintf(bw, ", %d baselined", e.Baselined)
+		}
+		bw.WriteString("</p></header>\n<main>\n")
+		h.writeRun(bw, e, esc)
+	}
+	return h.writeViews(bw, esc)
+}
 
+// writeRun writes what the run concluded: the inputs, the summary by
+// check, the claim and the conduct chains.
+func (h *HTML) writeRun(bw *bufio.Writer, e *End, esc func(string) string) {
 	// Inputs.
 	bw.WriteString("<section><h2>Inputs</h2><table class=\"inputs\"><thead><tr><th>input</th><th>frames</th><th>bytes</th><th>sha256</th></tr></thead><tbody>\n")
 	for _, in := range e.Inputs {
@@ -494,7 +539,11 @@ func (h *HTML) End(e *End) error {
 	}
 
 	writeChainsHTML(bw, e.Chains)
+}
 
+// writeViews writes the filters and the two paged views, the data the
+// script fills them from, and the script.
+func (h *HTML) writeViews(bw *bufio.Writer, esc func(string) string) error {
 	// Filters and the two paged views; the script fills them.
 	bw.WriteString(`<section id="views"><h2>Findings and the conversation</h2>
 <form id="filters" onsubmit="return false">
