@@ -51,6 +51,18 @@ type Config struct {
 	// SummaryLimit caps the examples the summary's collector keeps per
 	// check (0: no cap; a long-running tap counts only, with 1).
 	SummaryLimit int
+	// View, when set, is the link's live view (--ui): it gets every
+	// finding (Sink), every transport note (through Recorder) and every
+	// judged frame with its exchange (through Watch).
+	View View
+}
+
+// A View is a live view of a link (viewserve.Hub). Its methods run on the
+// audit goroutine and must never block.
+type View interface {
+	tap.Sink
+	tap.Watcher
+	Note(tap.Note)
 }
 
 // An Output is the open way out of one link.
@@ -93,6 +105,9 @@ func Open(cfg Config) (*Output, error) {
 		}
 		o.sink = append(o.sink, o.log)
 	}
+	if cfg.View != nil {
+		o.sink = append(o.sink, cfg.View)
+	}
 	o.others = o.sink
 	if cfg.OTLP != nil {
 		o.sink = append(o.sink, cfg.OTLP)
@@ -118,12 +133,60 @@ func Open(cfg Config) (*Output, error) {
 // Sink is where every finding of the link goes.
 func (o *Output) Sink() tap.Sink { return o.sink }
 
-// Recorder is the capture, or nil.
+// Recorder is the capture (nil: none), and with a View the way its notes
+// reach it.
 func (o *Output) Recorder() tap.Recorder {
+	if o.cfg.View != nil {
+		vr := viewRecorder{view: o.cfg.View}
+		if o.capture != nil {
+			vr.next = o.capture
+		}
+		return vr
+	}
 	if o.capture == nil {
 		return nil
 	}
 	return o.capture
+}
+
+// Watch returns the watcher a session of the link takes: w (nil: none)
+// and the View, if any.
+func (o *Output) Watch(w tap.Watcher) tap.Watcher {
+	switch {
+	case o.cfg.View == nil:
+		return w
+	case w == nil:
+		return o.cfg.View
+	}
+	return watchers{w, o.cfg.View}
+}
+
+// viewRecorder records to the capture (if any) and hands notes to the view.
+type viewRecorder struct {
+	next tap.Recorder
+	view View
+}
+
+func (r viewRecorder) Record(f *tap.Frame) {
+	if r.next != nil {
+		r.next.Record(f)
+	}
+}
+
+func (r viewRecorder) RecordNote(n tap.Note) {
+	if r.next != nil {
+		r.next.RecordNote(n)
+	}
+	r.view.Note(n)
+}
+
+// watchers is several watchers, in order.
+type watchers []tap.Watcher
+
+func (ws watchers) Judged(f *tap.Frame, x *tap.Exchange) {
+	for _, w := range ws {
+		w.Judged(f, x)
+	}
 }
 
 // Close flushes and closes the exporter, the log, the console and the

@@ -25,77 +25,81 @@
   var key = function (o, seq) { return o.in + "\u0000" + (o.g || 0) + "\u0000" + (o.conn || "") + "\u0000" + seq; };
 
   // Indexes: frames by identity, exchanges by their frames, findings by
-  // frame, first deliveries by event id.
-  var frameByKey = {}, xByFrame = {}, byFrame = {}, firstDelivery = {};
-  items.forEach(function (it) { if (it.k !== "note") frameByKey[key(it, it.seq)] = it; });
-  exchanges.forEach(function (x, i) {
-    x.i = i;
-    if (x.rq) xByFrame[key(x, x.rq)] = x;
-    if (x.rs) xByFrame[key(x, x.rs)] = x;
-    if (x.eid && x.rq) {
-      var ek = x.in + "\u0000" + x.eid;
-      if (!has(firstDelivery, ek)) firstDelivery[ek] = x;
-    }
-  });
-  findings.forEach(function (f) {
-    if (!f.seq) return;
-    var k = key(f, f.seq);
-    (byFrame[k] = byFrame[k] || []).push(f);
-  });
+  // frame, first deliveries by event id; and the conversation: one row
+  // per exchange (at its first frame), observe notification, other frame
+  // (a stray line, bad JSON) and note, in the order the tap saw them.
+  // Exchanges whose frames are not in the page come last. The live view
+  // rebuilds them as messages arrive.
+  var frameByKey, xByFrame, byFrame, firstDelivery, rows, rowOfFrame;
   var findingsOf = function (o, seq) { return seq ? byFrame[key(o, seq)] || [] : []; };
-
-  // The conversation: one row per exchange (at its first frame), observe
-  // notification, other frame (a stray line, bad JSON) and note, in the
-  // order the tap saw them. Exchanges whose frames are not in the page
-  // come last.
-  var rows = [], placed = {}, rowOfFrame = {};
   var exchangeRow = function (x) {
     var r = { t: "x", x: x, rq: x.rq ? frameByKey[key(x, x.rq)] : null, rs: x.rs ? frameByKey[key(x, x.rs)] : null };
     r.fs = findingsOf(x, x.rq).concat(findingsOf(x, x.rs));
     return r;
   };
-  items.forEach(function (it) {
-    var r;
-    if (it.k === "note") r = { t: "note", it: it, fs: [] };
-    else {
-      var x = xByFrame[key(it, it.seq)];
-      if (x) {
-        if (placed[x.i]) { rowOfFrame[key(it, it.seq)] = placed[x.i] - 1; return; }
-        r = exchangeRow(x);
-        placed[x.i] = rows.length + 1;
-      } else r = { t: it.k, it: it, fs: findingsOf(it, it.seq) };
-      rowOfFrame[key(it, it.seq)] = rows.length;
-    }
-    rows.push(r);
-  });
-  exchanges.forEach(function (x) {
-    if (placed[x.i]) return;
-    var r = exchangeRow(x);
-    if (x.rq) rowOfFrame[key(x, x.rq)] = rows.length;
-    if (x.rs) rowOfFrame[key(x, x.rs)] = rows.length;
-    rows.push(r);
-  });
-  rows.forEach(function (r, i) {
-    r.n = i;
-    var o = r.x || r.it;
-    r.conn = o.conn || "";
-    r.ev = r.x ? r.x.ev || "" : r.it.ev || "";
-    r.out = r.x ? r.x.out || "" : "";
-  });
+  function rebuild() {
+    frameByKey = {}; xByFrame = {}; byFrame = {}; firstDelivery = {}; rows = []; rowOfFrame = {};
+    var placed = {};
+    items.forEach(function (it) { if (it.k !== "note") frameByKey[key(it, it.seq)] = it; });
+    exchanges.forEach(function (x, i) {
+      x.i = i;
+      if (x.rq) xByFrame[key(x, x.rq)] = x;
+      if (x.rs) xByFrame[key(x, x.rs)] = x;
+      if (x.eid && x.rq) {
+        var ek = x.in + "\u0000" + x.eid;
+        if (!has(firstDelivery, ek)) firstDelivery[ek] = x;
+      }
+    });
+    findings.forEach(function (f) {
+      if (!f.seq) return;
+      var k = key(f, f.seq);
+      (byFrame[k] = byFrame[k] || []).push(f);
+    });
+    items.forEach(function (it) {
+      var r;
+      if (it.k === "note") r = { t: "note", it: it, fs: [] };
+      else {
+        var x = xByFrame[key(it, it.seq)];
+        if (x) {
+          if (placed[x.i]) { rowOfFrame[key(it, it.seq)] = placed[x.i] - 1; return; }
+          r = exchangeRow(x);
+          placed[x.i] = rows.length + 1;
+        } else r = { t: it.k, it: it, fs: findingsOf(it, it.seq) };
+        rowOfFrame[key(it, it.seq)] = rows.length;
+      }
+      rows.push(r);
+    });
+    exchanges.forEach(function (x) {
+      if (placed[x.i]) return;
+      var r = exchangeRow(x);
+      if (x.rq) rowOfFrame[key(x, x.rq)] = rows.length;
+      if (x.rs) rowOfFrame[key(x, x.rs)] = rows.length;
+      rows.push(r);
+    });
+    rows.forEach(function (r, i) {
+      r.n = i;
+      var o = r.x || r.it;
+      r.conn = o.conn || "";
+      r.ev = r.x ? r.x.ev || "" : r.it.ev || "";
+      r.out = r.x ? r.x.out || "" : "";
+    });
+    options("f-link", rows.map(function (r) { return r.conn; }).concat(findings.map(function (f) { return f.conn || ""; })));
+    options("f-outcome", exchanges.map(function (x) { return x.out || ""; }));
+    options("f-event", rows.map(function (r) { return r.ev; }).concat(findings.map(function (f) { return f.ev || ""; })));
+  }
   var outcomeOf = function (f) {
     var x = f.seq ? xByFrame[key(f, f.seq)] : null;
     return x ? x.out || "" : "";
   };
 
-  // Filter options that come from the traffic (text, never markup).
+  // Filter options that come from the traffic (text, never markup), added
+  // to those the page has; at most 500 per filter.
   function options(id, values) {
     var sel = $(id), seen = {}, list = [];
-    values.forEach(function (v) { if (v && !has(seen, v) && list.length < 500) { seen[v] = true; list.push(v); } });
+    for (var i = 0; i < sel.options.length; i++) seen[sel.options[i].value] = true;
+    values.forEach(function (v) { if (v && !has(seen, v) && sel.options.length + list.length < 500) { seen[v] = true; list.push(v); } });
     list.sort().forEach(function (v) { var o = el("option", "", v); o.value = v; sel.appendChild(o); });
   }
-  options("f-link", rows.map(function (r) { return r.conn; }).concat(findings.map(function (f) { return f.conn || ""; })));
-  options("f-outcome", exchanges.map(function (x) { return x.out || ""; }));
-
   // The views a link may open (#tab=…). The value names an element, so
   // only these are taken: "#tab=claim" or "#tab=verdict" must not empty
   // the claim table or the verdict badge, nor hide the failing rows.
@@ -410,7 +414,11 @@
       if (es) line.appendChild(el("span", "", " " + clip(es, SUMMARY)));
       var as = answerSummary(x, r.rs);
       if (as) line.appendChild(el("span", "ans", " → " + clip(as, SUMMARY)));
-      if (!x.rs) line.appendChild(el("span", "pending", " (no response)"));
+      if (!x.rs && x.dl && !x.out) {
+        var cd = el("span", "countdown");
+        cd.dataset.dl = x.dl;
+        line.appendChild(cd);
+      } else if (!x.rs) line.appendChild(el("span", "pending", " (no response)"));
       if (x.ms !== undefined) line.appendChild(el("span", "meta", " " + x.ms.toFixed(1) + " ms"));
     } else if (r.t === "note") {
       line.appendChild(el("b", "", "note"));
@@ -611,6 +619,70 @@
   $("tab-findings").onclick = function () { state.tab = "findings"; state.page = 1; state.open = ""; writeHash(); };
   $("tab-timeline").onclick = function () { state.tab = "timeline"; state.page = 1; state.open = ""; writeHash(); };
   window.addEventListener("hashchange", function () { readHash(); render(); });
+  rebuild();
   readHash();
   render();
+
+  // The live view: the page came from a tap's --ui server and reads its
+  // server-sent events. It keeps the newest LIVE_MAX of each kind (older
+  // ones are in the capture), redraws at most twice a second, and not
+  // while a row is open (the status line says so). Pending exchanges
+  // count down to their deadline.
+  function tick() {
+    var now = Date.now();
+    document.querySelectorAll("span.countdown").forEach(function (c) {
+      var left = (parseInt(c.dataset.dl, 10) - now) / 1000;
+      c.textContent = left >= 0 ? " pending · " + left.toFixed(1) + " s to the deadline" : " pending · the deadline passed " + (-left).toFixed(1) + " s ago";
+      c.className = "countdown" + (left < 0 ? " late" : "");
+    });
+  }
+  if (document.body.dataset.live === "1") {
+    var LIVE_MAX = 5000, dirty = false, skipped = 0, evicted = 0, dropped = 0, connected = false, xIndex = {};
+    var xKey = function (x) { return x.rq ? key(x, x.rq) : key(x, "r" + x.rs); };
+    var push = function (arr, v) {
+      arr.push(v);
+      if (arr.length > LIVE_MAX) {
+        var old = arr.shift();
+        dropped++;
+        if (arr === exchanges) delete xIndex[xKey(old)];
+      }
+    };
+    var status = function (paused) {
+      var t = (connected ? "live" : "disconnected: the tap stopped, or the connection broke (retrying)") +
+        " · " + items.length + " frames and notes, " + findings.length + " findings, " + exchanges.length + " exchanges";
+      if (dropped || evicted) t += " · older ones are in the capture";
+      if (skipped) t += " · this viewer fell behind and skipped " + skipped + " messages";
+      if (paused) t += " · paused while a row is open: close it to see the newest";
+      $("live-status").textContent = t;
+    };
+    var es = new EventSource("events");
+    es.onopen = function () { connected = true; status(false); };
+    es.onerror = function () { connected = false; status(false); };
+    es.onmessage = function (e) {
+      var m;
+      try { m = JSON.parse(e.data); } catch (err) { return; }
+      var v = m.v;
+      if (m.t === "frame" || m.t === "note") push(items, v);
+      else if (m.t === "finding") push(findings, v);
+      else if (m.t === "exchange") {
+        var k = xKey(v), old = xIndex[k];
+        if (old) { Object.keys(old).forEach(function (f) { delete old[f]; }); Object.keys(v).forEach(function (f) { old[f] = v[f]; }); }
+        else { xIndex[k] = v; push(exchanges, v); }
+      } else if (m.t === "skipped") skipped = v;
+      else if (m.t === "evicted") evicted = v;
+      else return;
+      dirty = true;
+    };
+    setInterval(function () {
+      tick();
+      if (!dirty) return;
+      if (document.querySelector("#views details[open]")) { status(true); return; }
+      dirty = false;
+      rebuild();
+      FILTERS.forEach(function (k) { $("f-" + k).value = state[k]; });
+      render();
+      tick();
+      status(false);
+    }, 500);
+  }
 })();

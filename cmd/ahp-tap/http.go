@@ -48,6 +48,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	conductDir := fs.String("conduct", "", "feed the live conduct timeline of the registration's taps sharing `DIR` (needs --registration and --hook; docs/conduct.md)")
 	capPath := fs.String("capture", "", "record every audited body and note to the capture file `PATH` (created 0600; credentials redacted)")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics")
+	uiAddr := fs.String("ui", "", "serve the live view (the HTML report's conversation, updated as frames and findings arrive) at http://`ADDR`/ (loopback only unless --allow-remote)")
 	maxAudit := fs.Int("max-audit-body", httpproxy.DefaultMaxAuditBody, "cap the audit copy of each body at `BYTES`; larger bodies are forwarded whole and reported unchecked (TAP-1)")
 	upTimeout := fs.Duration("upstream-timeout", httpproxy.DefaultUpstreamTimeout, "answer 504 when the upstream sends no response headers within `D`")
 	mode := auditBestEffort
@@ -69,7 +70,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	var otlpf otlpFlags
 	otlpf.register(fs)
 	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
-	allowRemote := fs.Bool("allow-remote", false, "let --forward and --metrics listen on an address other than loopback (anyone who can reach it may use the proxy or read the metrics)")
+	allowRemote := fs.Bool("allow-remote", false, "let --forward, --metrics and --ui listen on an address other than loopback (anyone who can reach it may use the proxy, read the metrics or watch the traffic)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
@@ -176,6 +177,11 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if mln != nil {
 		defer mln.Close()
 	}
+	ui, err := openUI("http", *uiAddr, *allowRemote, l.cfg.Snapshot, m.diag())
+	if err != nil {
+		return err
+	}
+	defer ui.close()
 	if os.Getenv("GOGC") == "" {
 		// The audit decodes every body into a tree; collecting less often
 		// leaves more CPU to forwarding for a little more memory
@@ -206,6 +212,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	// The way out: log, console, OTLP, metrics, capture (package output).
 	oc := output.Config{Name: "http", Diag: m.diag(), Log: *logPath, OTLP: otlpx, OTLPClose: httpCloseTimeout,
 		Sinks: []tap.Sink{metrics.Sink()}, SummaryLimit: 1, // counts only: a long-running tap must not grow
+		View:  ui.view(),
 		Capture: *capPath, Header: capture.Header{Tool: "ahp-tap " + version, Snapshot: l.cfg.Snapshot, Transport: tap.HTTP,
 			Registration: ef.registration, Hook: ef.hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: l.regDoc}}
 	if *console {
@@ -217,7 +224,11 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		return usageError("http: %v", err)
 	}
 	cc := conductClientFor(*conductDir, ef.registration, ef.hook, l, m.diag())
-	session := l.watchedSession(l.cfg, out.Sink(), out.Recorder(), "", 0, cc) // reports the registration's findings
+	var cw tap.Watcher
+	if cc != nil {
+		cw = cc
+	}
+	session := l.sessionWatched(l.cfg, out.Sink(), out.Recorder(), "", 0, out.Watch(cw)) // reports the registration's findings
 	// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
 	// Deadlines are judged as they pass (issue 21 item 8): the proxy
 	// hands over a request unanswered by the shortest deadline, and the
@@ -240,6 +251,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		return usageError("http: %v", err)
 	}
 
+	ui.serve()
 	var msrv *http.Server
 	if mln != nil {
 		msrv = &http.Server{Handler: metrics.Mux(), ReadHeaderTimeout: 10 * time.Second}

@@ -18,11 +18,16 @@ func (l *loaded) session(cfg tap.Config, sink tap.Sink, rec tap.Recorder, conn s
 // watchedSession is session with a watcher of its judged frames (nil:
 // none), such as the live conduct client.
 func (l *loaded) watchedSession(cfg tap.Config, sink tap.Sink, rec tap.Recorder, conn string, maxLine int, w *live.Client) *tap.Session {
-	sc := tap.SessionConfig{Config: cfg, Rules: rules.Set(l.opt), Sink: sink, Recorder: rec, Conn: conn, MaxLine: maxLine}
+	var tw tap.Watcher
 	if w != nil {
-		sc.Watch = w
+		tw = w
 	}
-	return tap.NewSession(sc)
+	return l.sessionWatched(cfg, sink, rec, conn, maxLine, tw)
+}
+
+// sessionWatched builds a live link's session watched by w (nil: none).
+func (l *loaded) sessionWatched(cfg tap.Config, sink tap.Sink, rec tap.Recorder, conn string, maxLine int, w tap.Watcher) *tap.Session {
+	return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(l.opt), Sink: sink, Recorder: rec, Conn: conn, MaxLine: maxLine, Watch: w})
 }
 
 // registrationFindings judges the --registration document on its own:
