@@ -212,7 +212,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	// The way out: log, console, OTLP, metrics, capture (package output).
 	oc := output.Config{Name: "http", Diag: m.diag(), Log: *logPath, OTLP: otlpx, OTLPClose: httpCloseTimeout,
 		Sinks: []tap.Sink{metrics.Sink()}, SummaryLimit: 1, // counts only: a long-running tap must not grow
-		View:  ui.view(),
+		View:    ui.view(),
 		Capture: *capPath, Header: capture.Header{Tool: "ahp-tap " + version, Snapshot: l.cfg.Snapshot, Transport: tap.HTTP,
 			Registration: ef.registration, Hook: ef.hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: l.regDoc}}
 	if *console {

@@ -74,4 +74,3 @@ func (u *liveUI) close() {
 	}
 	u.ln.Close()
 }
-
