@@ -1,8 +1,15 @@
 package viewserve
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,7 +40,7 @@ func feed(t *testing.T, h *Hub) {
 
 type noteRecorder struct{ h *Hub }
 
-func (noteRecorder) Record(*tap.Frame)        {}
+func (noteRecorder) Record(*tap.Frame)       {}
 func (r noteRecorder) RecordNote(n tap.Note) { r.h.Note(n) }
 
 func serveHub(t *testing.T, h *Hub) string {
@@ -80,5 +87,175 @@ func TestLiveViewShowsTheRing(t *testing.T) {
 	if err != nil || !ok {
 		dom, _ := b.DOM()
 		t.Fatalf("the live page does not show the 4 exchanges (%v):\n%.2000s", err, dom)
+	}
+}
+
+// readEvents reads server-sent events from r until stop says so or the
+// stream ends, returning every message's kind and the last value of each.
+func readEvents(t *testing.T, r io.Reader, stop func(kind string, v json.RawMessage) bool) {
+	t.Helper()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var m struct {
+			T string          `json:"t"`
+			V json.RawMessage `json:"v"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("event %q: %v", line, err)
+		}
+		if stop(m.T, m.V) {
+			return
+		}
+	}
+	t.Fatalf("the event stream ended: %v", sc.Err())
+}
+
+// The ring is bounded in bytes: a viewer that connects late gets the most
+// recent messages within the bound, told first how many older ones are
+// gone; with room for all, none is gone.
+func TestHubRingBoundedInBytes(t *testing.T) {
+	for _, tc := range []struct {
+		ring        int
+		wantEvicted bool
+	}{{1 << 20, false}, {2000, true}} {
+		h := NewHub("x", tc.ring)
+		for i := range 100 {
+			h.Note(tap.Note{Kind: tap.NoteEOF, Conn: fmt.Sprintf("c%03d", i), Dir: tap.FromHarness})
+		}
+		srv := httptest.NewServer(h.Handler([]byte("page"), false))
+		resp, err := http.Get(srv.URL + "/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var evicted uint64
+		bytes, notes := 0, 0
+		readEvents(t, resp.Body, func(kind string, v json.RawMessage) bool {
+			switch kind {
+			case "evicted":
+				json.Unmarshal(v, &evicted)
+			case "note":
+				notes++
+				bytes += len(v)
+				return strings.Contains(string(v), `"c099"`) // the newest
+			}
+			return false
+		})
+		resp.Body.Close()
+		h.Close()
+		srv.Close()
+		if tc.wantEvicted != (evicted > 0) || int(evicted)+notes != 100 {
+			t.Errorf("ring %d: %d evicted, %d notes sent; want all 100 accounted for, evicted=%v", tc.ring, evicted, notes, tc.wantEvicted)
+		}
+		if tc.wantEvicted && bytes > tc.ring {
+			t.Errorf("ring %d: %d bytes of notes kept", tc.ring, bytes)
+		}
+	}
+}
+
+// A viewer that does not read never holds up the audit side: publishing
+// goes on, the viewer's queue stays within ClientQueue, and once it reads
+// again it is told how many messages it skipped. A viewer that keeps up
+// skips none.
+func TestHubViewerThatLagsSkips(t *testing.T) {
+	h := NewHub("x", 1<<20)
+	srv := httptest.NewServer(h.Handler([]byte("page"), false))
+	defer srv.Close()
+	defer h.Close()
+	resp, err := http.Get(srv.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	for h.Viewers() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	// 25 MiB of findings while the viewer reads nothing: far past what the
+	// queue and the socket buffers hold.
+	big := strings.Repeat("m", 64<<10)
+	for i := range 400 {
+		h.Write(tap.Finding{Check: "BASE-1", Level: tap.Error, Message: big, Seq: uint64(i + 1)})
+	}
+	h.mu.Lock()
+	for v := range h.viewers {
+		if v.bytes > ClientQueue {
+			t.Errorf("the viewer's queue holds %d bytes, over %d", v.bytes, ClientQueue)
+		}
+	}
+	h.mu.Unlock()
+	h.Write(tap.Finding{Check: "BASE-2", Level: tap.Error, Message: "last"})
+	var skipped uint64
+	readEvents(t, resp.Body, func(kind string, v json.RawMessage) bool {
+		if kind == "skipped" {
+			json.Unmarshal(v, &skipped)
+			return true
+		}
+		return false
+	})
+	if skipped == 0 {
+		t.Error("the lagging viewer was not told it skipped messages")
+	}
+
+	// A viewer that keeps up: every message, no skip.
+	h2 := NewHub("y", 1<<20)
+	srv2 := httptest.NewServer(h2.Handler([]byte("page"), false))
+	defer srv2.Close()
+	defer h2.Close()
+	resp2, err := http.Get(srv2.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp2.Body.Close()
+	for h2.Viewers() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	go func() {
+		for i := range 200 {
+			h2.Write(tap.Finding{Check: "BASE-1", Level: tap.Error, Message: "m", Seq: uint64(i + 1)})
+		}
+	}()
+	n := 0
+	readEvents(t, resp2.Body, func(kind string, v json.RawMessage) bool {
+		if kind == "skipped" {
+			t.Error("a viewer that keeps up skipped messages")
+		}
+		n++
+		return n == 200
+	})
+}
+
+// The page and its events are served to loopback Host names only (no DNS
+// rebinding), to GET only.
+func TestHubHandlerGuards(t *testing.T) {
+	h := NewHub("x", 0)
+	defer h.Close()
+	srv := httptest.NewServer(h.Handler([]byte("page"), false))
+	defer srv.Close()
+	for _, c := range []struct {
+		method, host, path string
+		want               int
+	}{
+		{"GET", "", "/", 200}, {"GET", "localhost:1", "/", 200}, {"GET", "evil.example", "/", 421},
+		{"GET", "evil.example", "/events", 421}, {"POST", "", "/", 405}, {"GET", "", "/x", 404},
+	} {
+		req, _ := http.NewRequest(c.method, srv.URL+c.path, nil)
+		if c.host != "" {
+			req.Host = c.host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s %s Host %q: %d, want %d", c.method, c.path, c.host, resp.StatusCode, c.want)
+		}
+	}
+	if _, err := Listen("0.0.0.0:0", false); err == nil {
+		t.Error("Listen on every interface without allowRemote succeeded")
 	}
 }
