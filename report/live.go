@@ -41,14 +41,27 @@ func LiveFinding(input string, f tap.Finding) []byte {
 	return liveMessage("finding", hf)
 }
 
-// LiveExchange is the live message of an exchange a frame opened or
-// ended: its record and, while it is pending, its deadline.
-func LiveExchange(input string, x *tap.Exchange) []byte {
+// LiveExchange is the live message of the exchange frame f opened (a
+// request: pending, with its deadline) or ended (a response: its
+// outcome; the watcher sees it before the conversation files the
+// response, so f is taken as the answer).
+func LiveExchange(input string, f *tap.Frame, x *tap.Exchange) []byte {
 	r := ExchangeOf(x)
+	if _, ok := f.Msg.(*tap.Response); ok && x.Response == nil {
+		r.ResponseSeq = f.Seq
+		if r.Conn == "" {
+			r.Conn = f.Conn
+		}
+		if x.Request != nil && !f.Time.IsZero() && !x.Request.Time.IsZero() {
+			r.LatencyMs = float64(f.Time.Sub(x.Request.Time).Microseconds()) / 1000
+		}
+	}
 	hx := htmlExchangeOf(input, LiveGen, &r)
-	if x.Response == nil && x.Request != nil && x.Deadline > 0 && !x.Request.Time.IsZero() {
-		hx.Deadline = x.Request.Time.Add(x.Deadline).UnixMilli()
-		hx.Outcome = "" // pending: not yet unanswered
+	if hx.Resp == 0 {
+		hx.Outcome = "" // pending, not yet unanswered
+		if x.Request != nil && x.Deadline > 0 && !x.Request.Time.IsZero() {
+			hx.Deadline = x.Request.Time.Add(x.Deadline).UnixMilli()
+		}
 	}
 	return liveMessage("exchange", hx)
 }

@@ -66,7 +66,7 @@ func (h *Hub) Write(f tap.Finding) { h.publish(report.LiveFinding(h.name, f)) }
 func (h *Hub) Judged(f *tap.Frame, x *tap.Exchange) {
 	h.publish(report.LiveFrame(h.name, f))
 	if x != nil {
-		h.publish(report.LiveExchange(h.name, x))
+		h.publish(report.LiveExchange(h.name, f, x))
 	}
 }
 

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/internal/browser"
+)
+
+// liveRequest is a tool.before intercept with id.
+func liveRequest(id string) string {
+	return `{"jsonrpc":"2.0","id":"` + id + `","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"` + id +
+		`","source":"urn:uuid:0d8c6a52-3f0e-4d8e-9b1a-2f6b9a7c1e01","type":"tool.before","time":"2026-08-24T08:51:14Z",` +
+		`"harness":{"name":"h","version":"1"},"session":{"id":"s1","cwd":"/w"},"tool":{"name":"Bash","kind":"shell","input":{"command":"live-` + id +
+		`"},"origin":"native"},"call":{"id":"c-` + id + `"},"path":"main"},"capabilities":{"effects":["deny"]}}}`
+}
+
+// Issue 24 item 2: 'ahp-tap http --ui' serves the live view. In a real
+// browser, while a real tap runs: an exchange appears as it happens, a
+// finding (BASE-2) appears on the exchange that violates and not before,
+// a pending exchange counts down to its deadline, and CORR-3 appears the
+// moment the deadline passes, before the backend answers.
+func TestHTTPLiveViewInBrowser(t *testing.T) {
+	bin := browser.Find()
+	if bin == "" {
+		t.Skip("no chromium on PATH: the live view is not checked in a browser")
+	}
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		id, version := "ok", "draft"
+		switch {
+		case strings.Contains(string(b), `"id":"bad"`):
+			id, version = "bad", "2025-06"
+		case strings.Contains(string(b), `"id":"slow"`):
+			id = "slow"
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":"`+id+`","result":{"protocolVersion":"`+version+`","effects":[{"type":"deny","reason":"no `+id+`"}]}}`)
+	}))
+	defer up.Close()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	lt := startHTTPTap(t, "--upstream", up.URL, "--ui", "127.0.0.1:0", "--timeout", "1s")
+	ui := lt.waitFor(t, "live view on", "http://")
+	addr := lt.waitFor(t, "listening on", "http://")
+	post := func(id string) {
+		resp, err := http.Post("http://"+addr+"/agent-hooks", "application/json", strings.NewReader(liveRequest(id)))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+
+	b, err := browser.Start(bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Navigate("http://" + ui + "/#tab=timeline"); err != nil {
+		t.Fatal(err)
+	}
+	wait := func(what, expr string) {
+		t.Helper()
+		ok, err := b.WaitFor(expr, time.Minute)
+		if err != nil || !ok {
+			dom, _ := b.DOM()
+			i := strings.Index(dom, `id="live-status"`)
+			t.Fatalf("the live view never showed %s (%v):\n%.3000s", what, err, dom[max(i, 0):])
+		}
+	}
+	rows := `document.querySelectorAll("details.row.kind-x")`
+	badge := func(check string) string {
+		return `Array.prototype.some.call(document.querySelectorAll(".badge"), function (b) { return b.textContent.indexOf("` + check + `") === 0; })`
+	}
+	wait("the connection", `document.getElementById("live-status").textContent.indexOf("live ·") === 0`)
+
+	// A conforming exchange appears, with its answer, and no BASE-2.
+	post("ok")
+	wait("the first exchange", rows+`.length === 1 && `+rows+`[0].textContent.indexOf("live-ok") >= 0 && `+rows+`[0].textContent.indexOf("explicit_deny") >= 0`)
+	if v, _ := b.Eval(badge("BASE-2")); string(v) != "false" {
+		t.Error("a BASE-2 badge before any violating exchange")
+	}
+	// The violating one: its finding appears while the tap runs.
+	post("bad")
+	wait("the BASE-2 finding", badge("BASE-2"))
+
+	// A request the backend holds: pending, counting down, then CORR-3 at
+	// the deadline, while the backend still has not answered.
+	done := make(chan struct{})
+	go func() { defer close(done); post("slow") }()
+	wait("the pending exchange's countdown", `document.querySelector("span.countdown") !== null`)
+	wait("CORR-3 at the deadline", badge("CORR-3"))
+	select {
+	case <-done:
+		t.Fatal("the slow exchange was answered before CORR-3 was seen")
+	default:
+	}
+	close(release)
+	<-done
+
+	lt.cmd.Process.Signal(syscall.SIGTERM)
+	<-lt.done
+	if err := lt.cmd.Wait(); err != nil {
+		t.Errorf("http --ui after SIGTERM: %v\n%s", err, lt.stderrText())
+	}
+}
+
+// --ui off loopback is refused without --allow-remote (exit 2).
+func TestHTTPUIRemoteRefused(t *testing.T) {
+	t.Parallel()
+	r := runTap(t, "", "http", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:9", "--ui", "0.0.0.0:0")
+	if r.code != 2 || !strings.Contains(r.stderr, "--ui") || !strings.Contains(r.stderr, "--allow-remote") {
+		t.Errorf("http --ui 0.0.0.0:0: exit %d, stderr %q; want 2 naming --allow-remote", r.code, r.stderr)
+	}
+}
