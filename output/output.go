@@ -136,17 +136,21 @@ func (o *Output) Sink() tap.Sink { return o.sink }
 // Recorder is the capture (nil: none), and with a View the way its notes
 // reach it.
 func (o *Output) Recorder() tap.Recorder {
+	var rec tap.Recorder
+	if o.capture != nil {
+		rec = o.capture
+	}
 	if o.cfg.View != nil {
-		vr := viewRecorder{view: o.cfg.View}
-		if o.capture != nil {
-			vr.next = o.capture
-		}
-		return vr
+		return ViewRecorder(rec, o.cfg.View)
 	}
-	if o.capture == nil {
-		return nil
-	}
-	return o.capture
+	return rec
+}
+
+// ViewRecorder is next (nil: none) with the view's notes: for a link
+// whose sinks are still assembled by its command (stdio's audit side),
+// the way its notes reach a View.
+func ViewRecorder(next tap.Recorder, v View) tap.Recorder {
+	return viewRecorder{next: next, view: v}
 }
 
 // Watch returns the watcher a session of the link takes: w (nil: none)

@@ -4,6 +4,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -129,5 +133,78 @@ func TestHTTPUIRemoteRefused(t *testing.T) {
 	r := runTap(t, "", "http", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:9", "--ui", "0.0.0.0:0")
 	if r.code != 2 || !strings.Contains(r.stderr, "--ui") || !strings.Contains(r.stderr, "--allow-remote") {
 		t.Errorf("http --ui 0.0.0.0:0: exit %d, stderr %q; want 2 naming --allow-remote", r.code, r.stderr)
+	}
+	// stdio refuses it before the backend starts (the audit process would listen).
+	marker := filepath.Join(t.TempDir(), "started")
+	for _, addr := range []string{"0.0.0.0:0", ":0", "example.com:80", "127.0.0.1:notaport"} {
+		r := runTap(t, "", "stdio", "--ui", addr, "--", "touch", marker)
+		if r.code != 2 || !strings.Contains(r.stderr, "--ui") {
+			t.Errorf("stdio --ui %s: exit %d, stderr %q; want 2", addr, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the backend started although --ui was refused")
+	}
+	// A loopback address is taken.
+	if r := runTap(t, "", "stdio", "--ui", "127.0.0.1:0", "--", "true"); r.code != 0 {
+		t.Errorf("stdio --ui 127.0.0.1:0 -- true: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// 'ahp-tap stdio --ui' serves the live view from the audit process: in a
+// real browser, an exchange the harness sends appears with its answer
+// while the tap runs, and a finding (EVT-1: the event lacks required
+// fields) appears with it.
+func TestStdioLiveViewInBrowser(t *testing.T) {
+	bin := browser.Find()
+	if bin == "" {
+		t.Skip("no chromium on PATH: the live view is not checked in a browser")
+	}
+	cmd := exec.Command(tapBinary, "stdio", "--ui", "127.0.0.1:0", "--", tapBinary, "example-backend")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	var stderr syncBuf
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var ui string
+	for i := 0; ui == ""; i++ {
+		if m := regexp.MustCompile(`live view on (http://[0-9.:]+/)`).FindStringSubmatch(stderr.String()); m != nil {
+			ui = m[1]
+		} else if i == 3000 {
+			t.Fatalf("the stdio tap never served its live view; stderr %q", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b, err := browser.Start(bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Navigate(ui + "#tab=timeline"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.WaitFor(`document.getElementById("live-status").textContent.indexOf("live ·") === 0`, time.Minute); !ok || err != nil {
+		t.Fatalf("the live view did not connect: %v", err)
+	}
+	if v, _ := b.Eval(`document.querySelectorAll("details.row.kind-x").length`); string(v) != "0" {
+		t.Errorf("%s exchanges before the harness sent any", v)
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":"a1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"a1","type":"tool.before","tool":{"name":"Bash","input":{"command":"stdio-live"}}},"capabilities":{"effects":["deny"]}}}`+"\n")
+	ok, err := b.WaitFor(`Array.prototype.some.call(document.querySelectorAll("details.row.kind-x"), function (r) {
+		return r.textContent.indexOf("stdio-live") >= 0 && r.textContent.indexOf("no_effect") >= 0 && r.textContent.indexOf("EVT-1") >= 0; })`, time.Minute)
+	if err != nil || !ok {
+		dom, _ := b.DOM()
+		i := strings.Index(dom, `id="live-status"`)
+		t.Fatalf("the exchange and its finding never appeared (%v):\n%.3000s", err, dom[max(i, 0):])
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("stdio --ui: %v\n%s", err, stderr.String())
 	}
 }

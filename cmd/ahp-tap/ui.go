@@ -74,3 +74,45 @@ func (u *liveUI) close() {
 	}
 	u.ln.Close()
 }
+
+// checkUIAddr is the forwarding process's check of --ui ADDR (the audit
+// process listens on it): a bad address, or one that is not loopback
+// without allowRemote, is exit 2 before anything starts. A host name
+// other than localhost is taken as not loopback.
+func checkUIAddr(name, addr string, allowRemote bool) error {
+	if addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageError("%s: --ui: %v", name, err)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return usageError("%s: --ui: %v", name, err)
+	}
+	if !allowRemote && (host == "" || !viewserve.LoopbackHost(host)) {
+		return usageError("%s: --ui: %s is not a loopback address: the page shows the traffic to everyone who can reach it; listen on 127.0.0.1, or give --allow-remote", name, addr)
+	}
+	return nil
+}
+
+// stdioUI returns the live view of this audit side, serving it on --ui
+// the first time: one view for every link the process audits (the shared
+// audit process of per_event taps serves all of them). A listen that
+// fails is said once on diag, and the audit goes on without it; traffic
+// is never affected.
+func (sf *stdioFlags) stdioUI(diag io.Writer) *liveUI {
+	if sf.uiAddr == "" || sf.uiTried {
+		return sf.ui
+	}
+	sf.uiTried = true
+	u, err := openUI("stdio", sf.uiAddr, sf.allowRemote, sf.snapshot, io.Discard) // the forwarding process checked
+	if err != nil {
+		printable.Fprintf(diag, "ahp-tap: %v; the live view is not served, traffic is not affected\n", err)
+		return nil
+	}
+	u.diag = diag
+	u.serve()
+	sf.ui = u
+	return u
+}
