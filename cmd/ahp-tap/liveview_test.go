@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -207,4 +209,81 @@ func TestStdioLiveViewInBrowser(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("stdio --ui: %v\n%s", err, stderr.String())
 	}
+}
+
+// 'ahp-tap mock backend --ui' serves the live view of the traffic it
+// audits: a recorded request sent to the mock shows up on the event
+// stream as a frame and an exchange with its answer.
+func TestMockLiveView(t *testing.T) {
+	t.Parallel()
+	capPath, _ := recordSession(t, "demo")
+	data, err := os.ReadFile(capPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var request string
+	for line := range strings.Lines(string(data)) {
+		var r struct{ Type, Direction, Raw string }
+		if json.Unmarshal([]byte(line), &r) == nil && r.Type == "frame" && r.Direction == "harness" && strings.Contains(r.Raw, "hooks/intercept") {
+			request = r.Raw
+			break
+		}
+	}
+	if request == "" {
+		t.Fatal("no recorded intercept")
+	}
+	cmd := exec.Command(tapBinary, "mock", "backend", "--stdio", "--quiet", "--ui", "127.0.0.1:0", capPath)
+	stdin, _ := cmd.StdinPipe()
+	cmd.Stdout = io.Discard
+	var stderr syncBuf
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var ui string
+	for i := 0; ui == ""; i++ {
+		if m := regexp.MustCompile(`live view on (http://[0-9.:]+/)`).FindStringSubmatch(stderr.String()); m != nil {
+			ui = m[1]
+		} else if i == 3000 {
+			t.Fatalf("mock --ui never served; stderr %q", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Bounded, so that a view that never shows the exchange fails the
+	// test rather than hangs it.
+	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Get(ui + "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	io.WriteString(stdin, request+"\n")
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	frames := 0
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var m struct {
+			T string
+			V struct {
+				K  string
+				Rs uint64
+			}
+		}
+		json.Unmarshal([]byte(line), &m)
+		if m.T == "frame" {
+			frames++
+		}
+		if m.T == "exchange" && m.V.Rs != 0 {
+			break
+		}
+	}
+	if frames < 2 {
+		t.Errorf("the live view saw %d frames before the answered exchange, want the request and the answer", frames)
+	}
+	stdin.Close()
+	cmd.Wait()
 }
