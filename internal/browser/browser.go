@@ -212,6 +212,17 @@ func (b *Browser) WaitFor(expr string, bound time.Duration) (bool, error) {
 	}
 }
 
+// Screenshot is a PNG of the page as it shows now.
+func (b *Browser) Screenshot() ([]byte, error) {
+	var r struct {
+		Data []byte `json:"data"` // base64 in JSON: decoded by encoding/json
+	}
+	if err := b.call(b.session, "Page.captureScreenshot", map[string]any{"format": "png"}, &r); err != nil {
+		return nil, err
+	}
+	return r.Data, nil
+}
+
 // DOM is the page's serialized DOM.
 func (b *Browser) DOM() (string, error) {
 	v, err := b.Eval("document.documentElement.outerHTML")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -46,7 +47,7 @@ func (r noteRecorder) RecordNote(n tap.Note) { r.h.Note(n) }
 func serveHub(t *testing.T, h *Hub) string {
 	t.Helper()
 	var page bytes.Buffer
-	if err := report.LivePage(&page, report.Header{Tool: "ahp-tap", Version: "test", Snapshot: "draft", Catalogue: rules.Catalogue}, "live"); err != nil {
+	if err := report.LivePage(&page, report.Header{Tool: "ahp-tap", Version: "test", Snapshot: "draft", Catalogue: rules.Catalogue}, "ahp-tap stdio · live"); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := Listen("127.0.0.1:0", false)
@@ -257,5 +258,44 @@ func TestHubHandlerGuards(t *testing.T) {
 	}
 	if _, err := Listen("0.0.0.0:0", false); err == nil {
 		t.Error("Listen on every interface without allowRemote succeeded")
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite docs/img/live.png")
+
+// TestREADMELiveScreenshot takes the README's screenshot of the live view
+// (a hub fed the CI capture, in Chromium at 800 px, one exchange open);
+// with -update it writes docs/img/live.png (go test ./internal/viewserve
+// -run TestREADMELiveScreenshot -update).
+func TestREADMELiveScreenshot(t *testing.T) {
+	h := NewHub("stdio", 0)
+	feed(t, h)
+	b := openLive(t, serveHub(t, h)+"#tab=timeline")
+	if ok, err := b.WaitFor(`document.querySelectorAll("details.row.kind-x").length == 4`, 30*time.Second); !ok || err != nil {
+		t.Fatalf("the live page does not show the exchanges: %v", err)
+	}
+	if _, err := b.Eval(`document.querySelectorAll("details.row > summary").forEach(function (s) { if (s.textContent.indexOf("git push") >= 0) s.click(); }); true`); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.WaitFor(`document.querySelector("details.row[open] pre.frame") !== null`, 30*time.Second); !ok || err != nil {
+		t.Fatalf("the exchange did not open: %v", err)
+	}
+	png, err := b.Screenshot()
+	if err != nil {
+		t.Skipf("chromium cannot take screenshots here: %v", err)
+	}
+	if !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Fatal("the screenshot is not a PNG")
+	}
+	readme, _ := os.ReadFile("../../README.md")
+	if !bytes.Contains(readme, []byte("docs/img/live.png")) {
+		t.Error("README.md does not show docs/img/live.png")
+	}
+	if *update {
+		if err := os.WriteFile("../../docs/img/live.png", png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if _, err := os.Stat("../../docs/img/live.png"); err != nil {
+		t.Errorf("docs/img/live.png: %v (-update takes it)", err)
 	}
 }
