@@ -287,3 +287,57 @@ func TestMockLiveView(t *testing.T) {
 	stdin.Close()
 	cmd.Wait()
 }
+
+// Issue 24 item 2: per_event stdio taps sharing --state have one live
+// view, served by their shared audit process: a viewer sees the
+// exchanges of every event's process (one connection each) on one stream.
+func TestStdioLiveViewSharedAudit(t *testing.T) {
+	t.Parallel()
+	addr := freePort(t)
+	state := t.TempDir()
+	// The viewer connects as soon as the shared audit process listens and
+	// reads until it ends (2 s after the last event); the ring holds what
+	// came before it connected.
+	conns := map[string]bool{}
+	read := make(chan error, 1)
+	go func() {
+		c := &http.Client{Timeout: 2 * time.Minute}
+		var resp *http.Response
+		var err error
+		for i := 0; i < 6000; i++ {
+			if resp, err = c.Get("http://" + addr + "/events"); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err != nil {
+			read <- err
+			return
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var m struct {
+				T string
+				V struct{ Conn, K string }
+			}
+			if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok && json.Unmarshal([]byte(line), &m) == nil && m.T == "frame" && m.V.K == "request" {
+				conns[m.V.Conn] = true
+			}
+		}
+		read <- nil
+	}()
+	cmd := exec.Command(tapBinary, "example-harness", "--lifecycle", "per_event", "--", tapBinary, "stdio",
+		"--registration", "../../examples/hooks.json", "--hook", "com.example.review-per-event", "--state", state,
+		"--ui", addr, "--", tapBinary, "example-backend")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("per_event session: %v\n%s", err, out)
+	}
+	if err := <-read; err != nil {
+		t.Fatalf("the viewer never reached the shared audit process's live view: %v", err)
+	}
+	if len(conns) < 3 {
+		t.Errorf("the live view showed requests of %d processes %v, want every event's", len(conns), conns)
+	}
+}
