@@ -103,7 +103,7 @@ func (sf *stdioFlags) stdioMetrics(diag io.Writer) *tapmetrics.Traffic {
 	return t
 }
 
-// watchersSession is l.session with watchers of its judged frames (the
+// watchersSession is sessionWatched with several watchers of its judged frames (the
 // live conduct client, the metrics), each seeing every frame in turn.
 func (l *loaded) watchersSession(cfg tap.Config, sink tap.Sink, rec tap.Recorder, conn string, maxLine int, ws []tap.Watcher) *tap.Session {
 	sc := tap.SessionConfig{Config: cfg, Rules: rules.Set(l.opt), Sink: sink, Recorder: rec, Conn: conn, MaxLine: maxLine}
