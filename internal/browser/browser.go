@@ -196,17 +196,17 @@ func (b *Browser) Eval(expr string) (json.RawMessage, error) {
 // WaitFor evaluates expr (a boolean expression) until it is true, within
 // bound; it returns false when the bound passed first.
 func (b *Browser) WaitFor(expr string, bound time.Duration) (bool, error) {
+	// A script error is taken as "not yet": the page may still be
+	// loading (its elements not there yet); the last one is returned
+	// when the bound passes.
 	end := time.Now().Add(bound)
 	for {
 		v, err := b.Eval("!!(" + expr + ")")
-		if err != nil {
-			return false, err
-		}
-		if string(v) == "true" {
+		if err == nil && string(v) == "true" {
 			return true, nil
 		}
 		if time.Now().After(end) {
-			return false, nil
+			return false, err
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
