@@ -63,6 +63,18 @@ type Config struct {
 	// SummaryLimit caps the examples the summary's collector keeps per
 	// check (0: no cap; a long-running tap counts only, with 1).
 	SummaryLimit int
+	// View, when set, is the link's live view (--ui): it gets every
+	// finding (Sink), every transport note (through Recorder) and every
+	// judged frame with its exchange (through Watch).
+	View View
+}
+
+// A View is a live view of a link (viewserve.Hub). Its methods run on the
+// audit goroutine and must never block.
+type View interface {
+	tap.Sink
+	tap.Watcher
+	Note(tap.Note)
 }
 
 // An Output is the open way out of one link.
@@ -112,6 +124,9 @@ func Open(cfg Config) (*Output, error) {
 		}
 		o.sink = append(o.sink, o.log)
 	}
+	if cfg.View != nil {
+		o.sink = append(o.sink, cfg.View)
+	}
 	o.others = o.sink
 	if cfg.OTLP != nil {
 		o.sink = append(o.sink, cfg.OTLP)
@@ -147,12 +162,80 @@ func (o *Output) Watcher() tap.Watcher {
 	return o.cfg.OTLP.Watcher()
 }
 
-// Recorder is the capture, or nil.
+// Recorder is the capture (nil: none), and with a View the way its notes
+// reach it.
 func (o *Output) Recorder() tap.Recorder {
-	if o.capture == nil {
-		return nil
+	var rec tap.Recorder
+	if o.capture != nil {
+		rec = o.capture
 	}
-	return o.capture
+	if o.cfg.View != nil {
+		return ViewRecorder(rec, o.cfg.View)
+	}
+	return rec
+}
+
+// ViewRecorder is next (nil: none) with the view's notes: for a link
+// whose sinks are still assembled by its command (stdio's audit side),
+// the way its notes reach a View.
+func ViewRecorder(next tap.Recorder, v View) tap.Recorder {
+	return viewRecorder{next: next, view: v}
+}
+
+// Watch returns the watcher a session of the link takes: w (nil: none),
+// the OTLP exporter's spans and the View, whichever there are.
+func (o *Output) Watch(w tap.Watcher) tap.Watcher {
+	var v tap.Watcher
+	if o.cfg.View != nil {
+		v = o.cfg.View
+	}
+	return Watchers(w, o.Watcher(), v)
+}
+
+// Watchers is one watcher handing each judged frame to every non-nil one
+// of ws in turn (nil when there is none).
+func Watchers(ws ...tap.Watcher) tap.Watcher {
+	var all watchers
+	for _, w := range ws {
+		if w != nil {
+			all = append(all, w)
+		}
+	}
+	switch len(all) {
+	case 0:
+		return nil
+	case 1:
+		return all[0]
+	}
+	return all
+}
+
+// viewRecorder records to the capture (if any) and hands notes to the view.
+type viewRecorder struct {
+	next tap.Recorder
+	view View
+}
+
+func (r viewRecorder) Record(f *tap.Frame) {
+	if r.next != nil {
+		r.next.Record(f)
+	}
+}
+
+func (r viewRecorder) RecordNote(n tap.Note) {
+	if r.next != nil {
+		r.next.RecordNote(n)
+	}
+	r.view.Note(n)
+}
+
+// watchers is several watchers, in order.
+type watchers []tap.Watcher
+
+func (ws watchers) Judged(f *tap.Frame, x *tap.Exchange) {
+	for _, w := range ws {
+		w.Judged(f, x)
+	}
 }
 
 // Close flushes and closes the exporter, the log, the console and the

@@ -326,8 +326,8 @@ func TestReportsHTML(t *testing.T) {
 			t.Errorf("page contains %q: not self-contained", bad)
 		}
 	}
-	if strings.Count(page, "</script>") != 3 {
-		t.Errorf("</script> appears %d times, want 3 (data must not close a script)", strings.Count(page, "</script>"))
+	if strings.Count(page, "</script>") != 6 {
+		t.Errorf("</script> appears %d times, want 6 (data must not close a script)", strings.Count(page, "</script>"))
 	}
 }
 

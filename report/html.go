@@ -13,6 +13,7 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/tap"
+	"github.com/ahp-tap/ahp-tap/vocab"
 )
 
 // Caps on what one HTML page embeds, so that a page for a multi-GB
@@ -23,6 +24,19 @@ const (
 	HTMLMaxFindings   = 50000
 	HTMLMaxFrameBytes = 32 << 20
 	HTMLMaxExchanges  = 200000
+	// HTMLMaxPerGroup caps the occurrences embedded of one group of
+	// identical findings (one fingerprint): the group shows its full count.
+	HTMLMaxPerGroup = 200
+	// HTMLMaxTimelineItems caps the frames and notes of the conversation
+	// view; HTMLMaxTimelineBytes the frame bytes they embed (a frame over
+	// it is listed without its bytes).
+	HTMLMaxTimelineItems = 300000
+	HTMLMaxTimelineBytes = 48 << 20
+	// htmlMaxGroups bounds the fingerprints whose full counts the page
+	// keeps; findings of further ones show only what is embedded.
+	htmlMaxGroups = 1 << 16
+	// htmlMaxEdit caps the effective-edit summary one exchange embeds.
+	htmlMaxEdit = 16 << 10
 )
 
 //go:embed html.js
@@ -46,16 +60,34 @@ type HTML struct {
 	// Now stamps the page (tests set it for stable output).
 	Now func() time.Time
 
-	h                   *Header
-	findings, exchanges *spool
-	frameBytes          int
-	droppedF, droppedX  int
-	eventTypes          map[string]bool
+	h                             *Header
+	findings, exchanges, timeline *spool
+	frameBytes, timelineBytes     int
+	droppedF, droppedX, droppedT  int
+	// rawLeftOut counts timeline frames listed without their bytes.
+	rawLeftOut int
+	eventTypes map[string]bool
+	// groups counts the findings of each fingerprint (at most
+	// htmlMaxGroups of them), embedded counts those in the page.
+	groups, embedded map[string]int
+	// gen numbers the sessions of an input: frame numbers restart with
+	// each capture segment, so a frame is known by input, gen, conn and
+	// seq. lastSeq is the last frame number seen, lastIn its input.
+	gen     int
+	lastSeq uint64
+	lastIn  string
+	// maxItems and maxBytes bound the conversation view
+	// (HTMLMaxTimelineItems, HTMLMaxTimelineBytes; tests lower them).
+	maxItems, maxBytes int
+	// live: the page of the live view (LivePage): no embedded data, no
+	// run summary; the script reads server-sent events.
+	live bool
 }
 
 // NewHTML returns an HTML writer to w.
 func NewHTML(w io.Writer) *HTML {
-	return &HTML{w: w, Title: "ahp-tap report", Now: time.Now, eventTypes: map[string]bool{}}
+	return &HTML{w: w, Title: "ahp-tap report", Now: time.Now, eventTypes: map[string]bool{},
+		groups: map[string]int{}, embedded: map[string]int{}, maxItems: HTMLMaxTimelineItems, maxBytes: HTMLMaxTimelineBytes}
 }
 
 // A spool is a temporary file of comma-separated JSON values.
@@ -104,6 +136,9 @@ func (h *HTML) Begin(hd *Header) error {
 	if h.findings, err = newSpool(); err != nil {
 		return err
 	}
+	if h.timeline, err = newSpool(); err != nil {
+		return err
+	}
 	h.exchanges, err = newSpool()
 	return err
 }
@@ -129,13 +164,20 @@ type htmlFinding struct {
 	Cut       bool   `json:"cut,omitempty"` // the frame is a prefix
 	Baselined bool   `json:"base,omitempty"`
 	FP        string `json:"fp"`
+	Gen       int    `json:"g"`
 }
 
 // Finding implements Writer.
 func (h *HTML) Finding(it *Item) error {
-	if h.findings.n >= HTMLMaxFindings {
+	if _, ok := h.groups[it.Fingerprint]; ok || len(h.groups) < htmlMaxGroups {
+		h.groups[it.Fingerprint]++
+	}
+	if h.findings.n >= HTMLMaxFindings || h.embedded[it.Fingerprint] >= HTMLMaxPerGroup {
 		h.droppedF++
 		return nil
+	}
+	if _, ok := h.embedded[it.Fingerprint]; ok || len(h.embedded) < htmlMaxGroups {
+		h.embedded[it.Fingerprint]++
 	}
 	f := it.Finding
 	// The event type is a filter's option and a value to match, in its
@@ -143,7 +185,7 @@ func (h *HTML) Finding(it *Item) error {
 	ev := printable.String(it.EventType)
 	hf := htmlFinding{Input: it.Input, Line: it.Line, Check: f.Check, Rule: f.Rule, Req: f.Requirement, Level: f.Level.String(),
 		Message: f.Message, Pointer: f.Pointer, Seq: f.Seq, Conn: f.Conn, RPCID: f.RPCID, EventType: ev,
-		Baselined: it.Baselined, FP: it.Fingerprint}
+		Baselined: it.Baselined, FP: it.Fingerprint, Gen: h.genOf(it.Input)}
 	if f.Dir != 0 {
 		hf.Dir = f.Dir.String()
 	}
@@ -169,6 +211,13 @@ type htmlExchange struct {
 	Resp    uint64  `json:"rs,omitempty"`
 	Outcome string  `json:"out,omitempty"`
 	Latency float64 `json:"ms,omitempty"`
+	// Edit is what the edit evaluator concluded (effective values,
+	// reasons), as the JSON report has it; left out past htmlMaxEdit.
+	Edit json.RawMessage `json:"edit,omitempty"`
+	Gen  int             `json:"g"`
+	// Deadline is when a pending exchange's answer is due (Unix ms; live
+	// view only).
+	Deadline int64 `json:"dl,omitempty"`
 }
 
 // Exchange implements Writer.
@@ -181,8 +230,198 @@ func (h *HTML) Exchange(x *Exchange) error {
 	if ev != "" && len(h.eventTypes) < 256 {
 		h.eventTypes[ev] = true
 	}
-	return h.exchanges.add(htmlExchange{Input: x.Input, Conn: x.Conn, RPCID: x.RPCID, Method: x.Method, Event: ev,
-		EventID: x.EventID, Req: x.RequestSeq, Resp: x.ResponseSeq, Outcome: x.Outcome, Latency: x.LatencyMs})
+	hx := htmlExchangeOf(x.Input, h.genOf(x.Input), &x.ExchangeRecord)
+	return h.exchanges.add(hx)
+}
+
+// htmlExchangeOf is the page's record of an exchange.
+func htmlExchangeOf(input string, gen int, x *tap.ExchangeRecord) htmlExchange {
+	hx := htmlExchange{Input: input, Conn: x.Conn, RPCID: x.RPCID, Method: x.Method, Event: printable.String(x.EventType),
+		EventID: x.EventID, Req: x.RequestSeq, Resp: x.ResponseSeq, Outcome: x.Outcome, Latency: x.LatencyMs, Gen: gen}
+	if x.Edit != nil {
+		if b, err := json.Marshal(x.Edit); err == nil && len(b) <= htmlMaxEdit {
+			hx.Edit = b
+		}
+	}
+	return hx
+}
+
+// genOf is the session number of what input now reports.
+func (h *HTML) genOf(input string) int {
+	if input != h.lastIn {
+		return h.gen + 1 // no frame of the input yet: the next session's
+	}
+	return h.gen
+}
+
+// An htmlItem is one frame or transport note of the conversation view.
+type htmlItem struct {
+	Input string `json:"in"`
+	Gen   int    `json:"g"`
+	// Kind is request, notification, response or other (not a JSON-RPC
+	// message: a stray stdout line, bad JSON) for a frame, note for a note.
+	Kind   string `json:"k"`
+	Seq    uint64 `json:"seq,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Conn   string `json:"conn,omitempty"`
+	Dir    string `json:"dir,omitempty"`
+	Time   string `json:"t,omitempty"`
+	Method string `json:"m,omitempty"`
+	Event  string `json:"ev,omitempty"`
+	RPCID  string `json:"id,omitempty"`
+	Raw    string `json:"raw,omitempty"`
+	// Cut: Raw is a prefix (the audit copy or the page's cap); Gone: the
+	// frame's bytes are over the page's budget.
+	Cut    bool   `json:"cut,omitempty"`
+	Gone   bool   `json:"gone,omitempty"`
+	Size   int    `json:"size,omitempty"`
+	Status int    `json:"st,omitempty"`
+	Note   string `json:"note,omitempty"`
+	Text   string `json:"text,omitempty"`
+}
+
+// TimelineFrame implements TimelineWriter.
+func (h *HTML) TimelineFrame(input string, f *tap.Frame, line int) error {
+	if input != h.lastIn || f.Seq <= h.lastSeq {
+		h.gen++
+	}
+	h.lastIn, h.lastSeq = input, f.Seq
+	if h.timeline.n >= h.maxItems {
+		h.droppedT++
+		return nil
+	}
+	it := frameItem(input, h.gen, f, line)
+	if eventType := it.Event; eventType != "" && len(h.eventTypes) < 256 {
+		h.eventTypes[eventType] = true
+	}
+	if h.timelineBytes+len(it.Raw) > h.maxBytes {
+		it.Raw, it.Gone = "", true
+		h.rawLeftOut++
+	} else {
+		h.timelineBytes += len(it.Raw)
+	}
+	return h.timeline.add(it)
+}
+
+// frameItem is the conversation item of a frame, its bytes cut at
+// MaxItemFrame. The HTML writer counts them against its budget; live,
+// each is sent on its own.
+func frameItem(input string, gen int, f *tap.Frame, line int) htmlItem {
+	it := htmlItem{Input: input, Gen: gen, Seq: f.Seq, Line: line, Conn: f.Conn, Time: stamp(f.Time), Size: f.Size}
+	if f.Dir != 0 {
+		it.Dir = f.Dir.String()
+	}
+	switch m := f.Msg.(type) {
+	case *tap.Request:
+		it.Kind, it.Method, it.RPCID = "request", m.Method, tap.IDText(f.RPCID())
+	case *tap.Notification:
+		it.Kind, it.Method = "notification", m.Method
+	case *tap.Response:
+		it.Kind, it.RPCID = "response", tap.IDText(f.RPCID())
+	default:
+		it.Kind = "other"
+	}
+	if t, ok := f.Event().Get("type").Text(); ok {
+		it.Event = printable.String(t)
+	}
+	if f.HTTP != nil {
+		it.Status = f.HTTP.Status
+	}
+	raw := f.Raw
+	if len(raw) > MaxItemFrame {
+		raw, it.Cut = raw[:MaxItemFrame], true
+	}
+	it.Cut = it.Cut || f.Truncated
+	it.Raw = string(raw)
+	return it
+}
+
+// noteItem is the conversation item of a transport note.
+func noteItem(input string, gen int, n tap.Note) htmlItem {
+	it := htmlItem{Input: input, Gen: gen, Kind: "note", Note: string(n.Kind), Conn: n.Conn, Time: stamp(n.Time), Text: noteText(n)}
+	if n.Dir != 0 {
+		it.Dir = n.Dir.String()
+	}
+	if n.HTTP != nil {
+		it.Status = n.HTTP.Status
+	}
+	return it
+}
+
+func printableEvent(t string) string { return printable.String(t) }
+
+// TimelineNote implements TimelineWriter.
+func (h *HTML) TimelineNote(input string, n tap.Note) error {
+	if input != h.lastIn {
+		h.gen++
+		h.lastIn, h.lastSeq = input, 0
+	}
+	if h.timeline.n >= h.maxItems {
+		h.droppedT++
+		return nil
+	}
+	it := noteItem(input, h.gen, n)
+	return h.timeline.add(it)
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// noteText says in one line what a transport note reports.
+func noteText(n tap.Note) string {
+	detail := ""
+	if n.Detail != "" {
+		detail = ": " + printable.String(n.Detail)
+	}
+	switch n.Kind {
+	case tap.NoteStart:
+		return "started" + detail
+	case tap.NoteEOF:
+		return fmt.Sprintf("the %s's stream ended (EOF)", n.Dir)
+	case tap.NoteExit:
+		if n.Signal != "" {
+			return "the process was killed by " + printable.String(n.Signal)
+		}
+		return fmt.Sprintf("the process exited with status %d", n.ExitCode)
+	case tap.NoteUpstreamFailure:
+		return "the upstream could not be reached" + detail
+	case tap.NoteHTTPResponse:
+		if n.HTTP != nil {
+			return fmt.Sprintf("HTTP %d without a JSON-RPC body", n.HTTP.Status)
+		}
+		return "an HTTP response without a JSON-RPC body"
+	case tap.NoteHarnessGone:
+		return "the harness went away" + detail
+	case tap.NoteDropped:
+		return fmt.Sprintf("%d frames were not audited (the audit copy was dropped)", n.Count)
+	case tap.NoteEnd:
+		return "the tap ended" + detail
+	case tap.NoteDeadline:
+		return "a deadline passed" + detail
+	case tap.NoteKilled:
+		return "the process was killed by the tap" + detail
+	}
+	return printable.String(string(n.Kind)) + detail
+}
+
+// relatedPointers names, per check, where in the request a finding about
+// its response was judged against (the request's capabilities for an
+// effect that was not advertised); the conversation view highlights it.
+var relatedPointers = map[vocab.CheckID]string{
+	vocab.Base9: "/params/capabilities",
+	vocab.Edit6: "/params/capabilities",
+	vocab.Edit3: "/params/event",
+	vocab.Edit4: "/params/event",
+	vocab.Edit5: "/params/event",
+	vocab.Base2: "/params/protocolVersion",
+	vocab.Base7: "/method",
+	vocab.Corr1: "/id",
+	vocab.Corr2: "/id",
+	vocab.Base6: "/params/event",
 }
 
 // End implements Writer.
@@ -199,17 +438,34 @@ func (h *HTML) End(e *End) error {
 		// --fail-on above what was found, or never.
 		verdict, vclass = "passed with findings", "warn"
 	}
-	fmt.Fprintf(bw, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"+
-		"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"+
-		"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>%s</title>\n<style>%s</style></head>\n<body>\n",
-		esc(h.Title), htmlStyle)
-	fmt.Fprintf(bw, "<header><h1>%s <span class=\"verdict %s\" id=\"verdict\">%s</span></h1>\n<p class=\"meta\">%s %s · snapshot %s · %s · %s",
-		esc(h.Title), vclass, verdict, esc(h.h.Tool), esc(h.h.Version), esc(h.h.Snapshot), esc(h.Now().UTC().Format(time.RFC3339)), esc(levelText(e.Levels)))
-	if e.Baselined > 0 {
-		fmt.Fprintf(bw, ", %d baselined", e.Baselined)
+	// The live page reads its events from the server that sent it
+	// (connect-src 'self'); a report file connects nowhere.
+	csp, body := "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:", "<body>"
+	if h.live {
+		csp, body = csp+"; connect-src 'self'", `<body data-live="1">`
 	}
-	bw.WriteString("</p></header>\n<main>\n")
+	fmt.Fprintf(bw, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"+
+		"<meta http-equiv=\"Content-Security-Policy\" content=\"%s\">\n"+
+		"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>%s</title>\n<style>%s</style></head>\n%s\n",
+		csp, esc(h.Title), htmlStyle, body)
+	if h.live {
+		fmt.Fprintf(bw, "<header><h1>%s <span class=\"verdict warn\" id=\"verdict\">live</span></h1>\n<p class=\"meta\">%s %s · snapshot %s · <span id=\"live-status\">connecting…</span></p></header>\n<main>\n",
+			esc(h.Title), esc(h.h.Tool), esc(h.h.Version), esc(h.h.Snapshot))
+	} else {
+		fmt.Fprintf(bw, "<header><h1>%s <span class=\"verdict %s\" id=\"verdict\">%s</span></h1>\n<p class=\"meta\">%s %s · snapshot %s · %s · %s",
+			esc(h.Title), vclass, verdict, esc(h.h.Tool), esc(h.h.Version), esc(h.h.Snapshot), esc(h.Now().UTC().Format(time.RFC3339)), esc(levelText(e.Levels)))
+		if e.Baselined > 0 {
+			fmt.Fprintf(bw, ", %d baselined", e.Baselined)
+		}
+		bw.WriteString("</p></header>\n<main>\n")
+		h.writeRun(bw, e, esc)
+	}
+	return h.writeViews(bw, esc)
+}
 
+// writeRun writes what the run concluded: the inputs, the summary by
+// check, the claim and the conduct chains.
+func (h *HTML) writeRun(bw *bufio.Writer, e *End, esc func(string) string) {
 	// Inputs.
 	bw.WriteString("<section><h2>Inputs</h2><table class=\"inputs\"><thead><tr><th>input</th><th>frames</th><th>bytes</th><th>sha256</th></tr></thead><tbody>\n")
 	for _, in := range e.Inputs {
@@ -240,7 +496,7 @@ func (h *HTML) End(e *End) error {
 			class, esc(c.ID), esc(c.ID), esc(c.ID), esc(c.Requirement), cc.Error, cc.Warn, cc.Info, esc(status), esc(c.Summary))
 	}
 	bw.WriteString("</tbody></table>\n")
-	if len(e.Stale) > 0 || len(e.NotPossible) > 0 || h.droppedF > 0 || h.droppedX > 0 {
+	if len(e.Stale) > 0 || len(e.NotPossible) > 0 || h.droppedF > 0 || h.droppedX > 0 || h.droppedT > 0 || h.rawLeftOut > 0 {
 		bw.WriteString("<ul class=\"notes\">\n")
 		for _, st := range StaleLines(e) {
 			fmt.Fprintf(bw, "<li class=\"fail\">%s</li>\n", esc(st))
@@ -249,10 +505,16 @@ func (h *HTML) End(e *End) error {
 			fmt.Fprintf(bw, "<li>not checked: %s (%s)</li>\n", esc(np.Check), esc(np.Reason))
 		}
 		if h.droppedF > 0 {
-			fmt.Fprintf(bw, "<li>%d findings beyond the first %d are not in this page (see the SARIF or JSON report)</li>\n", h.droppedF, HTMLMaxFindings)
+			fmt.Fprintf(bw, "<li>%d findings are not listed one by one in this page (at most %d of one kind and %d in all; the groups count them all, the SARIF or JSON report lists them)</li>\n", h.droppedF, HTMLMaxPerGroup, HTMLMaxFindings)
 		}
 		if h.droppedX > 0 {
 			fmt.Fprintf(bw, "<li>%d exchanges beyond the first %d are not in this page</li>\n", h.droppedX, HTMLMaxExchanges)
+		}
+		if h.droppedT > 0 {
+			fmt.Fprintf(bw, "<li>%d frames and notes beyond the first %d are not in the conversation view</li>\n", h.droppedT, h.maxItems)
+		}
+		if h.rawLeftOut > 0 {
+			fmt.Fprintf(bw, "<li>%d frames are listed without their bytes (the page holds at most %d bytes of frames)</li>\n", h.rawLeftOut, h.maxBytes)
 		}
 		bw.WriteString("</ul>\n")
 	}
@@ -277,9 +539,13 @@ func (h *HTML) End(e *End) error {
 	}
 
 	writeChainsHTML(bw, e.Chains)
+}
 
+// writeViews writes the filters and the two paged views, the data the
+// script fills them from, and the script.
+func (h *HTML) writeViews(bw *bufio.Writer, esc func(string) string) error {
 	// Filters and the two paged views; the script fills them.
-	bw.WriteString(`<section id="views"><h2>Findings and exchanges</h2>
+	bw.WriteString(`<section id="views"><h2>Findings and the conversation</h2>
 <form id="filters" onsubmit="return false">
 <label>check <select id="f-check"><option value="">all</option>`)
 	for _, c := range h.h.Catalogue {
@@ -292,10 +558,12 @@ func (h *HTML) End(e *End) error {
 		fmt.Fprintf(bw, "<option>%s</option>", esc(t))
 	}
 	bw.WriteString(`</select></label>
+<label>link <select id="f-link"><option value="">all</option></select></label>
+<label>outcome <select id="f-outcome"><option value="">all</option></select></label>
 <label>text <input id="f-text" type="search" placeholder="message, id, pointer"></label>
 <span id="f-count" class="meta"></span>
 </form>
-<div class="tabs"><button id="tab-findings" class="on" type="button">Findings</button><button id="tab-timeline" type="button">Timeline</button></div>
+<div class="tabs"><button id="tab-findings" class="on" type="button">Findings</button><button id="tab-timeline" type="button">Conversation</button></div>
 <div id="findings"></div>
 <div id="timeline" hidden></div>
 <nav id="pager"></nav>
@@ -309,7 +577,24 @@ func (h *HTML) End(e *End) error {
 	if err := h.exchanges.copyTo(bw); err != nil {
 		return err
 	}
-	bw.WriteString("]</script>\n<script>")
+	bw.WriteString("]</script>\n<script type=\"application/json\" id=\"data-timeline\">[")
+	if err := h.timeline.copyTo(bw); err != nil {
+		return err
+	}
+	bw.WriteString("]</script>\n<script type=\"application/json\" id=\"data-groups\">")
+	related := map[string]string{}
+	for c, p := range relatedPointers {
+		related[string(c)] = p
+	}
+	enc := json.NewEncoder(bw) // escapes <, > and &: safe inside <script>
+	if err := enc.Encode(h.groups); err != nil {
+		return err
+	}
+	bw.WriteString("</script>\n<script type=\"application/json\" id=\"data-related\">")
+	if err := enc.Encode(related); err != nil {
+		return err
+	}
+	bw.WriteString("</script>\n<script>")
 	bw.WriteString(htmlScript)
 	bw.WriteString("</script>\n</body></html>\n")
 	return bw.Flush()

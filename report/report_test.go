@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -148,12 +149,64 @@ func TestHTMLTabWhitelist(t *testing.T) {
 	// any other key only when it is one of the state's own.
 	read := page[strings.Index(page, "function readHash()"):]
 	read = read[:strings.Index(read, "function writeHash()")]
-	if !strings.Contains(read, `k === "tab"`) || !strings.Contains(read, "TABS.indexOf(v) >= 0") || !strings.Contains(read, "hasOwnProperty.call(state, k)") || strings.Contains(read, "k in state") {
+	if !strings.Contains(read, `k === "tab"`) || !strings.Contains(read, "TABS.indexOf(v) >= 0") || !(strings.Contains(read, "hasOwnProperty.call(state, k)") || strings.Contains(read, "FILTERS.indexOf(k) >= 0")) || strings.Contains(read, "k in state") {
 		t.Errorf("readHash does not take tab from TABS only:\n%s", read)
 	}
 	// render re-checks before using the value as an element id.
 	rend := page[strings.Index(page, "function render()"):]
 	if i := strings.Index(rend, "$(state.tab)"); i < 0 || !strings.Contains(rend[:i], "TABS.indexOf(state.tab) < 0") {
 		t.Error("render uses state.tab as an element id without checking it against TABS first")
+	}
+}
+
+// Issue 24 item 1: the conversation view is bounded, and past its bounds
+// the page says what it left out.
+func TestHTMLConversationBounded(t *testing.T) {
+	page := func(items, bytes int) string {
+		var buf strings.Builder
+		h := NewHTML(&buf)
+		if items > 0 {
+			h.maxItems = items
+		}
+		if bytes > 0 {
+			h.maxBytes = bytes
+		}
+		r, err := NewRun(RunConfig{Header: header(), Writers: []Writer{h}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		replayFile(t, r, ciCapture)
+		if _, err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+	timeline := func(p string) []map[string]any {
+		i := strings.Index(p, `id="data-timeline">`)
+		j := strings.Index(p[i:], "</script>")
+		var v []map[string]any
+		if err := json.Unmarshal([]byte(p[i+len(`id="data-timeline">`):i+j]), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	whole := page(0, 0)
+	if all := timeline(whole); len(all) != 11 || strings.Contains(whole, "not in the conversation view") || strings.Contains(whole, "without their bytes") {
+		t.Errorf("unbounded: %d items (want the 8 frames and 3 notes), or a left-out note", len(all))
+	}
+	cut := page(3, 0)
+	if n := len(timeline(cut)); n != 3 || !strings.Contains(cut, "<li>8 frames and notes beyond the first 3 are not in the conversation view</li>") {
+		t.Errorf("3 items: %d kept, or no note of the 8 left out", n)
+	}
+	small := page(0, 400)
+	items := timeline(small)
+	gone := 0
+	for _, it := range items {
+		if it["gone"] == true {
+			gone++
+		}
+	}
+	if gone == 0 || len(items) != 11 || !strings.Contains(small, fmt.Sprintf("<li>%d frames are listed without their bytes (the page holds at most 400 bytes of frames)</li>", gone)) {
+		t.Errorf("400 bytes: %d of %d items without bytes, or no note", gone, len(items))
 	}
 }

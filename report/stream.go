@@ -29,6 +29,16 @@ type Writer interface {
 	End(e *End) error
 }
 
+// A TimelineWriter is a Writer that also takes every frame and transport
+// note of each input, in the order the session saw them (the HTML report's
+// conversation view). The frame is decoded; the writer copies what it
+// keeps, within its own bounds.
+type TimelineWriter interface {
+	Writer
+	TimelineFrame(input string, f *tap.Frame, line int) error
+	TimelineNote(input string, n tap.Note) error
+}
+
 // A Header describes the run before any input.
 type Header struct {
 	Tool     string // "ahp-tap"
@@ -270,6 +280,28 @@ func (r *Run) Frame(f *tap.Frame, line int) {
 	st := r.input()
 	st.end.Frames++
 	st.cache.put(f, line)
+	r.each(func(w Writer) error {
+		if tw, ok := w.(TimelineWriter); ok {
+			return tw.TimelineFrame(st.in.Name, f, line)
+		}
+		return nil
+	})
+}
+
+// Note tells the run about a transport note of the current input (an
+// EOF, a process exit, a drop, an HTTP status without a body), in order
+// with its frames, for the writers that show a timeline.
+func (r *Run) Note(n tap.Note) {
+	if r == nil {
+		return
+	}
+	st := r.input()
+	r.each(func(w Writer) error {
+		if tw, ok := w.(TimelineWriter); ok {
+			return tw.TimelineNote(st.in.Name, n)
+		}
+		return nil
+	})
 }
 
 // Covered tells the run what one session of the current input could
@@ -365,6 +397,7 @@ func (rr runRecorder) RecordNote(n tap.Note) {
 	if rr.next != nil {
 		rr.next.RecordNote(n)
 	}
+	rr.run.Note(n)
 }
 
 // LineOf is the line in the current input of the frame finding f is

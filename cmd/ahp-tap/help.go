@@ -22,6 +22,11 @@ NDJSON stdio streams) as the live run did. Accepts the same inputs as 'check'; e
 Compare two captures: exchanges matched by event identity, what changed in each answer (effects,
 outcome, edits; latency with --latency), and which findings are new or gone (docs/diff.md).
 Exit 0: equal; 1: a difference; 2: usage error or an input that is not a capture.`,
+	"view": `usage: ahp-tap view [flags] CAPTURE...
+Open recordings in the HTML report's conversation view: replay the captures (as 'replay' does) into
+one self-contained page, write it to a new 0600 file and print its path; with --listen ADDR, also
+serve it on loopback until interrupted. Exit 0: the page was written (findings included); 2: usage
+error or an input that is not traffic.`,
 	"stdio": `usage: ahp-tap stdio [flags] -- CMD [ARGS...]
 Wrap a stdio backend: start CMD (no shell), forward stdin, stdout and stderr byte for byte, audit a
 copy, and exit with the backend's status. Standard error is shared with the backend: --console

@@ -39,7 +39,7 @@ func runTapIn(t *testing.T, dir string, args ...string) result {
 func TestEveryCommandHelp(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cmds := []string{"check", "replay", "diff", "stdio", "http", "demo", "rules", "tail", "example-backend", "example-harness", "ca", "version", "wrap", "unwrap"}
+	cmds := []string{"check", "replay", "diff", "view", "stdio", "http", "demo", "rules", "tail", "example-backend", "example-harness", "ca", "version", "wrap", "unwrap"}
 	for _, c := range cmds {
 		for _, args := range [][]string{{c, "-h"}, {c, "--help"}, {"help", c}} {
 			r := runTapIn(t, dir, args...)

@@ -59,6 +59,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	conductDir := fs.String("conduct", "", "feed the live conduct timeline of the registration's taps sharing `DIR` (needs --registration and --hook; docs/conduct.md)")
 	capPath := fs.String("capture", "", "record every audited body and note to the capture file `PATH` (created 0600; credentials redacted)")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics")
+	uiAddr := fs.String("ui", "", "serve the live view (the HTML report's conversation, updated as frames and findings arrive) at http://`ADDR`/ (loopback only unless --allow-remote)")
 	maxAudit := fs.Int("max-audit-body", httpproxy.DefaultMaxAuditBody, "cap the audit copy of each body at `BYTES`; larger bodies are forwarded whole and reported unchecked (TAP-1)")
 	upTimeout := fs.Duration("upstream-timeout", httpproxy.DefaultUpstreamTimeout, "answer 504 when the upstream sends no response headers within `D`")
 	mode := auditBestEffort
@@ -80,7 +81,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	var otlpf otlpFlags
 	otlpf.register(fs)
 	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
-	allowRemote := fs.Bool("allow-remote", false, "let --forward and --metrics listen on an address other than loopback (anyone who can reach it may use the proxy or read the metrics)")
+	allowRemote := fs.Bool("allow-remote", false, "let --forward, --metrics and --ui listen on an address other than loopback (anyone who can reach it may use the proxy, read the metrics or watch the traffic)")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
@@ -219,6 +220,11 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if mln != nil {
 		defer mln.Close()
 	}
+	ui, err := openUI("http", *uiAddr, *allowRemote, l.cfg.Snapshot, m.diag())
+	if err != nil {
+		return err
+	}
+	defer ui.close()
 	if os.Getenv("GOGC") == "" {
 		// The audit decodes every body into a tree; collecting less often
 		// leaves more CPU to forwarding for a little more memory
@@ -272,6 +278,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		}
 		oc := output.Config{Name: k.name, Diag: m.diag(), Log: k.route.Log, OTLP: otlpx, OTLPClose: httpCloseTimeout,
 			Sinks: []tap.Sink{metrics.Sink()}, SummaryLimit: 1, // counts only: a long-running tap must not grow
+			View:    ui.view(), // one live view: every route's exchanges
 			Capture: k.route.Capture, Header: capture.Header{Tool: "ahp-tap " + version, Snapshot: lc.cfg.Snapshot, Transport: tap.HTTP,
 				Registration: ef.registration, Hook: k.route.Hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: lc.regDoc}}
 		if i == 0 {
@@ -291,14 +298,11 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		}
 		k.out = out
 		k.cc = conductClientFor(*conductDir, ef.registration, k.route.Hook, &lc, m.diag())
-		var watch []tap.Watcher
+		var cw tap.Watcher
 		if k.cc != nil {
-			watch = append(watch, k.cc)
+			cw = k.cc
 		}
-		if w := out.Watcher(); w != nil {
-			watch = append(watch, w) // the exchanges' spans
-		}
-		k.session = lc.watchersSession(lc.cfg, out.Sink(), out.Recorder(), "", 0, watch) // reports the registration's findings
+		k.session = lc.sessionWatched(lc.cfg, out.Sink(), out.Recorder(), "", 0, out.Watch(cw)) // reports the registration's findings
 		// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
 		// Deadlines are judged as they pass (issue 21 item 8): the proxy
 		// hands over a request unanswered by the shortest deadline, and the
@@ -325,6 +329,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		metrics.Register(otlpexport.Collectors(exporters...)...) // one series each, summed over the routes
 	}
 
+	ui.serve()
 	var msrv *http.Server
 	if mln != nil {
 		msrv = &http.Server{Handler: metrics.Mux(), ReadHeaderTimeout: 10 * time.Second}

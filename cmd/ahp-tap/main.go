@@ -227,6 +227,7 @@ Commands:
   check           check standalone files (messages, stdio streams, registrations)
   replay          re-check recorded captures
   diff            compare two captures: changed answers, new and gone findings (diff A B)
+  view            open captures in the HTML report's conversation view (view [--listen ADDR] CAPTURE...)
   stdio           wrap a stdio backend: ahp-tap stdio [flags] -- CMD [ARGS...]
   http            reverse (or forward) proxy in front of an HTTP backend
   rules           list every check and rule
@@ -320,6 +321,8 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		return m.runReplay(ctx, rest)
 	case "diff":
 		return m.runDiff(ctx, rest)
+	case "view":
+		return m.runView(ctx, rest)
 	case "rules":
 		return m.runRules(ctx, rest)
 	case "tail":

@@ -11,7 +11,7 @@ import (
 	tapmetrics "github.com/ahp-tap/ahp-tap/internal/metrics"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
-	"github.com/ahp-tap/ahp-tap/rules"
+	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -114,25 +114,9 @@ func (sf *stdioFlags) stdioMetrics(diag io.Writer) *tapmetrics.Traffic {
 	return t
 }
 
-// watchersSession is l.session with watchers of its judged frames (the
-// live conduct client, the metrics), each seeing every frame in turn.
+// watchersSession is sessionWatched with several watchers of its judged
+// frames (the live conduct client, the metrics, the spans, the live view),
+// each seeing every frame in turn.
 func (l *loaded) watchersSession(cfg tap.Config, sink tap.Sink, rec tap.Recorder, conn string, maxLine int, ws []tap.Watcher) *tap.Session {
-	sc := tap.SessionConfig{Config: cfg, Rules: rules.Set(l.opt), Sink: sink, Recorder: rec, Conn: conn, MaxLine: maxLine}
-	switch len(ws) {
-	case 0:
-	case 1:
-		sc.Watch = ws[0]
-	default:
-		sc.Watch = watchers(ws)
-	}
-	return tap.NewSession(sc)
-}
-
-// watchers is a tap.Watcher that hands each judged frame to every one.
-type watchers []tap.Watcher
-
-func (ws watchers) Judged(f *tap.Frame, x *tap.Exchange) {
-	for _, w := range ws {
-		w.Judged(f, x)
-	}
+	return l.sessionWatched(cfg, sink, rec, conn, maxLine, output.Watchers(ws...))
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/mock"
+	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -49,6 +50,7 @@ type mockFlags struct {
 	logPath       string
 	failOn        string
 	quiet         bool
+	ui            string
 }
 
 // pointerList is a repeatable JSON Pointer flag.
@@ -73,6 +75,7 @@ func (mf *mockFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&mf.logPath, "log", "", "also append the audit's findings to the violation log at `PATH`")
 	fs.StringVar(&mf.failOn, "fail-on", "error", "exit 1 when a finding at or above `LEVEL` exists: error, warn, info or never")
 	fs.BoolVar(&mf.quiet, "quiet", false, "do not print each finding on stderr (the summary and the mock's own results still are)")
+	fs.StringVar(&mf.ui, "ui", "", "serve the live view of the audited traffic (the HTML report's conversation, updated as it happens) at http://`ADDR`/ (loopback only)")
 }
 
 // mockRun is what both sides share once the flags are read: the recording,
@@ -87,6 +90,7 @@ type mockRun struct {
 	collector *report.Collector
 	log       *report.Log
 	diag      *lockedWriter // stderr: findings, the mock's results, the summary
+	ui        *liveUI       // --ui, or nil
 	// audit builds the audit copy of HTTP exchanges as the HTTP tap does,
 	// and redacts the credentials it has seen from every line written.
 	audit httpaudit.Builder
@@ -153,7 +157,18 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 		}
 		sink = append(sink, r.log)
 	}
-	r.session = l.session(cfg, sink, nil, conn, mockMaxBody) // a line's audit copy is capped as the stdio tap's
+	var recorder tap.Recorder
+	var watch tap.Watcher
+	if r.ui, err = openUI(name, mf.ui, false, cfg.Snapshot, m.diag()); err != nil {
+		r.log.Close()
+		return nil, err
+	}
+	if r.ui != nil {
+		// The live view, fed as the taps' is (ui.go).
+		sink, recorder, watch = append(sink, r.ui.hub), output.ViewRecorder(nil, r.ui.hub), r.ui.hub
+		r.ui.serve()
+	}
+	r.session = l.sessionWatched(cfg, sink, recorder, conn, mockMaxBody, watch) // a line's audit copy is capped as the stdio tap's
 	return r, nil
 }
 
@@ -165,6 +180,7 @@ func (r *mockRun) finish(failures int, what string) error {
 	if r.log != nil {
 		r.log.Close()
 	}
+	r.ui.close()
 	lc := r.collector.Levels()
 	printable.Fprintf(r.diag, "ahp-tap %s: %s; audit: %d findings (%d error, %d warn, %d info)\n",
 		r.name, what, lc.Total(), lc.Error, lc.Warn, lc.Info)

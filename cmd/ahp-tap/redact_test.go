@@ -128,6 +128,17 @@ func TestHTTPTapNeverWritesSecrets(t *testing.T) {
 	if len(outputs) != 3 {
 		t.Errorf("outputs %v, want stderr, the log and the capture", len(outputs))
 	}
+	// Issue 24: the HTML conversation view of the capture (ahp-tap view)
+	// shows its exchanges, with the redaction marker and no credential.
+	page := filepath.Join(t.TempDir(), "view.html")
+	if r := runTap(t, "", "view", "--out", page, capPath); r.code != 0 {
+		t.Fatalf("view: exit %d\n%s", r.code, r.stderr)
+	}
+	view, _ := os.ReadFile(page)
+	if !strings.Contains(string(view), `"k":"request"`) || !strings.Contains(string(view), "[ahp-tap: credential redacted]") {
+		t.Errorf("the view holds no request or no redaction marker")
+	}
+	outputs["view page"] = string(view)
 	for _, secret := range []string{token, apiKey, cookie, custom, queryTok, proxyPass} {
 		for enc, form := range encodings(secret) {
 			for name, data := range outputs {

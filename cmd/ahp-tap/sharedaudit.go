@@ -121,6 +121,7 @@ func (m *Main) runAuditServer(_ context.Context, args []string) error {
 	}
 	prio, _ := stdio.ParsePriority(sf.priority)
 	sf.stdioMetrics(m.Stderr) // one endpoint for every link this process serves
+	sf.stdioUI(m.Stderr)      // one live view for every link this process serves
 	// The rules load while the server already listens; each link's
 	// audit waits for them.
 	rulesLoaded := make(chan struct{})

@@ -55,6 +55,11 @@ type stdioFlags struct {
 	// metricsAddr once metricsTried.
 	traffic      *tapmetrics.Traffic
 	metricsTried bool
+	// uiAddr is --ui; ui the live view this audit side serves on it once
+	// uiTried (ui.go).
+	uiAddr  string
+	ui      *liveUI
+	uiTried bool
 }
 
 func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
@@ -75,7 +80,8 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	fs.IntVar(&sf.queue, "audit-queue", tap.DefaultQueue, "audit queue depth in `FRAMES` (when full, audit copies are dropped, never traffic)")
 	fs.DurationVar(&sf.drain, "drain", stdio.DefaultDrain, "once the backend has exited, exit within `D` even if a process it started holds its stdout open, the harness stops reading, or a log or capture write blocks (what is left is not forwarded or not audited, and reported)")
 	fs.StringVar(&sf.metricsAddr, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics from the audit process (per_event with --state: the shared audit process, one endpoint for every event)")
-	fs.BoolVar(&sf.allowRemote, "allow-remote", false, "let --metrics listen on an address other than loopback (anyone who can reach it may read the metrics)")
+	fs.StringVar(&sf.uiAddr, "ui", "", "serve the live view (the HTML report's conversation, updated as frames and findings arrive) at http://`ADDR`/ from the audit process (per_event with --state: the shared audit process, one view for every event); loopback only unless --allow-remote")
+	fs.BoolVar(&sf.allowRemote, "allow-remote", false, "let --metrics and --ui listen on an address other than loopback (anyone who can reach it may read the metrics or watch the traffic)")
 	sf.otlp.register(fs)
 }
 
@@ -101,6 +107,9 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 		return err // before the budget shrinks --max-audit-line to fit
 	}
 	if err := checkMetricsAddr(sf.metricsAddr, sf.allowRemote, m.diag()); err != nil {
+		return err
+	}
+	if err := checkUIAddr("stdio", sf.uiAddr, sf.allowRemote); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -312,6 +321,10 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	}
 	if w := r.otlp.Watcher(); w != nil {
 		watch = append(watch, w) // the exchanges' spans
+	}
+	if u := sf.stdioUI(m.diag()); u != nil {
+		// The live view, served from this audit side (ui.go).
+		sinks, rec, watch = append(sinks, u.hub), output.ViewRecorder(rec, u.hub), append(watch, u.hub)
 	}
 	r.session = l.watchersSession(cfg, sinks, rec, conn, sf.maxLine, watch)
 	sess := r.session
