@@ -494,7 +494,7 @@ func marshal(v any) []byte {
 
 // Describe is the one line a note says about a fault injected for r.
 func Describe(f Fault, r Request) string {
-	s := fmt.Sprintf("injected %s for %s id %s", f.Kind, r.Method, clip(string(r.ID)))
+	s := fmt.Sprintf("injected %s for %s id %s", f.Kind, clip(r.Method), clip(string(r.ID)))
 	if r.EventType != "" {
 		s += " (" + clip(r.EventType) + ")"
 	}
@@ -522,9 +522,41 @@ func Describe(f Fault, r Request) string {
 	return s + " [" + Notice + "]"
 }
 
+// clip bounds a peer's text in a note: at most 80 bytes, printable ASCII.
 func clip(s string) string {
 	if len(s) > 80 {
 		s = s[:80] + "…"
 	}
-	return strconv.QuoteToASCII(s)[1 : len(strconv.QuoteToASCII(s))-1]
+	q := strconv.QuoteToASCII(s)
+	return q[1 : len(q)-1]
+}
+
+// IDKey is a JSON-RPC id as a map key: equal for the same id however it is
+// spelled ("" for a missing or null id, or one that is not a string or a
+// number).
+func IDKey(raw json.RawMessage) string {
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	switch x := v.(type) {
+	case string:
+		return "s:" + x
+	case float64:
+		return "n:" + strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return ""
+}
+
+// ResponseID is the id key (IDKey) of a JSON-RPC response message: "" when
+// msg is not one (a request, a notification, not JSON).
+func ResponseID(msg []byte) string {
+	var m struct {
+		Method *json.RawMessage `json:"method"`
+		ID     json.RawMessage  `json:"id"`
+	}
+	if json.Unmarshal(msg, &m) != nil || m.Method != nil {
+		return ""
+	}
+	return IDKey(m.ID)
 }
