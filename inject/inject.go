@@ -494,7 +494,7 @@ func marshal(v any) []byte {
 
 // Describe is the one line a note says about a fault injected for r.
 func Describe(f Fault, r Request) string {
-	s := fmt.Sprintf("injected %s for %s id %s", f.Kind, clip(r.Method), clip(string(r.ID)))
+	s := fmt.Sprintf("injected %s for %s id %s", f.Kind, clip(r.Method), clip(r.idText()))
 	if r.EventType != "" {
 		s += " (" + clip(r.EventType) + ")"
 	}

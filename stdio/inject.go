@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,6 +22,10 @@ import (
 // unchanged and whole, once its "\n" has been read), so that the tap can
 // answer selected requests in the backend's place. Without it, Run uses
 // the plain copy loops of tap.go and none of this is on the path.
+
+// injectLoops counts the injecting loops started (tests: with no --inject,
+// none is on the forwarding path).
+var injectLoops atomic.Int64
 
 // maxInjectLine is how many bytes of a line without "\n" the injecting
 // loops hold before forwarding them undecided.
@@ -105,6 +110,7 @@ func (c *copier) eachLine(handle func(line []byte, whole bool) bool) {
 // runUp is the harness→backend loop with faults: each request line is
 // decided, forwarded unchanged, then the fault acted on.
 func (j *injector) runUp(c *copier) {
+	injectLoops.Add(1)
 	c.eachLine(func(line []byte, whole bool) bool {
 		c.t.audit(c.dir, line)
 		var (
@@ -231,6 +237,7 @@ func (j *injector) closeHarness() {
 // as the backend sent it; an answer a fault took over is swallowed, one a
 // delay holds is written later, the rest are forwarded unchanged.
 func (j *injector) runDown(c *copier) {
+	injectLoops.Add(1)
 	c.eachLine(func(line []byte, whole bool) bool {
 		c.t.audit(c.dir, line)
 		if whole {
