@@ -58,6 +58,9 @@ const (
 	OutcomeLate        = "late"
 	OutcomeInvalid     = "invalid_response"
 	OutcomeErrorAnswer = "error_response"
+	// OutcomeInjected: a fault the tap injected on purpose (--inject)
+	// ended the exchange (it killed the backend): nobody is judged by it.
+	OutcomeInjected = "injected_by_tap"
 	// OutcomeNotAudited: the request or its answer was audited only as a
 	// truncated prefix, so the exchange could not be judged.
 	OutcomeNotAudited = "not_audited"
