@@ -531,9 +531,9 @@ func clip(s string) string {
 	return q[1 : len(q)-1]
 }
 
-// IDKey is a JSON-RPC id as a map key: equal for the same id however it is
-// spelled ("" for a missing or null id, or one that is not a string or a
-// number).
+// IDKey is a JSON-RPC id as a map key ("" for a missing or null id, or one
+// that is not a string or a number). Ids are never coerced: 1, 1.0 and "1"
+// are three ids; a string is its value, however it is escaped.
 func IDKey(raw json.RawMessage) string {
 	var v any
 	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
@@ -543,7 +543,7 @@ func IDKey(raw json.RawMessage) string {
 	case string:
 		return "s:" + x
 	case float64:
-		return "n:" + strconv.FormatFloat(x, 'g', -1, 64)
+		return "n:" + strings.TrimSpace(string(raw))
 	}
 	return ""
 }

@@ -292,3 +292,25 @@ func TestAnswersCarryNoCredential(t *testing.T) {
 		t.Errorf("a 65-byte protocolVersion is echoed")
 	}
 }
+
+func TestIDKeys(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{`"evt_1"`, `"evt_1"`, true},
+		{`"a"`, `"\u0061"`, true},
+		{`1`, `1`, true},
+		{`1`, `1.0`, false},
+		{`1`, `"1"`, false},
+		{`null`, `null`, false},
+	} {
+		ka, kb := IDKey(json.RawMessage(c.a)), IDKey(json.RawMessage(c.b))
+		if got := ka != "" && ka == kb; got != c.same {
+			t.Errorf("IDKey(%s) == IDKey(%s): %v, want %v", c.a, c.b, got, c.same)
+		}
+	}
+	if ResponseID([]byte(`{"jsonrpc":"2.0","id":"x","method":"hooks/intercept"}`)) != "" || ResponseID([]byte(`{"jsonrpc":"2.0","id":"x","result":{}}`)) != "s:x" {
+		t.Error("ResponseID takes a request for a response or misses a response")
+	}
+}

@@ -321,8 +321,11 @@ func sameID(a, b string) bool {
 		return false
 	}
 	switch x.(type) {
-	case string, float64:
+	case string:
 		return x == y
+	case float64: // never coerced: 1 and 1.0 are two ids
+		_, isNum := y.(float64)
+		return isNum && strings.TrimSpace(a) == strings.TrimSpace(b)
 	}
 	return false
 }
