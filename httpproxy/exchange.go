@@ -164,6 +164,10 @@ type exchange struct {
 	respTime time.Time
 	finished bool      // finish ran
 	failure  *tap.Note // set when ahp-tap answered (upstream failure) or the harness went away
+	// inj and swallowed are the notes of a fault injected for this
+	// exchange (--inject, inject.go): after the request, and after the
+	// backend's answer the tap kept from the harness.
+	inj, swallowed *tap.Note
 
 	// The request handed over alone, unanswered after Config.Probe
 	// (submitEarly): probe is its timer, early says it was handed over
@@ -372,6 +376,7 @@ func (x *exchange) finish() {
 	x.finished = true
 	x.reqSent = true // later reads of the request body no longer touch req
 	rc, c, m, t, failure := x.req, x.resp, x.respMeta, x.respTime, x.failure
+	inj, swallowed := x.inj, x.swallowed
 	early, earlyDone := x.early, x.earlyDone
 	if !x.reqEOF {
 		rc.truncated = true // the upstream answered before reading it all
@@ -404,6 +409,9 @@ func (x *exchange) finish() {
 	} else {
 		items = append(items, tap.Item{Frame: x.frame(tap.FromHarness, x.start, &rc, x.reqMeta), Reserved: rc.reserved})
 	}
+	if inj != nil {
+		items = append(items, tap.Item{Note: inj})
+	}
 	switch {
 	case failure != nil:
 		c.release()
@@ -419,6 +427,9 @@ func (x *exchange) finish() {
 		// A response without a JSON-RPC message: its body is not a frame,
 		// but it is still searched for credentials (AUTH-1).
 		items = append(items, tap.Item{Note: x.p.creds.ResponseNote(t, x.conn, httpaudit.Body{Bytes: c.buf, Size: c.size}, m)})
+	}
+	if swallowed != nil {
+		items = append(items, tap.Item{Note: swallowed})
 	}
 	if len(items) > 0 {
 		x.p.auditor.SubmitAll(items...)

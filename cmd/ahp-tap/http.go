@@ -20,6 +20,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/httpproxy"
+	"github.com/ahp-tap/ahp-tap/inject"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -70,6 +71,8 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	otlpf.register(fs)
 	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
 	allowRemote := fs.Bool("allow-remote", false, "let --forward and --metrics listen on an address other than loopback (anyone who can reach it may use the proxy or read the metrics)")
+	var inj injectFlags
+	inj.register(fs, inject.HTTP)
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
@@ -97,6 +100,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	cfg := httpproxy.Config{Forward: *forward, MaxAuditBody: *maxAudit, UpstreamTimeout: *upTimeout, Drain: *drain, Redact: redact,
 		ReadTimeout: *readTimeout}
+	if inj.on() && *forward {
+		return usageError("http: --inject is for reverse mode (--upstream), not --forward")
+	}
 	switch {
 	case *forward && *upstream != "":
 		return usageError("http: give --upstream (reverse mode) or --forward, not both")
@@ -208,6 +214,11 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		Sinks: []tap.Sink{metrics.Sink()}, SummaryLimit: 1, // counts only: a long-running tap must not grow
 		Capture: *capPath, Header: capture.Header{Tool: "ahp-tap " + version, Snapshot: l.cfg.Snapshot, Transport: tap.HTTP,
 			Registration: ef.registration, Hook: ef.hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: l.regDoc}}
+	if cfg.Inject = inj.plan(ef.hook); cfg.Inject != nil {
+		// Loud when on (issue 25): stderr now, the capture header, every report.
+		oc.Header.Injected = cfg.Inject.Banner()
+		fmt.Fprintf(m.diag(), "ahp-tap http: %s\n", cfg.Inject.Banner())
+	}
 	if *console {
 		oc.Console = m.Stderr
 	}
