@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/inject"
@@ -24,6 +25,10 @@ import (
 // longer body goes upstream undecided.
 const maxInjectBody = 16 << 20
 
+// injectDecisions counts the request bodies read to decide on (tests:
+// without --inject, no request is).
+var injectDecisions atomic.Int64
+
 // injectedNote is the note of fault f injected for r on the exchange x.
 func (x *exchange) injected(kind tap.NoteKind, f inject.Fault, r inject.Request, detail string) *tap.Note {
 	return &tap.Note{Kind: kind, Time: time.Now(), Conn: x.conn, Dir: tap.FromBackend, Fault: string(f.Kind), ID: string(r.ID), Detail: detail}
@@ -35,6 +40,7 @@ func (p *Proxy) decideBody(r *http.Request) (body io.ReadCloser, req inject.Requ
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return r.Body, req, f, false, nil
 	}
+	injectDecisions.Add(1)
 	head, err := io.ReadAll(io.LimitReader(r.Body, maxInjectBody+1))
 	body = struct {
 		io.Reader

@@ -483,11 +483,13 @@ func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 	}
 	out.Header = withoutHopHeaders(r.Header)
 	keepUserAgent(out.Header)
+	decided := time.Now()
 	resp := p.roundTrip(out, x, body)
 	x.mu.Lock()
 	answered := x.failure == nil // the upstream answered: the fault replaces or holds its answer
 	if hit && answered {
 		x.inj = x.injected(tap.NoteInjected, fault, req, inject.Describe(fault, req))
+		x.inj.Time = decided
 	}
 	x.mu.Unlock()
 	if hit && answered {

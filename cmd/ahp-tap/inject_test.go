@@ -1,11 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ahp-tap/ahp-tap/inject"
 )
@@ -150,5 +157,96 @@ func TestInjectBadSpecIsAUsageError(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr, want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 1 {
 			t.Errorf("--inject %q: exit %d, stderr %q; want exit 2 and a line with %q", spec, r.code, r.stderr, want)
 		}
+	}
+}
+
+// injectHTTPTap starts the example backend on loopback and `ahp-tap http
+// --inject …` in front of it, and returns the tap's base URL, the tap and
+// the capture path.
+func injectHTTPTap(t *testing.T, specs ...string) (base string, lt *liveTap, capPath string) {
+	t.Helper()
+	backend := freePort(t)
+	b := exec.Command(tapBinary, "example-backend", "--listen", backend)
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Process.Kill(); b.Wait() })
+	capPath = filepath.Join(t.TempDir(), "h.capture")
+	args := []string{"--upstream", "http://" + backend, "--capture", capPath}
+	for _, s := range specs {
+		args = append(args, "--inject", s)
+	}
+	lt = startHTTPTap(t, args...)
+	lt.waitFor(t, "ahp-tap http: "+inject.Notice, "")
+	addr := lt.waitFor(t, "listening on", "http://")
+	if r := runTap(t, "", "example-harness", "--wait-for", backend, "--url", "http://"+addr+"/agent-hooks", "--timeout", "5s"); r.code != 0 {
+		t.Fatalf("example-harness through the tap: exit %d: %s", r.code, r.stderr)
+	}
+	return "http://" + addr + "/agent-hooks", lt, capPath
+}
+
+// TestInjectHTTPFaults: over real loopback HTTP, each selected request gets
+// the tap's answer (a JSON-RPC error, a status with Retry-After, an invalid
+// deny, a closed connection, no answer), a request no selector chose gets
+// the backend's, and the capture replays with no finding and says the
+// traffic was altered.
+func TestInjectHTTPFaults(t *testing.T) {
+	base, lt, capPath := injectHTTPTap(t, "error=-32000,id=err", "status=503,retry-after=7,id=busy", "invalid-deny,id=bad",
+		"close,id=cut", "drop,id=gone")
+	post := func(id string, timeout time.Duration) (*http.Response, []byte, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		body := `{"jsonrpc":"2.0","id":"` + id + `","method":"hooks/capabilities","params":{"protocolVersion":"draft"}}`
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer sk-inject-secret-0123456789")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp, b, err
+	}
+	if resp, b, err := post("err", time.Minute); err != nil || resp.StatusCode != 200 || !strings.Contains(string(b), `"code":-32000`) {
+		t.Errorf("error=-32000: %v %v %s", err, resp, b)
+	}
+	if resp, b, err := post("busy", time.Minute); err != nil || resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "7" {
+		t.Errorf("status=503,retry-after=7: %v %v %s", err, resp, b)
+	}
+	if resp, b, err := post("bad", time.Minute); err != nil || !strings.Contains(string(b), `"type":42`) || !strings.Contains(string(b), `"deny"`) {
+		t.Errorf("invalid-deny: %v %v %s", err, resp, b)
+	}
+	if _, _, err := post("cut", time.Minute); err == nil {
+		t.Errorf("close: the harness got an answer")
+	}
+	if _, _, err := post("gone", 500*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("drop: %v, want the harness's own deadline", err)
+	}
+	if resp, b, err := post("fine", time.Minute); err != nil || resp.StatusCode != 200 || !strings.Contains(string(b), `"manifest"`) {
+		t.Errorf("a request no selector chose: %v %v %s", err, resp, b)
+	}
+	lt.cmd.Process.Signal(syscall.SIGTERM)
+	<-lt.done
+	lt.cmd.Wait()
+	capText, err := os.ReadFile(capPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(capText), "sk-inject-secret") {
+		t.Error("the capture holds the bearer token")
+	}
+	if n := strings.Count(string(capText), `"kind":"injected"`); n != 5 {
+		t.Errorf("%d injected notes, want 5", n)
+	}
+	if n := strings.Count(string(capText), `"kind":"swallowed"`); n != 5 {
+		t.Errorf("%d swallowed notes, want 5", n)
+	}
+	summary, findings := replayInjected(t, capPath)
+	if !strings.Contains(summary, inject.Notice) {
+		t.Errorf("the replay's summary does not say faults were injected:\n%s", summary)
+	}
+	if len(findings) > 0 {
+		t.Errorf("replay charged the conforming backend or harness for an injected fault:\n%s", strings.Join(findings, "\n"))
 	}
 }
