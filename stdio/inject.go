@@ -125,6 +125,11 @@ func (j *injector) runUp(c *copier) {
 				hit = hit && j.register(f, r)
 			}
 		}
+		if hit {
+			// Before the backend can answer: its answer is audited after
+			// the note, so the audit knows the answer is not the harness's.
+			j.note(tap.NoteInjected, f, req.ID, inject.Describe(f, req))
+		}
 		c.state.Store(stateWriting)
 		w, werr := c.dst.Write(line)
 		c.state.Store(stateReading)
@@ -167,7 +172,6 @@ func (j *injector) register(f inject.Fault, r inject.Request) bool {
 
 // act injects f for r, which has just been forwarded to the backend.
 func (j *injector) act(f inject.Fault, r inject.Request) {
-	j.note(tap.NoteInjected, f, r.ID, inject.Describe(f, r))
 	switch f.Kind {
 	case inject.Error, inject.Malformed, inject.InvalidDeny, inject.Unadvertised:
 		j.write(append(inject.Answer(f, r), '\n'), nil)

@@ -33,6 +33,10 @@ type Exchange struct {
 	// Outcome is filled when the response has been checked: one of the
 	// Outcome* constants.
 	Outcome string
+	// Injected is the kind of the fault the tap injected for this request
+	// (--inject: a NoteInjected; package inject), "" for none. Outcome and
+	// Edit stay the backend's own; what the harness got is the fault's.
+	Injected string
 	// Edit holds what the edit evaluator concluded for the response
 	// (an effective value per target, or the reasons it was rejected).
 	Edit any

@@ -1,6 +1,11 @@
 package tap
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/inject"
+)
 
 // A Note is a transport fact that is not a frame but that rules need, in
 // order with the frames: a stream reached EOF, a backend process started or
@@ -111,6 +116,15 @@ func (e *Engine) Note(n Note) (out []Finding) {
 	if n.Kind == NoteDeadline {
 		e.conv.advance(n.Time)
 		defer func() { e.conv.due = e.conv.due[:0] }()
+	}
+	if n.Kind == NoteInjected {
+		if key := inject.IDKey(json.RawMessage(n.ID)); key != "" {
+			for _, x := range e.conv.Pending() {
+				if x.Key == key && x.Request != nil && x.Request.Conn == n.Conn {
+					x.Injected = n.Fault
+				}
+			}
+		}
 	}
 	if n.Kind == NoteForgotten {
 		fd := TapIncomplete.At(nil, Warn, "", "%s", n.Detail)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -248,5 +249,69 @@ func TestInjectHTTPFaults(t *testing.T) {
 	}
 	if len(findings) > 0 {
 		t.Errorf("replay charged the conforming backend or harness for an injected fault:\n%s", strings.Join(findings, "\n"))
+	}
+}
+
+// injectRegistration writes a registration of two persistent example
+// backends, each behind `ahp-tap stdio` capturing into the returned
+// directory: the first with the policy first and the faults specs, the
+// second fail-closed.
+func injectRegistration(t *testing.T, first string, specs ...string) (reg, taps string) {
+	t.Helper()
+	dir := t.TempDir()
+	reg, taps = filepath.Join(dir, "hooks.json"), filepath.Join(dir, "taps")
+	if err := os.Mkdir(taps, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	hook := func(id, policy string, specs ...string) string {
+		args := []string{"stdio", "--registration", reg, "--hook", id, "--capture", filepath.Join(taps, id+".capture")}
+		for _, s := range specs {
+			args = append(args, "--inject", s)
+		}
+		args = append(args, "--", tapBinary, "example-backend")
+		a, _ := json.Marshal(args)
+		return `{"id":"` + id + `","transport":{"type":"stdio","command":"` + tapBinary + `","args":` + string(a) + `,"lifecycle":"persistent"},` +
+			`"subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"` + policy + `","content":{"default":"body"}}]}`
+	}
+	doc := `{"protocolVersion":"draft","hooks":[` + hook("com.example.a", first, specs...) + "," + hook("com.example.b", "fail-closed") + `]}`
+	if err := os.WriteFile(reg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return reg, taps
+}
+
+// TestInjectReactionVerdicts: the conduct checks judge the harness by what
+// it got, the injected failure, not by the backend's swallowed answer: a
+// harness that goes on after an injected fail-open failure passes, one
+// that stops there is COND-3; one that stops after an injected fail-closed
+// failure passes. Judged on replay of the captures.
+func TestInjectReactionVerdicts(t *testing.T) {
+	for _, c := range []struct {
+		policy, fault, want string
+	}{
+		{"fail-open", "none", ""},
+		{"fail-open", "fail-open-stop", "COND-3/fail-open-stopped"},
+		{"fail-closed", "none", ""},
+	} {
+		t.Run(c.policy+"/"+c.fault, func(t *testing.T) {
+			reg, taps := injectRegistration(t, c.policy, "error,event=tool.before")
+			r := runTap(t, "", "example-harness", "--registration", reg, "--fault", c.fault)
+			if r.code != 0 {
+				t.Fatalf("example-harness: exit %d: %s", r.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "injected by ahp-tap") {
+				t.Fatalf("the harness never got the injected failure:\n%s", r.stderr)
+			}
+			cond, nc, rr := replayConduct(t, "--conduct", "on", taps)
+			if nc != "" {
+				t.Errorf("not checked: %s", nc)
+			}
+			switch {
+			case c.want == "" && len(cond) > 0:
+				t.Errorf("conduct findings %v for a harness that reacted rightly\n%s", cond, r.stderr)
+			case c.want != "" && !slices.Contains(cond, c.want):
+				t.Errorf("conduct findings %v, want %s\n%s\n%s", cond, c.want, r.stderr, rr.stdout)
+			}
+		})
 	}
 }
