@@ -49,7 +49,6 @@ type injector struct {
 	outMu  sync.Mutex // serialises writes to the harness (forwarded, synthesized, delayed)
 	out    io.Writer
 	closed bool // the harness's side was closed on purpose (close, partial): nothing more is written
-	down   *copier
 
 	mu      sync.Mutex
 	pending map[string]held // by inject.IDKey: answers to swallow (synthetic) or hold (delay)
