@@ -87,7 +87,7 @@ func TestInjectStdioFaultsReachTheHarness(t *testing.T) {
 		{"error=-32000,id=evt_demo_5", "operational_failure: JSON-RPC error -32000"},
 		{"drop,id=evt_demo_5", "operational_failure: no response before the deadline"},
 		{"delay=3s,id=evt_demo_5", "operational_failure: no response before the deadline"},
-		{"invalid-deny,id=evt_demo_5", "explicit_deny: injected by ahp-tap"}, // the example harness takes the deny: it does not validate effects
+		{"invalid-deny,id=evt_demo_5", "operational_failure: invalid response"},
 		{"unadvertised-effect,id=evt_demo_5", "operational_failure: unadvertised effect modify"},
 		{"close,id=evt_demo_5", "operational_failure: the backend closed stdout"},
 		{"partial,id=evt_demo_5", "operational_failure: the backend closed stdout"},
@@ -287,19 +287,24 @@ func injectRegistration(t *testing.T, first string, specs ...string) (reg, taps 
 // failure passes. Judged on replay of the captures.
 func TestInjectReactionVerdicts(t *testing.T) {
 	for _, c := range []struct {
-		policy, fault, want string
+		policy, fault, want, spec string
 	}{
-		{"fail-open", "none", ""},
-		{"fail-open", "fail-open-stop", "COND-3/fail-open-stopped"},
-		{"fail-closed", "none", ""},
+		{"fail-open", "none", "", ""},
+		{"fail-open", "fail-open-stop", "COND-3/fail-open-stopped", ""},
+		{"fail-closed", "none", "", ""},
+		{"fail-open", "none", "", "invalid-deny,event=tool.before"},
+		{"fail-open", "accept-invalid-deny", "COND-3/fail-open-stopped", "invalid-deny,event=tool.before"},
 	} {
-		t.Run(c.policy+"/"+c.fault, func(t *testing.T) {
-			reg, taps := injectRegistration(t, c.policy, "error,event=tool.before")
+		if c.spec == "" {
+			c.spec = "error,event=tool.before"
+		}
+		t.Run(c.policy+"/"+c.fault+"/"+c.spec, func(t *testing.T) {
+			reg, taps := injectRegistration(t, c.policy, c.spec)
 			r := runTap(t, "", "example-harness", "--registration", reg, "--fault", c.fault)
 			if r.code != 0 {
 				t.Fatalf("example-harness: exit %d: %s", r.code, r.stderr)
 			}
-			if !strings.Contains(r.stderr, "injected by ahp-tap") {
+			if !strings.Contains(r.stderr, "injected by ahp-tap") && !strings.Contains(r.stderr, "invalid response") {
 				t.Fatalf("the harness never got the injected failure:\n%s", r.stderr)
 			}
 			cond, nc, rr := replayConduct(t, "--conduct", "on", taps)
