@@ -308,6 +308,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	closeErr := out.Close(time.Now().Add(left())) // OTLP, log, console, capture, within --drain
 	if *summary {
+		if cfg.Inject != nil {
+			fmt.Fprintf(m.diag(), "ahp-tap http: %s\n", inject.Notice) // issue 25: every report says so
+		}
 		_ = out.Summary(auditor.Dropped(), session).WriteText(m.diag())
 	}
 	switch {

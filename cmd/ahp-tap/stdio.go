@@ -434,5 +434,8 @@ func (r *stdioRun) writeSummary(w io.Writer, res stdio.Result) {
 		how = "was killed by " + res.Signal.String()
 	}
 	printable.Fprintf(w, "ahp-tap: backend %s\n", how)
+	if r.sf != nil && r.sf.inject.on() {
+		printable.Fprintf(w, "ahp-tap: %s\n", inject.Notice) // issue 25: every report says so
+	}
 	s.WriteText(w)
 }
