@@ -60,6 +60,11 @@ type Header struct {
 	// replay, as their processes shared the directory; a segment without
 	// one had an event store of its own, and has one on replay.
 	State string `json:"state,omitempty"`
+	// Injected, when set, says that the live run injected faults on
+	// purpose (--inject, issue 25): "faults injected: traffic was altered
+	// on purpose", the specs and the seed. Its injected and swallowed
+	// notes say where.
+	Injected string `json:"injected,omitempty"`
 }
 
 // A Record is one line of a capture after the header: a frame or a note.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/inject"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -35,6 +36,26 @@ type FactEdit struct {
 	Input    json.RawMessage `json:"input,omitempty"` // the effective tool input
 }
 
+// harnessView is exchange x as the harness saw it when the tap injected a
+// fault for it (--inject, issue 25): a failure for a fault that answered in
+// the backend's place or cut the link (no edit applies), and seen false for
+// a dropped answer, which the harness never got. Without a fault, x as it
+// is.
+func harnessView(x *tap.Exchange) (view *tap.Exchange, seen bool) {
+	if x == nil || x.Injected == "" {
+		return x, true
+	}
+	switch inject.Kind(x.Injected) {
+	case inject.Drop:
+		return x, false
+	case inject.Delay, inject.Banner:
+		return x, true // the backend's own answer (late, or after a stray line)
+	}
+	v := *x
+	v.Outcome, v.Edit = tap.OutcomeFailure, nil
+	return &v, true
+}
+
 // Relevant reports whether a judged frame matters to a Timeline: a
 // hooks/intercept request, its answer, or a hooks/observe notification.
 // Only those need to be carried.
@@ -48,7 +69,8 @@ func Relevant(f *tap.Frame, x *tap.Exchange) bool {
 	case *tap.Notification:
 		return m.Method == "hooks/observe"
 	case *tap.Response:
-		return x != nil && x.Method == "hooks/intercept"
+		_, seen := harnessView(x)
+		return x != nil && x.Method == "hooks/intercept" && seen
 	}
 	return false
 }
@@ -58,6 +80,9 @@ func FactOf(hook string, f *tap.Frame, x *tap.Exchange) Fact {
 	ft := Fact{Hook: hook, Time: f.Time, Seq: f.Seq, Dir: f.Dir, Conn: f.Conn, Raw: string(f.Raw)}
 	if x == nil {
 		return ft
+	}
+	if _, ok := f.Msg.(*tap.Response); ok {
+		x, _ = harnessView(x)
 	}
 	ft.Method, ft.Outcome, ft.DeadlineMs = x.Method, x.Outcome, x.Deadline.Milliseconds()
 	if x.Subscription != nil {

@@ -290,7 +290,9 @@ func (t *Timeline) take(hookID string, f *tap.Frame, x *tap.Exchange) {
 		}
 	case *tap.Response:
 		if x != nil && x.Method == "hooks/intercept" { // x is set only for a response that matched
-			t.answer(h, f, x)
+			if v, seen := harnessView(x); seen { // an injected fault: what the harness got
+				t.answer(h, f, v)
+			}
 		}
 	}
 }

@@ -176,6 +176,10 @@ type exchange struct {
 	respTime   time.Time
 	finished   bool      // finish ran
 	failure    *tap.Note // set when ahp-tap answered (upstream failure) or the harness went away
+	// inj and swallowed are the notes of a fault injected for this
+	// exchange (--inject, inject.go): after the request, and after the
+	// backend's answer the tap kept from the harness.
+	inj, swallowed *tap.Note
 
 	// The request handed over alone, unanswered after Config.Probe
 	// (submitEarly): probe is its timer, early says it was handed over
@@ -388,6 +392,7 @@ func (x *exchange) finish() {
 	x.finished = true
 	x.reqSent = true // later reads of the request body no longer touch req
 	rc, c, seen, status, rh, t, failure := x.req, x.resp, x.respSeen, x.respStatus, x.respHead, x.respTime, x.failure
+	inj, swallowed := x.inj, x.swallowed
 	early, earlyDone := x.early, x.earlyDone
 	if !x.reqEOF {
 		rc.truncated = true // the upstream answered before reading it all
@@ -420,6 +425,9 @@ func (x *exchange) finish() {
 	} else {
 		items = append(items, x.item(tap.FromHarness, x.start, &rc, x.reqMeta))
 	}
+	if inj != nil {
+		items = append(items, tap.Item{Note: inj})
+	}
 	switch {
 	case failure != nil:
 		c.release()
@@ -436,6 +444,9 @@ func (x *exchange) finish() {
 		// but it is still searched for credentials (AUTH-1). Rare: its
 		// note is built here.
 		items = append(items, tap.Item{Note: x.p.creds.ResponseNote(t, x.conn, httpaudit.Body{Bytes: c.buf, Size: c.size}, x.respMeta(status, rh, t))})
+	}
+	if swallowed != nil {
+		items = append(items, tap.Item{Note: swallowed})
 	}
 	if len(items) > 0 {
 		x.p.auditor.SubmitAll(items...)

@@ -30,6 +30,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ahp-tap/ahp-tap/httpaudit"
+	"github.com/ahp-tap/ahp-tap/inject"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -86,6 +87,10 @@ type Config struct {
 	// MaxCredentials bounds how many credentials are remembered for
 	// redaction (0: httpaudit.DefaultMaxCredentials).
 	MaxCredentials int
+	// Inject, when set (reverse mode only), injects the plan's faults
+	// (--inject, issue 25; inject.go): the tap answers selected requests
+	// in the backend's place. nil: nothing of it is on the path.
+	Inject *inject.Plan
 }
 
 // Redaction says what is redacted besides the Authorization credential
@@ -163,6 +168,8 @@ type Proxy struct {
 	upstreamHost  []byte      // the Host value sent upstream
 	rewriteTarget bool        // --upstream has a path or query: targets are rewritten
 	relayTLS      *tls.Config // verified TLS for an https upstream, HTTP/1.1 only
+
+	inject *inject.Plan // Config.Inject
 }
 
 type connKey struct{}
@@ -185,6 +192,9 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.MITMCA != nil && !cfg.Forward {
 		return nil, errors.New("httpproxy: a MITM CA is only used in forward mode")
 	}
+	if cfg.Inject != nil && cfg.Forward {
+		return nil, errors.New("httpproxy: --inject is for reverse mode (--upstream)")
+	}
 	p := &Proxy{
 		upstream: cfg.Upstream,
 		forward:  cfg.Forward,
@@ -193,6 +203,7 @@ func New(cfg Config) (*Proxy, error) {
 		auditor:  cfg.Auditor,
 		metrics:  cfg.Metrics,
 		log:      cfg.Log,
+		inject:   cfg.Inject,
 	}
 	p.aborted, p.abortCancel = context.WithCancel(context.Background())
 	p.probe, p.heads = cfg.Probe, make(map[*exchange]time.Time)
@@ -336,7 +347,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // not close the auditor. Reverse mode is served by the relay (relay.go),
 // forward mode by net/http and goproxy.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
-	if p.upstream != nil {
+	if p.upstream != nil && p.inject == nil {
 		return p.serveRelay(ctx, ln)
 	}
 	srv := &http.Server{
@@ -461,9 +472,40 @@ func (p *Proxy) reverse(w http.ResponseWriter, r *http.Request) {
 		body = &requestBody{rc: r.Body, x: x, pace: p.bodyPace(http.NewResponseController(w))}
 		out.Body = body
 	}
+	var (
+		req   inject.Request
+		fault inject.Fault
+		hit   bool
+	)
+	if p.inject != nil && body != nil {
+		var err error
+		if body.rc, req, fault, hit, err = p.decideBody(r); err != nil {
+			// The harness broke off its body: what was read goes on and
+			// the transport sees the same failure.
+			hit = false
+		}
+	}
 	out.Header = withoutHopHeaders(r.Header)
 	keepUserAgent(out.Header)
+	decided := time.Now()
 	resp := p.roundTrip(out, x, body)
+	x.mu.Lock()
+	answered := x.failure == nil // the upstream answered: the fault replaces or holds its answer
+	if hit && answered {
+		x.inj = x.injected(tap.NoteInjected, fault, req, inject.Describe(fault, req))
+		x.inj.Time = decided
+	}
+	x.mu.Unlock()
+	if hit && answered {
+		p.act(w, r, x, resp, fault, req)
+		return
+	}
+	p.writeResponse(w, x, resp)
+}
+
+// writeResponse forwards resp to the harness as it comes and finishes the
+// exchange.
+func (p *Proxy) writeResponse(w http.ResponseWriter, x *exchange, resp *http.Response) {
 	defer resp.Body.Close() // finishes the exchange
 	h := w.Header()
 	for k, vs := range resp.Header {

@@ -103,6 +103,11 @@ func (g *GitHub) End(e *End) error {
 	for _, st := range StaleLines(e) {
 		fmt.Fprintf(bw, "::error title=stale baseline entry::%s\n", escapeData(st))
 	}
+	for _, in := range e.Inputs {
+		if in.Injected != "" {
+			fmt.Fprintf(bw, "::warning title=faults injected::%s\n", escapeData(InjectedLine(in)))
+		}
+	}
 	fmt.Fprintf(bw, "ahp-tap: %s", levelText(e.Levels))
 	if e.Baselined > 0 {
 		fmt.Fprintf(bw, ", %d baselined", e.Baselined)
@@ -141,6 +146,11 @@ func WriteMarkdownSummary(w io.Writer, h *Header, e *End) error {
 		fmt.Fprintf(&b, ", %d baselined", e.Baselined)
 	}
 	fmt.Fprintf(&b, " over %d %s.\n\n", len(e.Inputs), plural(len(e.Inputs), "input", "inputs"))
+	for _, in := range e.Inputs {
+		if in.Injected != "" {
+			printable.Fprintf(&b, "> **%s**\n\n", InjectedLine(in))
+		}
+	}
 	b.WriteString("| check | errors | warnings | info | passed | failed | not exercised |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	counts := map[string]CheckCount{}
 	for _, cc := range e.ByCheck {

@@ -470,6 +470,9 @@ func (h *HTML) writeRun(bw *bufio.Writer, e *End, esc func(string) string) {
 	bw.WriteString("<section><h2>Inputs</h2><table class=\"inputs\"><thead><tr><th>input</th><th>frames</th><th>bytes</th><th>sha256</th></tr></thead><tbody>\n")
 	for _, in := range e.Inputs {
 		fmt.Fprintf(bw, "<tr><td>%s</td><td>%d</td><td>%d</td><td class=\"mono\">%s</td></tr>\n", esc(in.Name), in.Frames, in.Bytes, esc(in.SHA256))
+		if in.Injected != "" {
+			fmt.Fprintf(bw, "<tr><td colspan=\"4\"><strong>%s</strong></td></tr>\n", esc(InjectedLine(in)))
+		}
 	}
 	bw.WriteString("</tbody></table></section>\n")
 

@@ -39,6 +39,8 @@ type JSONInput struct {
 	Frames uint64 `json:"frames"`
 	Bytes  uint64 `json:"bytes"`
 	SHA256 string `json:"sha256,omitempty"`
+	// Injected says the input's traffic was altered on purpose (--inject).
+	Injected string `json:"injected,omitempty"`
 }
 
 // HeaderOf is the JSON header of a run that ended with e.
@@ -46,7 +48,7 @@ func HeaderOf(h Header, e *End) *JSONHeader {
 	jh := &JSONHeader{Tool: h.Tool, Version: h.Version, Snapshot: h.Snapshot, Inputs: []JSONInput{}}
 	if e != nil {
 		for _, in := range e.Inputs {
-			jh.Inputs = append(jh.Inputs, JSONInput{Name: in.Name, Frames: in.Frames, Bytes: in.Bytes, SHA256: in.SHA256})
+			jh.Inputs = append(jh.Inputs, JSONInput{Name: in.Name, Frames: in.Frames, Bytes: in.Bytes, SHA256: in.SHA256, Injected: in.Injected})
 		}
 	}
 	return jh

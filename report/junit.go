@@ -146,6 +146,9 @@ func (j *JUnit) End(e *End) error {
 		if in.SHA256 != "" {
 			s.Properties = append(s.Properties, JUnitProperty{"sha256", in.SHA256})
 		}
+		if in.Injected != "" {
+			s.Properties = append(s.Properties, JUnitProperty{"injected", printable.String(InjectedLine(in))})
+		}
 		for _, cs := range in.Checks {
 			tc := JUnitCase{Name: cs.Check + " " + summary[cs.Check], Classname: s.Name}
 			lines := j.sample[in.Name][cs.Check]

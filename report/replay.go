@@ -20,6 +20,7 @@ func (r *Run) Replay(cr *capture.Reader, open func(h *capture.Header) (tap.Sessi
 		if err != nil {
 			return nil, err
 		}
+		r.Injected(h.Injected)
 		sc.Events = stores.For(h)
 		sc.SharedEvents = h.State != ""
 		return tap.NewSession(r.SessionConfig(sc, cr.Line)), nil

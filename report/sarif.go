@@ -210,6 +210,11 @@ func (s *SARIF) End(e *End) error {
 	for _, st := range StaleLines(e) {
 		notes = append(notes, notification{Level: "error", Message: sarifMessage{Text: st}})
 	}
+	for _, in := range e.Inputs {
+		if in.Injected != "" {
+			notes = append(notes, notification{Level: "warning", Message: sarifMessage{Text: InjectedLine(in)}})
+		}
+	}
 	for _, np := range e.NotPossible {
 		notes = append(notes, notification{Level: "note", Message: sarifMessage{Text: "not checked: " + np.Check + " (" + np.Reason + ")"}})
 	}

@@ -129,6 +129,25 @@ type InputEnd struct {
 	SHA256 string
 	// Checks holds one status per catalogue check, in catalogue order.
 	Checks []CheckStatus
+	// Injected, when set, says that the input is the capture of a run
+	// that injected faults on purpose (capture.Header.Injected): every
+	// format says so.
+	Injected string
+}
+
+// InjectedLine is what a report says of an input whose traffic a tap
+// altered on purpose (--inject).
+func InjectedLine(in InputEnd) string {
+	return in.Name + ": " + in.Injected + "; the backend is not judged by the tap's answers"
+}
+
+// Injected marks the current input as the capture of a run that injected
+// faults (the header's text).
+func (r *Run) Injected(text string) {
+	if r == nil || r.cur == nil || text == "" {
+		return
+	}
+	r.cur.end.Injected = text
 }
 
 // An End is the run's totals, given to every writer once.

@@ -71,6 +71,9 @@ type Input struct {
 	// Error says why the input could not be checked (whole or in part):
 	// empty, not traffic, unreadable. "" when it was.
 	Error string `json:"error,omitempty"`
+	// Injected says the input is the capture of a run that injected
+	// faults on purpose (--inject): the header's text.
+	Injected string `json:"injected,omitempty"`
 }
 
 // A Stream is what one direction of a link carried.
@@ -168,6 +171,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 		}
 		if in.Error != "" {
 			printable.Fprintf(&b, "; NOT CHECKED: %s", in.Error)
+		}
+		if in.Injected != "" {
+			printable.Fprintf(&b, "; %s", in.Injected)
 		}
 		b.WriteString("\n")
 	}

@@ -1,7 +1,10 @@
 package rules
 
 import (
+	"encoding/json"
 	"fmt"
+
+	"github.com/ahp-tap/ahp-tap/inject"
 	"github.com/ahp-tap/ahp-tap/vocab"
 
 	"strconv"
@@ -251,6 +254,15 @@ func (r answeredOnceRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 			}
 		}
 		return nil
+	case n.Kind == tap.NoteInjected && n.Fault == string(inject.Crash):
+		// The tap killed the backend on purpose (--inject crash, issue
+		// 25): the request it did so for is nobody's fault.
+		for _, x := range c.Pending() {
+			if x.Request.Conn == n.Conn && sameID(x.RPCIDText(), n.ID) {
+				c.Settle(x, tap.OutcomeInjected)
+			}
+		}
+		return nil
 	case n.Kind == tap.NoteEOF && n.Dir == tap.FromBackend:
 		why = "the backend closed its output"
 	case n.Kind == tap.NoteExit:
@@ -299,6 +311,23 @@ func (r answeredOnceRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 		out = append(out, fd)
 	}
 	return out
+}
+
+// sameID reports whether two JSON-RPC ids, as JSON text, are the same id
+// (a string and a number never are).
+func sameID(a, b string) bool {
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
+	}
+	switch x.(type) {
+	case string:
+		return x == y
+	case float64: // never coerced: 1 and 1.0 are two ids
+		_, isNum := y.(float64)
+		return isNum && strings.TrimSpace(a) == strings.TrimSpace(b)
+	}
+	return false
 }
 
 // sameLink reports whether note n ends the link request x travelled on:

@@ -569,3 +569,22 @@ func TestLateStateBounded(t *testing.T) {
 		t.Errorf("CORR-3 keeps %d answered exchanges", k)
 	}
 }
+
+// TestInjectedCrashIsNobodysFault: a backend the tap killed on purpose
+// (--inject crash) is not charged with the request it was killed for; the
+// other pending request on the link still is.
+func TestInjectedCrashIsNobodysFault(t *testing.T) {
+	e := tap.NewEngine(tap.Config{}, correlationRules())
+	e.Feed(onConn(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps)), "p1"))
+	e.Feed(onConn(harnessFrame(convIntercept("e2", convEvent("e2", "tool.before", ""), denyCaps)), "p1"))
+	if fs := e.Note(tap.Note{Kind: tap.NoteInjected, Conn: "p1", Fault: "crash", ID: `"e1"`}); len(fs) != 0 {
+		t.Errorf("injected note: findings %s", dump(fs))
+	}
+	fs := e.Note(tap.Note{Kind: tap.NoteExit, Conn: "p1"})
+	if len(fs) != 1 || !strings.Contains(fs[0].Message, `"e2"`) {
+		t.Errorf("exit after an injected crash: findings %s, want CORR-2 for e2 only", dump(fs))
+	}
+	if x := e.Conversation().Exchanges()[0]; x.Outcome != tap.OutcomeInjected {
+		t.Errorf("outcome %q, want %q", x.Outcome, tap.OutcomeInjected)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/inject"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -118,6 +119,10 @@ type Config struct {
 	// is cut (one diagnostic line says why) and the frames not audited are
 	// counted (TAP-1).
 	Drain time.Duration
+	// Inject, when set, injects the plan's faults (--inject, issue 25):
+	// the tap answers selected requests in the backend's place (inject.go).
+	// nil: the plain copy loops, forwarding byte for byte as they read.
+	Inject *inject.Plan
 }
 
 // Priority says how the audit threads (splitting, rules, log, capture)
@@ -346,9 +351,17 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 	down := &responseCopier{copier{t: t, dir: tap.FromBackend, src: outR, dst: t.cfg.Stdout}}
 	upDone := make(chan struct{}) // closed when the harness→backend loop has ended
 	downDone := make(chan struct{})
+	var inj *injector // --inject only
+	if t.cfg.Inject != nil {
+		inj = newInjector(t)
+	}
 	go func() {
 		defer close(upDone)
-		up.run()
+		if inj != nil {
+			inj.runUp(up)
+		} else {
+			up.run()
+		}
 		// AHP-STDIO-001 per_event: the harness's EOF is the backend's EOF.
 		inW.Close()
 		if up.writeErr != nil {
@@ -361,7 +374,11 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 	}()
 	go func() {
 		defer close(downDone)
-		down.run()
+		if inj != nil {
+			inj.runDown(&down.copier)
+		} else {
+			down.run()
+		}
 		if down.writeErr != nil {
 			// The harness stopped reading: the backend gets SIGPIPE on
 			// its next write, as it would without ahp-tap.

@@ -33,6 +33,10 @@ type Exchange struct {
 	// Outcome is filled when the response has been checked: one of the
 	// Outcome* constants.
 	Outcome string
+	// Injected is the kind of the fault the tap injected for this request
+	// (--inject: a NoteInjected; package inject), "" for none. Outcome and
+	// Edit stay the backend's own; what the harness got is the fault's.
+	Injected string
 	// Edit holds what the edit evaluator concluded for the response
 	// (an effective value per target, or the reasons it was rejected).
 	Edit any
@@ -58,6 +62,9 @@ const (
 	OutcomeLate        = "late"
 	OutcomeInvalid     = "invalid_response"
 	OutcomeErrorAnswer = "error_response"
+	// OutcomeInjected: a fault the tap injected on purpose (--inject)
+	// ended the exchange (it killed the backend): nobody is judged by it.
+	OutcomeInjected = "injected_by_tap"
 	// OutcomeNotAudited: the request or its answer was audited only as a
 	// truncated prefix, so the exchange could not be judged.
 	OutcomeNotAudited = "not_audited"

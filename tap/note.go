@@ -1,6 +1,11 @@
 package tap
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/inject"
+)
 
 // A Note is a transport fact that is not a frame but that rules need, in
 // order with the frames: a stream reached EOF, a backend process started or
@@ -29,6 +34,11 @@ type Note struct {
 	// HTTP is the HTTP envelope of a NoteHTTPResponse, or of the request
 	// a NoteUpstreamFailure was about.
 	HTTP *HTTPMeta `json:"http,omitempty"`
+	// Fault and ID describe a NoteInjected or a NoteSwallowed: the
+	// injected fault's kind (package inject) and the JSON-RPC id of the
+	// request it was injected for, as sent.
+	Fault string `json:"fault,omitempty"`
+	ID    string `json:"id,omitempty"`
 }
 
 // NoteKind says what a Note reports.
@@ -78,6 +88,16 @@ const (
 	// when the stream ends. Recorded, so that a replay judges it at the
 	// same place.
 	NoteDeadline NoteKind = "deadline"
+	// NoteInjected: the tap injected a fault (--inject, issue 25) for the
+	// request ID: what the harness got then (Detail; a synthesized answer,
+	// a drop, a delay, a closed connection) came from the tap, not the
+	// backend. No rule judges the backend by it: the backend's own frames
+	// are audited as it sent them.
+	NoteInjected NoteKind = "injected"
+	// NoteSwallowed: the backend's answer to the request ID was not
+	// forwarded, because an injected fault answered in its place. The
+	// answer itself is audited (and captured) as the backend sent it.
+	NoteSwallowed NoteKind = "swallowed"
 )
 
 // A NoteRule is a Rule that also takes transport notes.
@@ -96,6 +116,15 @@ func (e *Engine) Note(n Note) (out []Finding) {
 	if n.Kind == NoteDeadline {
 		e.conv.advance(n.Time)
 		defer func() { e.conv.due = e.conv.due[:0] }()
+	}
+	if n.Kind == NoteInjected {
+		if key := inject.IDKey(json.RawMessage(n.ID)); key != "" {
+			for _, x := range e.conv.Pending() {
+				if x.Key == key && x.Request != nil && x.Request.Conn == n.Conn {
+					x.Injected = n.Fault
+				}
+			}
+		}
 	}
 	if n.Kind == NoteForgotten {
 		fd := TapIncomplete.At(nil, Warn, "", "%s", n.Detail)

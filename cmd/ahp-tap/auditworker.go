@@ -191,6 +191,7 @@ func (m *Main) prepareSplit(sf *stdioFlags, l *loaded, flagArgs, argv []string, 
 		Mirror: link.Mirror(), MaxAuditLine: sf.maxLine, Conn: conn,
 		Hash: sf.summary, Diag: m.diag(), AuditPriority: prio,
 		Drain: sf.drain, Watchdog: watchdogArgv(), // issue 8 items 3, 10
+		Inject: sf.plan, // issue 25
 	})
 	return r, nil
 }

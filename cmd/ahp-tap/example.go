@@ -404,6 +404,13 @@ func (r *exampleResponse) describe(snapshot string) string {
 	case len(r.Result.Effects) == 0:
 		return "no_effect (the call proceeds; this is not an \"allow\")"
 	}
+	for _, e := range r.Result.Effects {
+		if _, ok := e["type"].(string); !ok {
+			// AHP rejects an invalid response whole: a deny beside an
+			// invalid effect is no deny (--inject invalid-deny).
+			return "operational_failure: invalid response: an effect without a string type (the whole response is rejected)"
+		}
+	}
 	var names []string
 	for _, e := range r.Result.Effects {
 		t, _ := e["type"].(string)

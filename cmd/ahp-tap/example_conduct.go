@@ -30,6 +30,9 @@ var conductFaults = []conductFault{
 	{"fail-open-stop", "end the chain at a fail-open failure instead of going on", vocab.Cond3},
 	{"second-copy", "after a short circuit, send the hooks/observe of the event to the called interceptors too", vocab.Cond6},
 	{"run-denied", "run a denied tool call anyway: its tool.after says ok and executed", vocab.Cond8},
+	// Needs an invalid deny to take: `ahp-tap stdio --inject invalid-deny` in front of a backend
+	// (docs/inject.md); then a fail-open chain stops where it should go on (COND-3).
+	{"accept-invalid-deny", "take a deny from a response AHP rejects whole (a deny beside an invalid effect) instead of failing the interceptor", ""},
 }
 
 // A conductFault is one deliberate fault of the dispatching harness and
@@ -268,6 +271,13 @@ func (h *conductHarness) intercept(ic interceptor, ev map[string]any) answer {
 	var resp exampleResponse
 	if err := json.Unmarshal(line, &resp); err != nil {
 		return answer{what: "operational_failure: the answer is not JSON (" + ic.policy + ")", failed: true}
+	}
+	if h.fault == "accept-invalid-deny" && resp.Result != nil {
+		for _, e := range resp.Result.Effects {
+			if e["type"] == "deny" { // the fault: the other effects are not validated
+				return answer{what: fmt.Sprintf("explicit_deny: %v", e["reason"]), deny: true}
+			}
+		}
 	}
 	what := resp.describe(h.snapshot)
 	switch {

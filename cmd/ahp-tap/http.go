@@ -24,6 +24,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/conduct/live"
 	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/httpproxy"
+	"github.com/ahp-tap/ahp-tap/inject"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/output"
@@ -82,6 +83,8 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	otlpf.register(fs)
 	verbose := fs.Bool("v", false, "debug logging on stderr (goproxy and connection messages, credentials redacted)")
 	allowRemote := fs.Bool("allow-remote", false, "let --forward, --metrics and --ui listen on an address other than loopback (anyone who can reach it may use the proxy, read the metrics or watch the traffic)")
+	var inj injectFlags
+	inj.register(fs, inject.HTTP)
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
@@ -119,6 +122,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	}
 	cfg := httpproxy.Config{Forward: *forward, MaxAuditBody: *maxAudit, UpstreamTimeout: *upTimeout, Drain: *drain, Redact: redact,
 		ReadTimeout: *readTimeout}
+	if inj.on() && *forward {
+		return usageError("http: --inject is for reverse mode (--upstream), not --forward")
+	}
 	switch {
 	case *forward && *upstream != "":
 		return usageError("http: give --upstream (reverse mode) or --forward, not both")
@@ -281,6 +287,12 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 			View:    ui.view(), // one live view: every route's exchanges
 			Capture: k.route.Capture, Header: capture.Header{Tool: "ahp-tap " + version, Snapshot: lc.cfg.Snapshot, Transport: tap.HTTP,
 				Registration: ef.registration, Hook: k.route.Hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: lc.regDoc}}
+		plan := inj.plan(k.route.Hook)
+		if plan != nil {
+			// Loud when on (issue 25): stderr now, the capture header, every report.
+			oc.Header.Injected, k.injected = plan.Banner(), true
+			fmt.Fprintf(m.diag(), "ahp-tap %s: %s\n", k.name, plan.Banner())
+		}
 		if i == 0 {
 			oc.Metrics = metrics.Gatherer() // the process's series (every route's sum), pushed once
 		}
@@ -309,6 +321,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		// auditor tells the session the time the proxy vouches for.
 		pc := cfg
 		pc.Upstream, k.upstream = upstreams[i], upstreams[i]
+		pc.Inject = plan
 		pc.Probe = k.session.Config().MinDeadline()
 		clock := func(now time.Time) time.Time {
 			if p := k.proxyRef.Load(); p != nil {
@@ -425,6 +438,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	wg.Wait()
 	if *summary {
 		for _, k := range links {
+			if k.injected {
+				fmt.Fprintf(m.diag(), "ahp-tap %s: %s\n", k.name, inject.Notice) // issue 25: every report says so
+			}
 			if len(links) > 1 {
 				printable.Fprintf(m.diag(), "ahp-tap http: route %s (http://%s):\n", k.route.Hook, k.ln.Addr())
 			}
@@ -453,6 +469,7 @@ type httpLink struct {
 	session  *tap.Session
 	auditor  *tap.Auditor
 	proxyRef atomic.Pointer[httpproxy.Proxy]
+	injected bool // --inject: this route's plan alters its traffic
 }
 
 func (k *httpLink) proxy() *httpproxy.Proxy { return k.proxyRef.Load() }

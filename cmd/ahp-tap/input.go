@@ -351,8 +351,10 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 			src.Input.Damaged++
 			printable.Fprintf(ic.m.Stderr, "ahp-tap %s: %s:%d: damaged record skipped: %v\n", ic.cmd, name, le.Line, le.Err)
 		}
+		ic.rp.injected = ""
 		fds, err := ic.rp.replayCapture(capture.NewReader(in.r))
 		ic.rp.damaged = nil
+		src.Input.Injected = ic.rp.injected
 		if err != nil && err != errInterrupted {
 			return fail("%v", err)
 		}

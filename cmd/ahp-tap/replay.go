@@ -170,8 +170,11 @@ type replayer struct {
 	dir   tap.Direction   // --direction, for plain NDJSON
 	input string          // --input: "har", or "" to recognise by content
 	diag  io.Writer       // one-line notices (stderr)
-	run   *report.Run     // the --report writers (nil: none)
-	ctx   context.Context // ends on SIGINT/SIGTERM: stop with what was read
+	// injected is the capture header's Injected of the input being
+	// replayed (issue 25): its reports say the traffic was altered.
+	injected string
+	run      *report.Run     // the --report writers (nil: none)
+	ctx      context.Context // ends on SIGINT/SIGTERM: stop with what was read
 
 	// records collects the exchange records of the file being replayed,
 	// frames counts its frames, forgotten the exchanges its conversations
@@ -329,6 +332,9 @@ func (rp *replayer) replayCapture(cr *capture.Reader) ([]tap.Finding, error) {
 		cfg, err := h.Config(rp.flags.cfg, overridesOf(rp.set))
 		if err != nil {
 			return tap.SessionConfig{}, err
+		}
+		if h.Injected != "" {
+			rp.injected = h.Injected // issue 25: every report says so
 		}
 		return rp.sessionConfig(cfg, &out), nil
 	}, func(s *tap.Session) {

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/auditlink"
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/conduct/live"
+	"github.com/ahp-tap/ahp-tap/inject"
 	tapmetrics "github.com/ahp-tap/ahp-tap/internal/metrics"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
@@ -60,6 +62,10 @@ type stdioFlags struct {
 	uiAddr  string
 	ui      *liveUI
 	uiTried bool
+	// inject is --inject and --seed (inject.go); plan the forwarding
+	// process's plan of faults (nil: none, and in an audit process).
+	inject injectFlags
+	plan   *inject.Plan
 }
 
 func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
@@ -83,6 +89,7 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	fs.StringVar(&sf.uiAddr, "ui", "", "serve the live view (the HTML report's conversation, updated as frames and findings arrive) at http://`ADDR`/ from the audit process (per_event with --state: the shared audit process, one view for every event); loopback only unless --allow-remote")
 	fs.BoolVar(&sf.allowRemote, "allow-remote", false, "let --metrics and --ui listen on an address other than loopback (anyone who can reach it may read the metrics or watch the traffic)")
 	sf.otlp.register(fs)
+	sf.inject.register(fs, inject.Stdio)
 }
 
 func isTerminal(w io.Writer) bool {
@@ -142,7 +149,13 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 		// forwarding loops one at all times, and the kernel arbitrates.
 		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 2)
 	}
-	run, err := m.prepareSplit(&sf, l, stdioFlagArgs(args, fs.NArg()), fs.Args(), prio) // auditworker.go
+	flagArgs := stdioFlagArgs(args, fs.NArg())
+	if sf.plan = sf.inject.plan(sf.hook); sf.plan != nil {
+		// Loud when on (issue 25): stderr now, the capture header, every report.
+		printable.Fprintf(m.diag(), "ahp-tap stdio: %s\n", sf.plan.Banner())
+		flagArgs = append(slices.Clip(flagArgs), sf.inject.seedArg()) // the audit process's header says the same seed
+	}
+	run, err := m.prepareSplit(&sf, l, flagArgs, fs.Args(), prio) // auditworker.go
 	if err != nil {
 		return err
 	}
@@ -298,6 +311,9 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 			Lifecycle: cfg.Lifecycle, TimeoutMs: sf.timeout.Milliseconds(), RegistrationDoc: l.regDoc,
 			State: stateForHeader(sf.state),
 		}
+		if sf.inject.on() {
+			h.Injected = sf.inject.plan(sf.hook).Banner()
+		}
 		w, err := capture.Create(sf.capture, h)
 		if err != nil {
 			printable.Fprintf(m.diag(), "ahp-tap: cannot open the capture: %v; nothing is captured, traffic is not affected\n", err)
@@ -338,7 +354,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		Queue:   sf.queue, MaxAuditLine: sf.maxLine, Conn: conn,
 		AuditBytes: sf.budgetBytes, Complete: sf.audit == auditComplete,
 		Hash: sf.summary, Diag: m.diag(), AuditPriority: prio, Drain: sf.drain,
-		Watchdog: watchdogArgv(),
+		Watchdog: watchdogArgv(), Inject: sf.plan,
 	})
 	return r, nil
 }
@@ -436,5 +452,8 @@ func (r *stdioRun) writeSummary(w io.Writer, res stdio.Result) {
 		how = "was killed by " + res.Signal.String()
 	}
 	printable.Fprintf(w, "ahp-tap: backend %s\n", how)
+	if r.sf != nil && r.sf.inject.on() {
+		printable.Fprintf(w, "ahp-tap: %s\n", inject.Notice) // issue 25: every report says so
+	}
 	s.WriteText(w)
 }
