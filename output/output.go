@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/conduct/live"
+	tapmetrics "github.com/ahp-tap/ahp-tap/internal/metrics"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -48,6 +50,24 @@ type Config struct {
 	OTLPClose time.Duration
 	// Sinks are more places every finding goes (metrics).
 	Sinks []tap.Sink
+	// Traffic, when set, counts the link's findings, exchanges, frames
+	// and frames not audited (a stdio audit side's --metrics): it is one
+	// more sink, a watcher of the judged frames and a counter in front of
+	// the capture.
+	Traffic *tapmetrics.Traffic
+	// Conduct, when set, carries the link's facts to the registration's
+	// live conduct timeline (--conduct): it watches the judged frames, and
+	// Close gives it half of what is left of the deadline, at most a
+	// second, before anything else.
+	Conduct *live.Client
+	// Plain, when set, prints each finding as one line, PlainPrefix and
+	// the finding's one-line form (a mock peer's stderr); it must be safe
+	// for concurrent use with the command's own lines.
+	Plain       io.Writer
+	PlainPrefix string
+	// Redact, when set, is applied to every Plain line (the credentials
+	// an httpaudit.Builder learned).
+	Redact func(string) string
 	// SummaryLimit caps the examples the summary's collector keeps per
 	// check (0: no cap; a long-running tap counts only, with 1).
 	SummaryLimit int
@@ -77,6 +97,12 @@ func Open(cfg Config) (*Output, error) {
 	o := &Output{cfg: cfg, collector: &report.Collector{Limit: cfg.SummaryLimit}}
 	o.sink = tap.MultiSink{o.collector}
 	o.sink = append(o.sink, cfg.Sinks...)
+	if cfg.Traffic != nil {
+		o.sink = append(o.sink, cfg.Traffic.Sink())
+	}
+	if cfg.Plain != nil {
+		o.sink = append(o.sink, plainSink(cfg.Plain, cfg.PlainPrefix, cfg.Redact))
+	}
 	if cfg.Console != nil {
 		o.console = report.NewConsole(cfg.Console, report.UseColour(cfg.Console))
 		o.sink = append(o.sink, o.console)
@@ -118,12 +144,66 @@ func Open(cfg Config) (*Output, error) {
 // Sink is where every finding of the link goes.
 func (o *Output) Sink() tap.Sink { return o.sink }
 
-// Recorder is the capture, or nil.
+// Recorder is the capture, or nil; with Traffic, its counter in front of
+// the capture.
 func (o *Output) Recorder() tap.Recorder {
-	if o.capture == nil {
-		return nil
+	var rec tap.Recorder
+	if o.capture != nil {
+		rec = o.capture
 	}
-	return o.capture
+	if o.cfg.Traffic != nil {
+		rec = o.cfg.Traffic.Recorder(rec)
+	}
+	return rec
+}
+
+// Watcher is what watches the link's judged frames (Conduct, Traffic), or
+// nil.
+func (o *Output) Watcher() tap.Watcher {
+	var ws watchers
+	if o.cfg.Conduct != nil {
+		ws = append(ws, o.cfg.Conduct)
+	}
+	if o.cfg.Traffic != nil {
+		ws = append(ws, o.cfg.Traffic)
+	}
+	switch len(ws) {
+	case 0:
+		return nil
+	case 1:
+		return ws[0]
+	}
+	return ws
+}
+
+// SessionConfig returns sc with the way out filled in: Sink, Recorder and
+// Watch. Build the link's session with tap.NewSession(o.SessionConfig(sc)).
+func (o *Output) SessionConfig(sc tap.SessionConfig) tap.SessionConfig {
+	sc.Sink, sc.Recorder, sc.Watch = o.Sink(), o.Recorder(), o.Watcher()
+	return sc
+}
+
+// Levels counts the findings by level so far.
+func (o *Output) Levels() report.LevelCounts { return o.collector.Levels() }
+
+// watchers hands each judged frame to every one in turn.
+type watchers []tap.Watcher
+
+func (ws watchers) Judged(f *tap.Frame, x *tap.Exchange) {
+	for _, w := range ws {
+		w.Judged(f, x)
+	}
+}
+
+// plainSink prints each finding as prefix and its one-line form.
+func plainSink(w io.Writer, prefix string, redact func(string) string) tap.Sink {
+	return tap.SinkFunc(func(f tap.Finding) {
+		line := f.String()
+		if redact != nil {
+			line = redact(line)
+		}
+		printable.Fprintf(w, "%s%s\n", prefix, line)
+	})
 }
 
 // Close flushes and closes the exporter, the log, the console and the
@@ -138,6 +218,9 @@ func (o *Output) Close(deadline time.Time) error {
 	}
 	o.closed = true
 	left := func() time.Duration { return max(time.Until(deadline), MinClose) }
+	if o.cfg.Conduct != nil {
+		o.cfg.Conduct.Close(max(min(time.Until(deadline)/2, time.Second), time.Millisecond))
+	}
 	if o.cfg.OTLP != nil {
 		d := left()
 		if o.cfg.OTLPClose > 0 {

@@ -211,13 +211,13 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if *console {
 		oc.Console = m.Stderr
 	}
+	oc.Conduct = conductClientFor(*conductDir, ef.registration, ef.hook, l, m.diag())
 	out, err := output.Open(oc)
 	if err != nil {
 		otlpx.Close(0)
 		return usageError("http: %v", err)
 	}
-	cc := conductClientFor(*conductDir, ef.registration, ef.hook, l, m.diag())
-	session := l.watchedSession(l.cfg, out.Sink(), out.Recorder(), "", 0, cc) // reports the registration's findings
+	session := l.newSession(out.SessionConfig(tap.SessionConfig{Config: l.cfg})) // reports the registration's findings
 	// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
 	// Deadlines are judged as they pass (issue 21 item 8): the proxy
 	// hands over a request unanswered by the shortest deadline, and the
@@ -292,10 +292,7 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if !auditor.CloseWithin(left()) { // drains the queue, end-of-stream rules, TAP-1 for drops
 		fmt.Fprintf(m.diag(), "ahp-tap http: the audit did not finish within --drain %s; %d frames were not audited (TAP-1)\n", *drain, auditor.Dropped())
 	}
-	if cc != nil {
-		cc.Close(min(left(), time.Second))
-	}
-	closeErr := out.Close(time.Now().Add(left())) // OTLP, log, console, capture, within --drain
+	closeErr := out.Close(time.Now().Add(left())) // conduct, OTLP, log, console, capture, within --drain
 	if *summary {
 		_ = out.Summary(auditor.Dropped(), session).WriteText(m.diag())
 	}

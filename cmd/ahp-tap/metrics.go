@@ -10,8 +10,6 @@ import (
 
 	tapmetrics "github.com/ahp-tap/ahp-tap/internal/metrics"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
-	"github.com/ahp-tap/ahp-tap/rules"
-	"github.com/ahp-tap/ahp-tap/tap"
 )
 
 func init() { tapmetrics.BuildVersion = version }
@@ -101,27 +99,4 @@ func (sf *stdioFlags) stdioMetrics(diag io.Writer) *tapmetrics.Traffic {
 	printable.Fprintf(diag, "ahp-tap stdio: metrics on http://%s/metrics\n", ln.Addr())
 	sf.traffic = t
 	return t
-}
-
-// watchersSession is l.session with watchers of its judged frames (the
-// live conduct client, the metrics), each seeing every frame in turn.
-func (l *loaded) watchersSession(cfg tap.Config, sink tap.Sink, rec tap.Recorder, conn string, maxLine int, ws []tap.Watcher) *tap.Session {
-	sc := tap.SessionConfig{Config: cfg, Rules: rules.Set(l.opt), Sink: sink, Recorder: rec, Conn: conn, MaxLine: maxLine}
-	switch len(ws) {
-	case 0:
-	case 1:
-		sc.Watch = ws[0]
-	default:
-		sc.Watch = watchers(ws)
-	}
-	return tap.NewSession(sc)
-}
-
-// watchers is a tap.Watcher that hands each judged frame to every one.
-type watchers []tap.Watcher
-
-func (ws watchers) Judged(f *tap.Frame, x *tap.Exchange) {
-	for _, w := range ws {
-		w.Judged(f, x)
-	}
 }

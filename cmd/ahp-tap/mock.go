@@ -21,7 +21,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/mock"
-	"github.com/ahp-tap/ahp-tap/report"
+	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -35,6 +35,9 @@ const mockMaxBody = 16 << 20
 // mockReadTimeout is how long a harness may take to send one request, head
 // and body, to mock backend --listen (--read-timeout).
 const mockReadTimeout = 30 * time.Second
+
+// mockClose bounds the flushing of a mock's log at its end.
+const mockClose = 10 * time.Second
 
 // mockStopGrace is how long mock harness waits for a backend to end after
 // SIGTERM before it kills the backend's process group.
@@ -84,9 +87,8 @@ type mockRun struct {
 	ignore    []mock.Pointer
 	threshold tap.Level // 0: never fail on findings
 	session   *tap.Session
-	collector *report.Collector
-	log       *report.Log
-	diag      *lockedWriter // stderr: findings, the mock's results, the summary
+	out       *output.Output // the way out: the findings' lines on stderr, --log
+	diag      *lockedWriter  // stderr: findings, the mock's results, the summary
 	// audit builds the audit copy of HTTP exchanges as the HTTP tap does,
 	// and redacts the credentials it has seen from every line written.
 	audit httpaudit.Builder
@@ -142,18 +144,18 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 	}
 	cfg.Transport = transport
 	r := &mockRun{name: name, rec: rec, match: match, ignore: mf.ignore, threshold: threshold,
-		collector: &report.Collector{}, diag: &lockedWriter{w: m.Stderr}}
-	sink := tap.MultiSink{r.collector}
+		diag: &lockedWriter{w: m.Stderr}}
+	// The way out (package output): each finding a line on stderr, its
+	// credentials redacted as the audit copies are, and --log.
+	oc := output.Config{Name: name, Diag: m.Stderr, Log: mf.logPath, Redact: r.audit.Text}
 	if !mf.quiet {
-		sink = append(sink, tap.SinkFunc(func(f tap.Finding) { printable.Fprintf(r.diag, "ahp-tap %s ▸ %s\n", name, r.audit.Text(f.String())) }))
+		oc.Plain, oc.PlainPrefix = r.diag, "ahp-tap "+name+" ▸ "
 	}
-	if mf.logPath != "" {
-		if r.log, err = report.OpenLog(mf.logPath, m.Stderr); err != nil {
-			return nil, usageError("%s: %v", name, err)
-		}
-		sink = append(sink, r.log)
+	if r.out, err = output.Open(oc); err != nil {
+		return nil, usageError("%s: %v", name, err)
 	}
-	r.session = l.session(cfg, sink, nil, conn, mockMaxBody) // a line's audit copy is capped as the stdio tap's
+	// A line's audit copy is capped as the stdio tap's.
+	r.session = l.newSession(r.out.SessionConfig(tap.SessionConfig{Config: cfg, Conn: conn, MaxLine: mockMaxBody}))
 	return r, nil
 }
 
@@ -162,10 +164,10 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 // above --fail-on exists.
 func (r *mockRun) finish(failures int, what string) error {
 	r.session.Close()
-	if r.log != nil {
-		r.log.Close()
+	if err := r.out.Close(time.Now().Add(mockClose)); err != nil {
+		printable.Fprintf(r.diag, "ahp-tap %s: %v\n", r.name, err)
 	}
-	lc := r.collector.Levels()
+	lc := r.out.Levels()
 	printable.Fprintf(r.diag, "ahp-tap %s: %s; audit: %d findings (%d error, %d warn, %d info)\n",
 		r.name, what, lc.Total(), lc.Error, lc.Warn, lc.Info)
 	if failures > 0 || (r.threshold > 0 && lc.AtLeast(r.threshold) > 0) {

@@ -1,27 +1,18 @@
 package main
 
 import (
-	"github.com/ahp-tap/ahp-tap/conduct/live"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
-// session builds the tap.Session of one link the way every command does:
-// cfg (the flags' configuration with the transport's settings) checked by
-// ahp-tap's rules and, with --spec, the upstream schema. The session
-// reports the registration's own findings to sink when it is made.
-func (l *loaded) session(cfg tap.Config, sink tap.Sink, rec tap.Recorder, conn string, maxLine int) *tap.Session {
-	return l.watchedSession(cfg, sink, rec, conn, maxLine, nil)
-}
-
-// watchedSession is session with a watcher of its judged frames (nil:
-// none), such as the live conduct client.
-func (l *loaded) watchedSession(cfg tap.Config, sink tap.Sink, rec tap.Recorder, conn string, maxLine int, w *live.Client) *tap.Session {
-	sc := tap.SessionConfig{Config: cfg, Rules: rules.Set(l.opt), Sink: sink, Recorder: rec, Conn: conn, MaxLine: maxLine}
-	if w != nil {
-		sc.Watch = w
-	}
+// newSession builds the tap.Session of one link the way every command
+// does: sc (the flags' configuration with the transport's settings, its
+// way out usually from output.Output.SessionConfig) checked by ahp-tap's
+// rules and, with --spec, the upstream schema. The session reports the
+// registration's own findings to its sink when it is made.
+func (l *loaded) newSession(sc tap.SessionConfig) *tap.Session {
+	sc.Rules = rules.Set(l.opt)
 	return tap.NewSession(sc)
 }
 
