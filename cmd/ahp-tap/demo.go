@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/examples"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
@@ -43,7 +44,7 @@ const demoHook = "com.example.demo_policy"
 // as the tap makes them.
 func (m *Main) runDemo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	mode := fs.String("mode", "demo", "example-backend `MODE` to audit:"+modeHelp())
+	mode := fs.String("mode", "demo", "example-backend `MODE` to audit:"+examples.ModeHelp())
 	logPath := fs.String("log", "", "also append the findings to the violation log at `PATH`")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
