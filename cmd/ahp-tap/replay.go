@@ -35,9 +35,9 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	conductMode := fs.String("conduct", "auto", "judge the harness's conduct across the captures of one registration's backends: `auto` (when the registration has several hooks), on or off (docs/conduct.md)")
 	skew := fs.Duration("conduct-skew", conduct.DefaultSkew, "clock tolerance between the captures of different links: facts closer than this are simultaneous")
 	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line); refused for a capture or HAR, which record each sender")
-	var selects []selTerm
+	var selects []capture.SelectTerm
 	fs.Func("select", "with --write-capture: keep the exchanges matching `EXPR` (key=value,... with keys check, event, conn, id, from, to; comma is and, a repeated --select is or)", func(v string) error {
-		t, err := parseSelect(v)
+		t, err := capture.ParseSelect(v)
 		selects = append(selects, t)
 		return err
 	})
