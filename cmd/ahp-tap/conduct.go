@@ -150,7 +150,7 @@ func (rp *replayer) replayConduct(m *Main, names []string, skew time.Duration, a
 			continue
 		}
 		closers = append(closers, in.close)
-		cr := capture.NewReader(in.r)
+		cr := capture.NewReader(in.R)
 		cr.Damaged = func(*capture.LineError) {} // the file's own replay reported it
 		readers = append(readers, cr)
 	}
@@ -183,10 +183,10 @@ func firstHeader(m *Main, name string) (*capture.Header, error) {
 		return nil, err
 	}
 	defer in.close()
-	if in.kind != kindCapture {
+	if in.Kind != capture.KindCapture {
 		return nil, nil
 	}
-	it, err := capture.NewReader(in.r).Next()
+	it, err := capture.NewReader(in.R).Next()
 	if err != nil {
 		if errors.Is(err, capture.ErrNotCapture) {
 			return nil, nil

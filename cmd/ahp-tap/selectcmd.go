@@ -59,11 +59,11 @@ func (m *Main) openCapture(name string) (*capture.Reader, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if in.kind != kindCapture {
+	if in.Kind != capture.KindCapture {
 		in.close()
 		return nil, nil, fmt.Errorf("is not an ahp-tap capture (--select cuts captures only)")
 	}
-	return capture.NewReader(in.r), in.close, nil
+	return capture.NewReader(in.R), in.close, nil
 }
 
 // selection is the --select cut of one capture input: its segments'

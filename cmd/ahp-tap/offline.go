@@ -1,21 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"hash"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
@@ -26,190 +15,41 @@ import (
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
-// What an input file holds, recognised by its content (detectKind), the
-// same way for check and replay.
-const (
-	kindCapture      = "capture"       // an ahp-tap capture (header record first)
-	kindStream       = "stream"        // NDJSON: a stdio byte stream
-	kindMessage      = "message"       // one JSON-RPC message
-	kindRegistration = "registration"  // a registration document
-	kindLog          = "violation log" // findings written by --log: not traffic
-	kindEmpty        = "empty"         // nothing but white space
-	kindBinary       = "binary"        // not text: not traffic
-	kindHAR          = "har"           // an HTTP Archive (replayHAR)
-)
-
-// peekSize is how much of an input detectKind looks at.
-const peekSize = 1 << 16
-
-// An input is one opened input file: its kind and its (decompressed)
-// content.
+// An input is one opened input of check or replay (capture.Input) with
+// its progress bar on stderr (inactive unless asked for).
 type input struct {
-	name   string
-	kind   string
-	gzip   bool
-	r      *bufio.Reader
-	c      io.Closer // the file, or nil for standard input
-	digest *digestReader
-	// progress is the bar on stderr (inactive unless asked for).
+	*capture.Input
 	progress *progress
 }
 
-// A digestReader counts and hashes the bytes of an input as stored (before
-// gzip is undone), for the reports' header: a report names the exact bytes
-// it judged.
-type digestReader struct {
-	r   io.Reader
-	h   hash.Hash
-	n   uint64
-	eof bool
-}
-
-func (d *digestReader) Read(p []byte) (int, error) {
-	n, err := d.r.Read(p)
-	d.h.Write(p[:n])
-	d.n += uint64(n)
-	if err == io.EOF {
-		d.eof = true
+// openInput opens name ("-": standard input), reading gzip transparently,
+// and recognises what it holds (capture.OpenInput). With bar, a progress
+// bar on stderr follows the bytes read (done by input.close).
+func (m *Main) openInput(name string, bar bool) (*input, error) {
+	in := &input{}
+	ci, err := capture.OpenInput(name, m.Stdin, func(r io.Reader, total int64) io.Reader {
+		in.progress = newProgress(m.Stderr, total, bar)
+		return in.progress.reader(r)
+	})
+	if err != nil {
+		in.progress.done()
+		return nil, err
 	}
-	return n, err
-}
-
-// sum is the input's size and hex SHA-256; the digest is "" unless the
-// whole input was read.
-func (d *digestReader) sum() (uint64, string) {
-	if d == nil {
-		return 0, ""
-	}
-	if !d.eof {
-		return d.n, ""
-	}
-	return d.n, hex.EncodeToString(d.h.Sum(nil))
+	in.Input = ci
+	return in, nil
 }
 
 func (in *input) close() {
 	in.progress.done()
-	if in.c != nil {
-		in.c.Close()
-	}
+	in.Close()
 }
 
-// kindText is the kind as the summary shows it.
-func (in *input) kindText() string {
-	if in.gzip {
-		return in.kind + ", gzip"
+// sum is the input's size and digest (none for no input).
+func (in *input) sum() (uint64, string) {
+	if in == nil {
+		return 0, ""
 	}
-	return in.kind
-}
-
-// openInput opens name ("-": standard input), reading gzip transparently,
-// and recognises what it holds.
-// With bar, a progress bar on stderr follows the bytes read (done by
-// input.close).
-func (m *Main) openInput(name string, bar bool) (*input, error) {
-	in := &input{name: name}
-	var r io.Reader = m.Stdin
-	total := int64(-1)
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		r, in.c = f, f
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			total = st.Size()
-		}
-	}
-	in.digest = &digestReader{r: r, h: sha256.New()}
-	in.progress = newProgress(m.Stderr, total, bar)
-	r = in.progress.reader(in.digest)
-	br := bufio.NewReaderSize(r, peekSize)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			in.close()
-			return nil, fmt.Errorf("gzip: %v", err)
-		}
-		in.gzip = true
-		br = bufio.NewReaderSize(zr, peekSize)
-	}
-	// A document saved with a byte order mark (RFC 8259 lets a parser
-	// ignore it) is recognised and read as without one: never as a stdio
-	// stream whose first line starts with "\ufeff".
-	tap.SkipBOM(br)
-	in.r = br
-	head, err := br.Peek(peekSize)
-	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-		in.close()
-		return nil, err
-	}
-	in.kind = detectKind(strings.TrimSuffix(name, ".gz"), head, err == io.EOF)
-	return in, nil
-}
-
-// detectKind says what an input holds from its first bytes (head; whole
-// when complete). A capture starts with a header record; a violation log
-// with a finding record; a registration is an object with "hooks" and no
-// "jsonrpc"; several lines of JSON are a stream, and so is a file named
-// .jsonl or .ndjson; one JSON value is a message.
-func detectKind(name string, head []byte, complete bool) string {
-	if len(bytes.TrimSpace(head)) == 0 && complete {
-		return kindEmpty
-	}
-	first := bytes.TrimSpace(head)
-	if i := bytes.IndexByte(first, '\n'); i >= 0 {
-		first = bytes.TrimSpace(first[:i])
-	}
-	// Binary data (an image, an executable, an archive) starts with bytes
-	// that are not text. A stream whose later lines are not UTF-8, or hold
-	// NUL bytes, is still traffic: BASE-1 reports those lines.
-	if (bytes.IndexByte(first, 0) >= 0 || !utf8.Valid(trimPartialRune(first))) && first[0] != '{' && first[0] != '[' {
-		return kindBinary
-	}
-	var probe map[string]json.RawMessage
-	if json.Unmarshal(first, &probe) == nil {
-		switch {
-		case capture.IsHeader(first):
-			return kindCapture
-		case probe["check"] != nil && probe["level"] != nil && probe["jsonrpc"] == nil:
-			return kindLog
-		}
-	}
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".jsonl", ".ndjson":
-		return kindStream
-	}
-	if complete {
-		if v, _, err := tap.ParseJSON(bytes.TrimSpace(head)); err == nil {
-			if v.Kind == tap.Object && v.Has("hooks") && !v.Has("jsonrpc") {
-				return kindRegistration
-			}
-			return kindMessage
-		}
-	}
-	switch {
-	case probe != nil && bytes.Count(bytes.TrimSpace(head), []byte("\n")) > 0:
-		return kindStream // several lines, the first a JSON object
-	case len(first) > 0 && first[0] != '{' && first[0] != '[':
-		return kindStream // text lines: stdio output, non-protocol lines included
-	case !complete && bytes.IndexByte(head, '\n') < 0:
-		return kindStream // a first line longer than the peek: a stream's
-	}
-	return kindMessage
-}
-
-// trimPartialRune drops an incomplete UTF-8 sequence at the end of b (the
-// peek may cut one).
-func trimPartialRune(b []byte) []byte {
-	for i := 1; i <= 3 && i <= len(b); i++ {
-		if utf8.RuneStart(b[len(b)-i]) {
-			if !utf8.FullRune(b[len(b)-i:]) {
-				return b[:len(b)-i]
-			}
-			break
-		}
-	}
-	return b
+	return in.Sum()
 }
 
 // offlineFlags are the flags check and replay share besides engineFlags:
@@ -271,8 +111,8 @@ type inputChecker struct {
 	// excerpt says a stream is judged as an excerpt (check) rather than a
 	// whole stdio link (replay).
 	excerpt bool
-	// digest is the last input's (check fills the source from it).
-	digest *digestReader
+	// in is the last input (check fills the source from its digest).
+	in *input
 	// bar says to show a progress bar on stderr while an input is read.
 	bar bool
 }
@@ -282,10 +122,10 @@ type inputChecker struct {
 // records) is said on standard error, one line each, and in the source's
 // Input.
 func (ic *inputChecker) check(name string) report.Source {
-	ic.digest = nil
+	ic.in = nil
 	ic.rp.lines = nil
 	src := ic.checkInput(name)
-	src.Input.Bytes, src.Input.SHA256 = ic.digest.sum()
+	src.Input.Bytes, src.Input.SHA256 = ic.in.sum()
 	if len(ic.rp.lines) == len(src.Findings) {
 		src.Lines = ic.rp.lines // each finding's line in the input (issue 21 item 5)
 	}
@@ -306,7 +146,7 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		return fail("%v", err)
 	}
 	defer in.close()
-	ic.digest = in.digest
+	ic.in = in
 	ic.rp.progress = in.progress
 	defer func() { ic.rp.progress = nil }()
 	if ctx := ic.rp.ctx; ctx != nil {
@@ -315,19 +155,19 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		stop := context.AfterFunc(ctx, in.close)
 		defer stop()
 	}
-	if ic.rp.isHAR(in.r) {
-		in.kind = kindHAR
+	if ic.rp.isHAR(in.R) {
+		in.Kind = capture.KindHAR
 	}
-	src.Input.Kind = in.kindText()
-	if ic.rp.dir != 0 && (in.kind == kindCapture || in.kind == kindHAR) {
+	src.Input.Kind = in.KindText()
+	if ic.rp.dir != 0 && (in.Kind == capture.KindCapture || in.Kind == capture.KindHAR) {
 		// Issue 21 item 7: it was silently ignored. A capture and a HAR
 		// record each frame's sender; --direction is for NDJSON.
-		return fail("--direction is for plain NDJSON streams: a %s records who sent each frame; replay it without --direction", in.kind)
+		return fail("--direction is for plain NDJSON streams: a %s records who sent each frame; replay it without --direction", in.Kind)
 	}
-	switch in.kind {
-	case kindHAR:
+	switch in.Kind {
+	case capture.KindHAR:
 		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
-		fds, err := ic.rp.replayHAR(in.r)
+		fds, err := ic.rp.replayHAR(in.R)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -336,34 +176,34 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		if src.Input.Frames == 0 && !ic.allowEmpty {
 			return fail("%s", harEmpty(ic.rp.har))
 		}
-	case kindLog:
+	case capture.KindLog:
 		return fail("this is a violation log (findings ahp-tap wrote), not traffic; read it with 'ahp-tap tail %s'", name)
-	case kindBinary:
+	case capture.KindBinary:
 		return fail("not text: neither a capture, an NDJSON stream nor a JSON message (gzip is read transparently)")
-	case kindEmpty:
+	case capture.KindEmpty:
 		if !ic.allowEmpty {
 			return fail("empty: no frame to audit (give --allow-empty to accept empty inputs)")
 		}
 		return src
-	case kindCapture:
+	case capture.KindCapture:
 		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
 		ic.rp.damaged = func(le *capture.LineError) {
 			src.Input.Damaged++
 			printable.Fprintf(ic.m.Stderr, "ahp-tap %s: %s:%d: damaged record skipped: %v\n", ic.cmd, name, le.Line, le.Err)
 		}
-		fds, err := ic.rp.replayCapture(capture.NewReader(in.r))
+		fds, err := ic.rp.replayCapture(capture.NewReader(in.R))
 		ic.rp.damaged = nil
 		if err != nil && err != errInterrupted {
 			return fail("%v", err)
 		}
 		src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
 		src.Input.Frames = ic.rp.frames
-	case kindStream:
+	case capture.KindStream:
 		// Streamed line by line, each line's audit copy capped as the
 		// live taps cap it: a 1 GiB line (or a gzip bomb holding one) is
 		// never held (issue 28 item 5). check judges it as an excerpt.
 		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
-		fds, err := ic.rp.replayStream(in.r, ic.excerpt)
+		fds, err := ic.rp.replayStream(in.R, ic.excerpt)
 		if err != nil && err != errInterrupted {
 			return fail("%v", err)
 		}
@@ -373,16 +213,16 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		// A message or a registration: one document, read up to the audit
 		// cap of one frame; a longer message is audited as a truncated
 		// prefix (TAP-1), the rest counted, not held (issue 28 item 5).
-		data, err := io.ReadAll(io.LimitReader(in.r, maxReplayLine+1))
+		data, err := io.ReadAll(io.LimitReader(in.R, maxReplayLine+1))
 		if err != nil {
 			return fail("%v", err)
 		}
 		doc := "input.json"
-		if in.kind == kindMessage {
+		if in.Kind == capture.KindMessage {
 			src.Input.Frames = 1
 		}
 		if len(data) > maxReplayLine {
-			rest, err := io.Copy(io.Discard, in.r)
+			rest, err := io.Copy(io.Discard, in.R)
 			if err != nil {
 				return fail("%v", err)
 			}
@@ -391,7 +231,7 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		}
 		src.Findings, src.Exchanges = ic.rp.checkDocument(rules.DetectKind(doc, data), data)
 	}
-	if src.Input.Frames == 0 && in.kind != kindRegistration && !ic.allowEmpty {
+	if src.Input.Frames == 0 && in.Kind != capture.KindRegistration && !ic.allowEmpty {
 		return fail("no frame to audit (a capture with only its header, or blank lines); give --allow-empty to accept it")
 	}
 	return src
