@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -166,15 +167,8 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 	}
 	switch in.Kind {
 	case capture.KindHAR:
-		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
-		fds, err := ic.rp.replayHAR(in.R)
-		if err != nil {
+		if err := ic.checkHAR(in, &src); err != nil {
 			return fail("%v", err)
-		}
-		src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
-		src.Input.Frames = ic.rp.frames
-		if src.Input.Frames == 0 && !ic.allowEmpty {
-			return fail("%s", harEmpty(ic.rp.har))
 		}
 	case capture.KindLog:
 		return fail("this is a violation log (findings ahp-tap wrote), not traffic; read it with 'ahp-tap tail %s'", name)
@@ -210,31 +204,53 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
 		src.Input.Frames = ic.rp.frames
 	default:
-		// A message or a registration: one document, read up to the audit
-		// cap of one frame; a longer message is audited as a truncated
-		// prefix (TAP-1), the rest counted, not held (issue 28 item 5).
-		data, err := io.ReadAll(io.LimitReader(in.R, maxReplayLine+1))
-		if err != nil {
+		if err := ic.checkOneDocument(in, &src); err != nil {
 			return fail("%v", err)
 		}
-		doc := "input.json"
-		if in.Kind == capture.KindMessage {
-			src.Input.Frames = 1
-		}
-		if len(data) > maxReplayLine {
-			rest, err := io.Copy(io.Discard, in.R)
-			if err != nil {
-				return fail("%v", err)
-			}
-			src.Findings, src.Exchanges = ic.rp.checkMessagePrefix(data[:maxReplayLine], int64(len(data))+rest)
-			break
-		}
-		src.Findings, src.Exchanges = ic.rp.checkDocument(rules.DetectKind(doc, data), data)
 	}
 	if src.Input.Frames == 0 && in.Kind != capture.KindRegistration && !ic.allowEmpty {
 		return fail("no frame to audit (a capture with only its header, or blank lines); give --allow-empty to accept it")
 	}
 	return src
+}
+
+// checkHAR checks an HTTP Archive into src.
+func (ic *inputChecker) checkHAR(in *input, src *report.Source) error {
+	ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
+	fds, err := ic.rp.replayHAR(in.R)
+	if err != nil {
+		return err
+	}
+	src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
+	src.Input.Frames = ic.rp.frames
+	if src.Input.Frames == 0 && !ic.allowEmpty {
+		return errors.New(harEmpty(ic.rp.har))
+	}
+	return nil
+}
+
+// checkOneDocument checks a message or a registration into src: one
+// document, read up to the audit cap of one frame; a longer message is
+// audited as a truncated prefix (TAP-1), the rest counted, not held
+// (issue 28 item 5).
+func (ic *inputChecker) checkOneDocument(in *input, src *report.Source) error {
+	data, err := io.ReadAll(io.LimitReader(in.R, maxReplayLine+1))
+	if err != nil {
+		return err
+	}
+	if in.Kind == capture.KindMessage {
+		src.Input.Frames = 1
+	}
+	if len(data) > maxReplayLine {
+		rest, err := io.Copy(io.Discard, in.R)
+		if err != nil {
+			return err
+		}
+		src.Findings, src.Exchanges = ic.rp.checkMessagePrefix(data[:maxReplayLine], int64(len(data))+rest)
+		return nil
+	}
+	src.Findings, src.Exchanges = ic.rp.checkDocument(rules.DetectKind("input.json", data), data)
+	return nil
 }
 
 // finishOffline writes the log, the report and the summary of check or

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"io"
-	"os"
 	"slices"
 	"time"
 
@@ -45,31 +44,12 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
-	if (len(selects) > 0) != (*writeCapture != "") {
-		return usageError("--select and --write-capture go together")
+	dir, err := checkReplayFlags(len(selects) > 0, *writeCapture != "", *direction, *input, *conductMode, *skew, fs.NArg())
+	if err != nil {
+		return err
 	}
 	if err := of.validate(); err != nil {
 		return err
-	}
-	var dir tap.Direction
-	if *direction != "" {
-		d, err := tap.ParseDirection(*direction)
-		if err != nil {
-			return usageError("--direction: %v", err)
-		}
-		dir = d
-	}
-	if *input != "" && *input != "har" {
-		return usageError("--input %q is not har", *input)
-	}
-	if fs.NArg() == 0 {
-		return usageError("replay: no CAPTURE given (usage: ahp-tap replay [flags] CAPTURE...)")
-	}
-	if *conductMode != "auto" && *conductMode != "on" && *conductMode != "off" {
-		return usageError("--conduct %q is not auto, on or off", *conductMode)
-	}
-	if *skew < 0 {
-		return usageError("--conduct-skew must not be negative")
 	}
 	names, err := expandInputs(fs.Args())
 	if err != nil {
@@ -87,17 +67,12 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err := refuseInputsAsOutputs(&rf, &of, ef.registration, fs.Args()); err != nil {
 		return err
 	}
-	if err := output.RefuseInputs([][2]string{{"--write-capture", *writeCapture}}, append([]string{ef.registration}, fs.Args()...)); err != nil {
-		return usageError("%v", err)
+	selected, err := m.createSelected(*writeCapture, append([]string{ef.registration}, fs.Args()...))
+	if err != nil {
+		return err
 	}
-	var selected *os.File
-	if *writeCapture != "" {
-		f, err := m.createSelected(*writeCapture)
-		if err != nil {
-			return err
-		}
-		selected = f
-		defer f.Close() // closed by writeSelected; idempotent on the error paths
+	if selected != nil {
+		defer selected.Close() // closed by writeSelected; idempotent on the error paths
 	}
 	if err := of.openLog("replay", m.diag()); err != nil {
 		return err
@@ -113,33 +88,10 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	run := rs.Run()
 	rp := &replayer{flags: l, set: set, dir: dir, input: *input, diag: m.diag(), ctx: ctx, run: run}
 
-	var sources []report.Source
-	if ef.registration != "" {
-		if fds := l.registrationFindings(); len(fds) > 0 {
-			sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
-		}
-	}
 	ic := &inputChecker{m: m, cmd: "replay", flags: l, rp: rp, allowEmpty: of.allowEmpty, bar: !rf.quiet && isTerminal(m.Stderr)}
-	for _, name := range names {
-		// Issue 8 item 5: a SIGINT/SIGTERM stops the replay with what the
-		// inputs read so far gave; a read that blocks is abandoned.
-		run.StartInput(name)
-		src, ok := checkInterruptibly(ctx, func() report.Source { return ic.check(name) })
-		run.EndInput(inputEnd(src))
-		if !ok {
-			break
-		}
-		sources = append(sources, src)
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	if sig, ok := interruption(ctx); ok {
-		err := m.finishReports("replay", &of, rs, sources)
-		if ee, isExit := err.(*exitError); err != nil && (!isExit || ee.code == 2) {
-			return err
-		}
-		return interruptedError(sig, "replay")
+	sources := replayInputs(ctx, ic, names, ef.registration)
+	if _, ok := interruption(ctx); ok {
+		return m.finishInterrupted(ctx, &of, rs, sources)
 	}
 	if *conductMode != "off" {
 		if src := rp.conductSource(m, names, *skew, *conductMode == "on"); src != nil {
@@ -152,6 +104,73 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		}
 	}
 	return m.finishReports("replay", &of, rs, sources)
+}
+
+// finishInterrupted ends a replay a SIGINT/SIGTERM stopped: the reports of
+// what was read, and the exit of the signal unless the reports failed.
+func (m *Main) finishInterrupted(ctx context.Context, of *offlineFlags, rs *output.Reports, sources []report.Source) error {
+	sig, _ := interruption(ctx)
+	err := m.finishReports("replay", of, rs, sources)
+	if ee, isExit := err.(*exitError); err != nil && (!isExit || ee.code == 2) {
+		return err
+	}
+	return interruptedError(sig, "replay")
+}
+
+// checkReplayFlags checks the values of replay's own flags (exit 2 with a
+// one-line reason for a bad one) and returns --direction's.
+func checkReplayFlags(selects, writeCapture bool, direction, input, conductMode string, skew time.Duration, nArgs int) (tap.Direction, error) {
+	var dir tap.Direction
+	if selects != writeCapture {
+		return dir, usageError("--select and --write-capture go together")
+	}
+	if direction != "" {
+		d, err := tap.ParseDirection(direction)
+		if err != nil {
+			return dir, usageError("--direction: %v", err)
+		}
+		dir = d
+	}
+	if input != "" && input != "har" {
+		return dir, usageError("--input %q is not har", input)
+	}
+	if nArgs == 0 {
+		return dir, usageError("replay: no CAPTURE given (usage: ahp-tap replay [flags] CAPTURE...)")
+	}
+	if conductMode != "auto" && conductMode != "on" && conductMode != "off" {
+		return dir, usageError("--conduct %q is not auto, on or off", conductMode)
+	}
+	if skew < 0 {
+		return dir, usageError("--conduct-skew must not be negative")
+	}
+	return dir, nil
+}
+
+// replayInputs checks every input in turn (the registration first, when
+// given, with its own findings), each one a report source. Issue 8 item
+// 5: a SIGINT/SIGTERM stops the replay with what the inputs read so far
+// gave; a read that blocks is abandoned.
+func replayInputs(ctx context.Context, ic *inputChecker, names []string, registration string) []report.Source {
+	var sources []report.Source
+	if registration != "" {
+		if fds := ic.flags.registrationFindings(); len(fds) > 0 {
+			sources = append(sources, report.Source{Name: registration, Findings: fds})
+		}
+	}
+	run := ic.rp.run
+	for _, name := range names {
+		run.StartInput(name)
+		src, ok := checkInterruptibly(ctx, func() report.Source { return ic.check(name) })
+		run.EndInput(inputEnd(src))
+		if !ok {
+			break
+		}
+		sources = append(sources, src)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return sources
 }
 
 // errInterrupted ends the replay of a file when a SIGINT/SIGTERM arrived;

@@ -43,9 +43,16 @@ func (m *Main) writeSelected(rp *replayer, f *os.File, path string, terms []capt
 	return nil
 }
 
-// createSelected creates the --write-capture file before the replay, so
-// that a path refused (a symlink, a directory) is exit 2 at once.
-func (m *Main) createSelected(path string) (*os.File, error) {
+// createSelected creates the --write-capture file (nil without one) before
+// the replay, so that a path refused (a symlink, a directory, one of the
+// inputs) is exit 2 at once.
+func (m *Main) createSelected(path string, inputs []string) (*os.File, error) {
+	if err := output.RefuseInputs([][2]string{{"--write-capture", path}}, inputs); err != nil {
+		return nil, usageError("%v", err)
+	}
+	if path == "" {
+		return nil, nil
+	}
 	f, err := output.CreateFile(path, m.Stderr)
 	if err != nil {
 		return nil, usageError("--write-capture: %v", err)

@@ -91,35 +91,9 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
-	fs.Visit(func(f *flag.Flag) { sf.queueSet = sf.queueSet || f.Name == "audit-queue" })
-	if err := checkStdioValues(&sf); err != nil {
-		return err
-	}
-	if err := sf.validate(); err != nil {
-		return err // before the budget shrinks --max-audit-line to fit
-	}
-	if err := checkMetricsAddr(sf.metricsAddr, sf.allowRemote, m.diag()); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return usageError("stdio: no backend command given (usage: ahp-tap stdio [flags] -- CMD [ARGS...])")
-	}
-	budget, err := parseBudget(sf.budget)
+	prio, err := m.checkStdioFlags(fs, &sf)
 	if err != nil {
 		return err
-	}
-	if int64(sf.maxLine) > budget {
-		sf.maxLine = int(budget) // a line must fit the budget to be audited
-	}
-	sf.budgetBytes = budget
-	prio, err := stdio.ParsePriority(sf.priority)
-	if err != nil {
-		return usageError("--audit-priority: %v", err)
-	}
-	switch sf.lifecycle {
-	case "", "persistent", "per_event":
-	default:
-		return usageError("--lifecycle %q is not persistent or per_event", sf.lifecycle)
 	}
 	l, err := sf.load()
 	if err != nil {
@@ -187,6 +161,43 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 		return &exitError{code: st}
 	}
 	return nil
+}
+
+// checkStdioFlags checks the values of stdio's flags (exit 2 with a
+// one-line reason for a bad one), fits --max-audit-line to the budget and
+// returns the audit's priority.
+func (m *Main) checkStdioFlags(fs *flag.FlagSet, sf *stdioFlags) (stdio.Priority, error) {
+	fs.Visit(func(f *flag.Flag) { sf.queueSet = sf.queueSet || f.Name == "audit-queue" })
+	if err := checkStdioValues(sf); err != nil {
+		return "", err
+	}
+	if err := sf.validate(); err != nil {
+		return "", err // before the budget shrinks --max-audit-line to fit
+	}
+	if err := checkMetricsAddr(sf.metricsAddr, sf.allowRemote, m.diag()); err != nil {
+		return "", err
+	}
+	if fs.NArg() == 0 {
+		return "", usageError("stdio: no backend command given (usage: ahp-tap stdio [flags] -- CMD [ARGS...])")
+	}
+	budget, err := parseBudget(sf.budget)
+	if err != nil {
+		return "", err
+	}
+	if int64(sf.maxLine) > budget {
+		sf.maxLine = int(budget) // a line must fit the budget to be audited
+	}
+	sf.budgetBytes = budget
+	prio, err := stdio.ParsePriority(sf.priority)
+	if err != nil {
+		return "", usageError("--audit-priority: %v", err)
+	}
+	switch sf.lifecycle {
+	case "", "persistent", "per_event":
+	default:
+		return "", usageError("--lifecycle %q is not persistent or per_event", sf.lifecycle)
+	}
+	return prio, nil
 }
 
 // stdioRun is one wrapped backend with its way out.
