@@ -82,10 +82,41 @@ type conductLink struct {
 // --registration) are left out, and said so.
 func (rp *replayer) replayConduct(m *Main, names []string, skew time.Duration, always bool) conductResult {
 	var res conductResult
-	var reg *tap.Value
+	reg, links, why := rp.conductLinks(m, names)
+	if !always && (reg == nil || len(reg.Get("hooks").Elems()) < 2) {
+		return res // one backend: nothing across links to judge (--conduct on judges it anyway)
+	}
+	if len(links) == 0 {
+		if len(why) > 0 {
+			for _, c := range conductChecks {
+				res.notPossible = append(res.notPossible, report.NotPossible{Check: string(c), Reason: why[0]})
+			}
+		}
+		return res
+	}
+	var tapped []string
+	for _, l := range links {
+		if !slices.Contains(tapped, l.hook) {
+			tapped = append(tapped, l.hook)
+		}
+	}
+	if !always && len(tapped) < 2 {
+		return res // one link: nothing across links to judge (--conduct on judges it anyway)
+	}
+	tl := conduct.New(conduct.Config{Registration: reg, Tapped: tapped, Skew: skew,
+		Sink: tap.SinkFunc(func(f tap.Finding) { res.findings = append(res.findings, f) })})
+	rp.feedTimeline(m, tl, reg, links)
+	tl.Close()
+	res.judged, res.links, res.chains, res.exercised = true, tapped, tl.Chains(), tl.Exercised()
+	res.notPossible = notPossible(tl.NotChecked())
+	return res
+}
+
+// conductLinks finds the captures of one registration among names: the
+// registration (--registration, else the first capture's), its links, and
+// why captures without a hook and registration could not be links.
+func (rp *replayer) conductLinks(m *Main, names []string) (reg *tap.Value, links []conductLink, why []string) {
 	var regDigest string
-	var links []conductLink
-	var why []string
 	for _, name := range names {
 		if name == "-" {
 			continue
@@ -114,28 +145,12 @@ func (rp *replayer) replayConduct(m *Main, names []string, skew time.Duration, a
 		}
 		links = append(links, conductLink{name: name, hook: h.Hook})
 	}
-	if !always && (reg == nil || len(reg.Get("hooks").Elems()) < 2) {
-		return res // one backend: nothing across links to judge (--conduct on judges it anyway)
-	}
-	if len(links) == 0 {
-		if len(why) > 0 {
-			for _, c := range conductChecks {
-				res.notPossible = append(res.notPossible, report.NotPossible{Check: string(c), Reason: why[0]})
-			}
-		}
-		return res
-	}
-	var tapped []string
-	for _, l := range links {
-		if !slices.Contains(tapped, l.hook) {
-			tapped = append(tapped, l.hook)
-		}
-	}
-	if !always && len(tapped) < 2 {
-		return res // one link: nothing across links to judge (--conduct on judges it anyway)
-	}
-	tl := conduct.New(conduct.Config{Registration: reg, Tapped: tapped, Skew: skew,
-		Sink: tap.SinkFunc(func(f tap.Finding) { res.findings = append(res.findings, f) })})
+	return reg, links, why
+}
+
+// feedTimeline replays the links' captures merged by time, one session
+// per segment, each watched by the timeline.
+func (rp *replayer) feedTimeline(m *Main, tl *conduct.Timeline, reg *tap.Value, links []conductLink) {
 	var readers []*capture.Reader
 	var closers []func()
 	defer func() {
@@ -170,10 +185,6 @@ func (rp *replayer) replayConduct(m *Main, names []string, skew time.Duration, a
 	if err != nil && !rp.interrupted() {
 		fmt.Fprintf(rp.diag, "ahp-tap: replay: conduct timeline: %v\n", err)
 	}
-	tl.Close()
-	res.judged, res.links, res.chains, res.exercised = true, tapped, tl.Chains(), tl.Exercised()
-	res.notPossible = notPossible(tl.NotChecked())
-	return res
 }
 
 // firstHeader reads the header a capture starts with (nil: not a capture).

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -360,12 +359,7 @@ func (r *stdioRun) summary(notAudited uint64) *report.Summary {
 
 func (r *stdioRun) writeSummary(w io.Writer, res stdio.Result) {
 	s := r.summary(res.NotAudited)
-	for _, d := range []struct {
-		dir tap.Direction
-		st  stdio.DirStats
-	}{{tap.FromHarness, res.Harness}, {tap.FromBackend, res.Backend}} {
-		s.Streams = append(s.Streams, report.Stream{Dir: d.dir, Frames: uint64(d.st.Frames), Bytes: uint64(d.st.Bytes), SHA256: hex.EncodeToString(d.st.SHA256)})
-	}
+	s.Streams = streamsOf(res)
 	how := fmt.Sprintf("exited with status %d", res.ExitCode)
 	if res.Signal != 0 {
 		how = "was killed by " + res.Signal.String()

@@ -70,15 +70,37 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 		return usageError("wrap: %v", err)
 	}
 
-	// BASE-5: a registration is valid before it is used; wrapping an
-	// invalid one would only hide that.
+	if err := m.refuseInvalidRegistration(in, doc, *snapshot, *spec); err != nil {
+		return err
+	}
+	wrapped, changes, err := wrap.Wrap(doc, o)
+	if err != nil {
+		return usageError("wrap: %s: %v", in, err)
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return usageError("wrap: --dir: %v", err)
+	}
+	if err := m.writeRegistration(*out, wrapped, info); err != nil {
+		return usageError("wrap: %v", err)
+	}
+	m.sayWrapped(changes, o.Conduct != "")
+	if o.Conduct != "" {
+		return m.tapConduct(o.Conduct, changes)
+	}
+	return nil
+}
+
+// refuseInvalidRegistration refuses (exit 1) a registration with an error
+// finding, listing its findings on stderr. BASE-5: a registration is valid
+// before it is used; wrapping an invalid one would only hide that.
+func (m *Main) refuseInvalidRegistration(in string, doc []byte, snapshot, spec string) error {
 	reg, _, err := tap.ParseJSON(doc)
 	if err != nil {
 		return usageError("wrap: %s is not JSON: %v", in, err)
 	}
-	fds := rules.RegistrationFindingsFor(reg, *snapshot)
-	if *spec != "" {
-		s, err := rules.LoadSpec(*spec, *snapshot)
+	fds := rules.RegistrationFindingsFor(reg, snapshot)
+	if spec != "" {
+		s, err := rules.LoadSpec(spec, snapshot)
 		if err != nil {
 			return usageError("wrap: --spec: %v", err)
 		}
@@ -92,17 +114,11 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 	if invalid {
 		return &exitError{code: 1, msg: fmt.Sprintf("wrap: %s is not a valid registration (findings above); nothing was written", in)}
 	}
+	return nil
+}
 
-	wrapped, changes, err := wrap.Wrap(doc, o)
-	if err != nil {
-		return usageError("wrap: %s: %v", in, err)
-	}
-	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
-		return usageError("wrap: --dir: %v", err)
-	}
-	if err := m.writeRegistration(*out, wrapped, info); err != nil {
-		return usageError("wrap: %v", err)
-	}
+// sayWrapped says on stderr what wrap did to each hook.
+func (m *Main) sayWrapped(changes []wrap.Change, conduct bool) {
 	for _, c := range changes {
 		printable.Fprintf(m.Stderr, "ahp-tap wrap: %s (%s): %s", c.Hook, c.Transport, c.Action)
 		if c.Detail != "" {
@@ -112,25 +128,28 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 		if c.Command != nil {
 			printable.Fprintf(m.Stderr, "  the harness now posts to http://%s; start that tap before the harness:\n    %s\n", c.Listen, wrap.ShellQuote(c.Command))
 		}
-		if o.Conduct != "" && c.Action != "wrapped" {
+		if conduct && c.Action != "wrapped" {
 			fmt.Fprintf(m.Stderr, "ahp-tap wrap: note: %s is not tapped with --conduct: the live conduct timeline does not judge the events it intercepts\n", c.Hook)
 		}
 	}
-	if o.Conduct != "" {
-		var tapped []string
-		for _, c := range changes {
-			if c.Action == "wrapped" {
-				tapped = append(tapped, c.Hook)
-			}
+}
+
+// tapConduct prepares the --conduct directory dir: the hooks its taps
+// feed, for the live conduct timeline.
+func (m *Main) tapConduct(dir string, changes []wrap.Change) error {
+	var tapped []string
+	for _, c := range changes {
+		if c.Action == "wrapped" {
+			tapped = append(tapped, c.Hook)
 		}
-		if err := auditlink.CheckDir(o.Conduct); err != nil {
-			return usageError("wrap: --conduct: %v", err)
-		}
-		if err := writeTapped(live.PathsFor(o.Conduct).Tapped, tapped); err != nil {
-			return usageError("wrap: --conduct: %v", err)
-		}
-		fmt.Fprintf(m.Stderr, "ahp-tap wrap: conduct findings across the backends in %s\n", live.PathsFor(o.Conduct).Log)
 	}
+	if err := auditlink.CheckDir(dir); err != nil {
+		return usageError("wrap: --conduct: %v", err)
+	}
+	if err := writeTapped(live.PathsFor(dir).Tapped, tapped); err != nil {
+		return usageError("wrap: --conduct: %v", err)
+	}
+	fmt.Fprintf(m.Stderr, "ahp-tap wrap: conduct findings across the backends in %s\n", live.PathsFor(dir).Log)
 	return nil
 }
 
