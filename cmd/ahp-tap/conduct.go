@@ -11,6 +11,7 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/conduct"
+	"github.com/ahp-tap/ahp-tap/replay"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -71,7 +72,7 @@ type conductLink struct {
 	hook string
 }
 
-// replayConduct judges how the harness dispatched across the links of one
+// judgeConduct judges how the harness dispatched across the links of one
 // registration (issue 23): the captures among names whose headers name a
 // hook are replayed again, merged into one time line by their frames'
 // times, each segment through a session configured as its live run was,
@@ -80,9 +81,9 @@ type conductLink struct {
 // file. With always false, a registration of one hook is not judged.
 // Captures of another registration than the first (or than
 // --registration) are left out, and said so.
-func (rp *replayer) replayConduct(m *Main, names []string, skew time.Duration, always bool) conductResult {
+func judgeConduct(rp *replay.Replayer, m *Main, names []string, skew time.Duration, always bool) conductResult {
 	var res conductResult
-	reg, links, why := rp.conductLinks(m, names)
+	reg, links, why := conductLinks(rp, m, names)
 	if !always && (reg == nil || len(reg.Get("hooks").Elems()) < 2) {
 		return res // one backend: nothing across links to judge (--conduct on judges it anyway)
 	}
@@ -105,7 +106,7 @@ func (rp *replayer) replayConduct(m *Main, names []string, skew time.Duration, a
 	}
 	tl := conduct.New(conduct.Config{Registration: reg, Tapped: tapped, Skew: skew,
 		Sink: tap.SinkFunc(func(f tap.Finding) { res.findings = append(res.findings, f) })})
-	rp.feedTimeline(m, tl, reg, links)
+	feedTimeline(rp, m, tl, reg, links)
 	tl.Close()
 	res.judged, res.links, res.chains, res.exercised = true, tapped, tl.Chains(), tl.Exercised()
 	res.notPossible = notPossible(tl.NotChecked())
@@ -115,7 +116,7 @@ func (rp *replayer) replayConduct(m *Main, names []string, skew time.Duration, a
 // conductLinks finds the captures of one registration among names: the
 // registration (--registration, else the first capture's), its links, and
 // why captures without a hook and registration could not be links.
-func (rp *replayer) conductLinks(m *Main, names []string) (reg *tap.Value, links []conductLink, why []string) {
+func conductLinks(rp *replay.Replayer, m *Main, names []string) (reg *tap.Value, links []conductLink, why []string) {
 	var regDigest string
 	for _, name := range names {
 		if name == "-" {
@@ -135,12 +136,12 @@ func (rp *replayer) conductLinks(m *Main, names []string) (reg *tap.Value, links
 		}
 		if reg == nil {
 			reg, regDigest = doc, doc.Digest()
-			if r := rp.flags.cfg.Registration; r != nil && rp.set["registration"] {
+			if r := rp.Config.Registration; r != nil && rp.Set["registration"] {
 				reg, regDigest = r, r.Digest()
 			}
 		}
 		if doc.Digest() != regDigest {
-			fmt.Fprintf(rp.diag, "ahp-tap: replay: %s is a capture of another registration; its conduct is not judged with the others\n", name)
+			fmt.Fprintf(rp.Diag, "ahp-tap: replay: %s is a capture of another registration; its conduct is not judged with the others\n", name)
 			continue
 		}
 		links = append(links, conductLink{name: name, hook: h.Hook})
@@ -150,7 +151,7 @@ func (rp *replayer) conductLinks(m *Main, names []string) (reg *tap.Value, links
 
 // feedTimeline replays the links' captures merged by time, one session
 // per segment, each watched by the timeline.
-func (rp *replayer) feedTimeline(m *Main, tl *conduct.Timeline, reg *tap.Value, links []conductLink) {
+func feedTimeline(rp *replay.Replayer, m *Main, tl *conduct.Timeline, reg *tap.Value, links []conductLink) {
 	var readers []*capture.Reader
 	var closers []func()
 	defer func() {
@@ -161,7 +162,7 @@ func (rp *replayer) feedTimeline(m *Main, tl *conduct.Timeline, reg *tap.Value, 
 	for _, l := range links {
 		in, err := m.openInput(l.name, false)
 		if err != nil {
-			fmt.Fprintf(rp.diag, "ahp-tap: replay: %s: %v; its link is left out of the conduct timeline\n", l.name, err)
+			fmt.Fprintf(rp.Diag, "ahp-tap: replay: %s: %v; its link is left out of the conduct timeline\n", l.name, err)
 			continue
 		}
 		closers = append(closers, in.close)
@@ -172,18 +173,18 @@ func (rp *replayer) feedTimeline(m *Main, tl *conduct.Timeline, reg *tap.Value, 
 	stores := capture.NewStores()
 	discard := tap.SinkFunc(func(tap.Finding) {})
 	err := capture.Merge(readers, func(_ int, h *capture.Header) (*tap.Session, error) {
-		cfg, err := h.Config(rp.flags.cfg, overridesOf(rp.set))
+		cfg, err := h.Config(rp.Config, replay.OverridesOf(rp.Set))
 		if err != nil {
 			return nil, err
 		}
 		cfg.Registration, cfg.HookID = reg, h.Hook
 		cfg.Events = stores.For(h)
-		return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.flags.opt), Sink: discard,
-			RegistrationReported: true, SharedEvents: h.State != "", MaxLine: maxReplayLine,
+		return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.Rules), Sink: discard,
+			RegistrationReported: true, SharedEvents: h.State != "", MaxLine: replay.MaxLine,
 			Watch: tl.Link(h.Hook)}), nil
 	}, func(s *tap.Session) { s.Close() })
-	if err != nil && !rp.interrupted() {
-		fmt.Fprintf(rp.diag, "ahp-tap: replay: conduct timeline: %v\n", err)
+	if err != nil && !rp.Interrupted() {
+		fmt.Fprintf(rp.Diag, "ahp-tap: replay: conduct timeline: %v\n", err)
 	}
 }
 
@@ -211,15 +212,15 @@ func firstHeader(m *Main, name string) (*capture.Header, error) {
 // to the --report run as an input of its own, with its coverage of the
 // COND checks: the source of the conduct findings (nil when no timeline
 // ran).
-func (rp *replayer) conductSource(m *Main, names []string, skew time.Duration, always bool) *report.Source {
-	if rp.interrupted() {
+func conductInput(rp *replay.Replayer, m *Main, names []string, skew time.Duration, always bool) *report.Source {
+	if rp.Interrupted() {
 		return nil
 	}
-	res := rp.replayConduct(m, names, skew, always)
+	res := judgeConduct(rp, m, names, skew, always)
 	if !res.judged && len(res.notPossible) == 0 {
 		return nil
 	}
-	rp.run.StartInput(conductSource)
+	rp.Run.StartInput(conductSource)
 	nc := map[string]string{}
 	for _, n := range res.notPossible {
 		if _, ok := nc[n.Check]; !ok {
@@ -234,15 +235,15 @@ func (rp *replayer) conductSource(m *Main, names []string, skew time.Duration, a
 		id := string(c)
 		switch {
 		case found[id] || (res.judged && res.exercised[id] == ""):
-			rp.run.Cover(id, rules.Exercised, "")
+			rp.Run.Cover(id, rules.Exercised, "")
 		case nc[id] != "":
-			rp.run.Cover(id, rules.NotChecked, nc[id])
+			rp.Run.Cover(id, rules.NotChecked, nc[id])
 		default:
-			rp.run.Cover(id, rules.NotExercised, res.exercised[id])
+			rp.Run.Cover(id, rules.NotExercised, res.exercised[id])
 		}
 	}
-	rp.run.Chains(res.chains)
-	rp.run.Findings(res.findings)
-	rp.run.EndInput(report.InputEnd{})
+	rp.Run.Chains(res.chains)
+	rp.Run.Findings(res.findings)
+	rp.Run.EndInput(report.InputEnd{})
 	return &report.Source{Name: conductSource, Findings: res.findings, Chains: res.chains, ConductNotChecked: res.notPossible}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/mock"
 	"github.com/ahp-tap/ahp-tap/output"
+	"github.com/ahp-tap/ahp-tap/replay"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -116,7 +117,7 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	cfg, err := rec.Header.Config(l.cfg, overridesOf(set))
+	cfg, err := rec.Header.Config(l.cfg, replay.OverridesOf(set))
 	if err != nil {
 		return nil, usageError("%s: %s: %v", name, capturePath, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/output"
+	"github.com/ahp-tap/ahp-tap/replay"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -20,7 +21,7 @@ import (
 // its progress bar on stderr (inactive unless asked for).
 type input struct {
 	*capture.Input
-	progress *progress
+	progress *replay.Progress
 }
 
 // openInput opens name ("-": standard input), reading gzip transparently,
@@ -29,11 +30,11 @@ type input struct {
 func (m *Main) openInput(name string, bar bool) (*input, error) {
 	in := &input{}
 	ci, err := capture.OpenInput(name, m.Stdin, func(r io.Reader, total int64) io.Reader {
-		in.progress = newProgress(m.Stderr, total, bar)
-		return in.progress.reader(r)
+		in.progress = replay.NewProgress(m.Stderr, total, bar)
+		return in.progress.Reader(r)
 	})
 	if err != nil {
-		in.progress.done()
+		in.progress.Done()
 		return nil, err
 	}
 	in.Input = ci
@@ -41,7 +42,7 @@ func (m *Main) openInput(name string, bar bool) (*input, error) {
 }
 
 func (in *input) close() {
-	in.progress.done()
+	in.progress.Done()
 	in.Close()
 }
 
@@ -107,7 +108,7 @@ type inputChecker struct {
 	m          *Main
 	cmd        string // "check" or "replay"
 	flags      *loaded
-	rp         *replayer
+	rp         *replay.Replayer
 	allowEmpty bool
 	// excerpt says a stream is judged as an excerpt (check) rather than a
 	// whole stdio link (replay).
@@ -124,13 +125,13 @@ type inputChecker struct {
 // Input.
 func (ic *inputChecker) check(name string) report.Source {
 	ic.in = nil
-	ic.rp.lines = nil
+	ic.rp.Lines = nil
 	src := ic.checkInput(name)
 	src.Input.Bytes, src.Input.SHA256 = ic.in.sum()
-	if len(ic.rp.lines) == len(src.Findings) {
-		src.Lines = ic.rp.lines // each finding's line in the input (issue 21 item 5)
+	if len(ic.rp.Lines) == len(src.Findings) {
+		src.Lines = ic.rp.Lines // each finding's line in the input (issue 21 item 5)
 	}
-	ic.rp.lines = nil
+	ic.rp.Lines = nil
 	return src
 }
 
@@ -148,19 +149,19 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 	}
 	defer in.close()
 	ic.in = in
-	ic.rp.progress = in.progress
-	defer func() { ic.rp.progress = nil }()
-	if ctx := ic.rp.ctx; ctx != nil {
+	ic.rp.Progress = in.progress
+	defer func() { ic.rp.Progress = nil }()
+	if ctx := ic.rp.Ctx; ctx != nil {
 		// A signal interrupts a read that waits (a FIFO, a pipe that
 		// never ends): closing a pollable file ends its Read.
 		stop := context.AfterFunc(ctx, in.close)
 		defer stop()
 	}
-	if ic.rp.isHAR(in.R) {
+	if ic.rp.IsHAR(in.R) {
 		in.Kind = capture.KindHAR
 	}
 	src.Input.Kind = in.KindText()
-	if ic.rp.dir != 0 && (in.Kind == capture.KindCapture || in.Kind == capture.KindHAR) {
+	if ic.rp.Dir != 0 && (in.Kind == capture.KindCapture || in.Kind == capture.KindHAR) {
 		// Issue 21 item 7: it was silently ignored. A capture and a HAR
 		// record each frame's sender; --direction is for NDJSON.
 		return fail("--direction is for plain NDJSON streams: a %s records who sent each frame; replay it without --direction", in.Kind)
@@ -180,29 +181,29 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 		}
 		return src
 	case capture.KindCapture:
-		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
-		ic.rp.damaged = func(le *capture.LineError) {
+		ic.rp.Records, ic.rp.Frames, ic.rp.Forgotten = nil, 0, 0
+		ic.rp.Damaged = func(le *capture.LineError) {
 			src.Input.Damaged++
 			printable.Fprintf(ic.m.Stderr, "ahp-tap %s: %s:%d: damaged record skipped: %v\n", ic.cmd, name, le.Line, le.Err)
 		}
-		fds, err := ic.rp.replayCapture(capture.NewReader(in.R))
-		ic.rp.damaged = nil
-		if err != nil && err != errInterrupted {
+		fds, err := ic.rp.ReplayCapture(capture.NewReader(in.R))
+		ic.rp.Damaged = nil
+		if err != nil && err != replay.ErrInterrupted {
 			return fail("%v", err)
 		}
-		src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
-		src.Input.Frames = ic.rp.frames
+		src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.Records, ic.rp.Forgotten
+		src.Input.Frames = ic.rp.Frames
 	case capture.KindStream:
 		// Streamed line by line, each line's audit copy capped as the
 		// live taps cap it: a 1 GiB line (or a gzip bomb holding one) is
 		// never held (issue 28 item 5). check judges it as an excerpt.
-		ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
-		fds, err := ic.rp.replayStream(in.R, ic.excerpt)
-		if err != nil && err != errInterrupted {
+		ic.rp.Records, ic.rp.Frames, ic.rp.Forgotten = nil, 0, 0
+		fds, err := ic.rp.ReplayStream(in.R, ic.excerpt)
+		if err != nil && err != replay.ErrInterrupted {
 			return fail("%v", err)
 		}
-		src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
-		src.Input.Frames = ic.rp.frames
+		src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.Records, ic.rp.Forgotten
+		src.Input.Frames = ic.rp.Frames
 	default:
 		if err := ic.checkOneDocument(in, &src); err != nil {
 			return fail("%v", err)
@@ -216,15 +217,15 @@ func (ic *inputChecker) checkInput(name string) report.Source {
 
 // checkHAR checks an HTTP Archive into src.
 func (ic *inputChecker) checkHAR(in *input, src *report.Source) error {
-	ic.rp.records, ic.rp.frames, ic.rp.forgotten = nil, 0, 0
-	fds, err := ic.rp.replayHAR(in.R)
+	ic.rp.Records, ic.rp.Frames, ic.rp.Forgotten = nil, 0, 0
+	fds, err := ic.rp.ReplayHAR(in.R)
 	if err != nil {
 		return err
 	}
-	src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.records, ic.rp.forgotten
-	src.Input.Frames = ic.rp.frames
+	src.Findings, src.Exchanges, src.ExchangesOmitted = fds, ic.rp.Records, ic.rp.Forgotten
+	src.Input.Frames = ic.rp.Frames
 	if src.Input.Frames == 0 && !ic.allowEmpty {
-		return errors.New(harEmpty(ic.rp.har))
+		return errors.New(replay.HAREmpty(ic.rp.HAR))
 	}
 	return nil
 }
@@ -234,22 +235,22 @@ func (ic *inputChecker) checkHAR(in *input, src *report.Source) error {
 // audited as a truncated prefix (TAP-1), the rest counted, not held
 // (issue 28 item 5).
 func (ic *inputChecker) checkOneDocument(in *input, src *report.Source) error {
-	data, err := io.ReadAll(io.LimitReader(in.R, maxReplayLine+1))
+	data, err := io.ReadAll(io.LimitReader(in.R, replay.MaxLine+1))
 	if err != nil {
 		return err
 	}
 	if in.Kind == capture.KindMessage {
 		src.Input.Frames = 1
 	}
-	if len(data) > maxReplayLine {
+	if len(data) > replay.MaxLine {
 		rest, err := io.Copy(io.Discard, in.R)
 		if err != nil {
 			return err
 		}
-		src.Findings, src.Exchanges = ic.rp.checkMessagePrefix(data[:maxReplayLine], int64(len(data))+rest)
+		src.Findings, src.Exchanges = ic.rp.CheckMessagePrefix(data[:replay.MaxLine], int64(len(data))+rest)
 		return nil
 	}
-	src.Findings, src.Exchanges = ic.rp.checkDocument(rules.DetectKind("input.json", data), data)
+	src.Findings, src.Exchanges = ic.rp.CheckDocument(rules.DetectKind("input.json", data), data)
 	return nil
 }
 

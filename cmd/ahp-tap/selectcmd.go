@@ -13,6 +13,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/output"
+	"github.com/ahp-tap/ahp-tap/replay"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -23,7 +24,7 @@ import (
 // same event (a retry is judged against its first delivery) and the
 // hooks/capabilities exchanges (what a response is judged against).
 // f is the file, created by createSelected.
-func (m *Main) writeSelected(rp *replayer, f *os.File, path string, terms []capture.SelectTerm, inputs []string) error {
+func (m *Main) writeSelected(rp *replay.Replayer, f *os.File, path string, terms []capture.SelectTerm, inputs []string) error {
 	enc := json.NewEncoder(f)
 	enc.SetEscapeHTML(false)
 	kept := 0
@@ -75,15 +76,15 @@ func (m *Main) openCapture(name string) (*capture.Reader, func(), error) {
 
 // selection is the --select cut of one capture input: its segments'
 // sessions are replay's, sharing one event store per --state directory.
-func (m *Main) selection(rp *replayer, terms []capture.SelectTerm) *capture.Selection {
+func (m *Main) selection(rp *replay.Replayer, terms []capture.SelectTerm) *capture.Selection {
 	stores := capture.NewStores()
 	return &capture.Selection{Terms: terms, Session: func(h *capture.Header, sink tap.Sink) (*tap.Session, error) {
-		cfg, err := h.Config(rp.flags.cfg, overridesOf(rp.set))
+		cfg, err := h.Config(rp.Config, replay.OverridesOf(rp.Set))
 		if err != nil {
 			return nil, err
 		}
 		cfg.Events = stores.For(h)
-		return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.flags.opt),
-			SharedEvents: h.State != "", MaxLine: maxReplayLine, Sink: sink}), nil
+		return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.Rules),
+			SharedEvents: h.State != "", MaxLine: replay.MaxLine, Sink: sink}), nil
 	}}
 }
