@@ -83,13 +83,13 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	run := rs.Run()
 	rp := &replay.Replayer{Config: l.cfg, Rules: l.opt, Set: set, Dir: dir, Input: *input, Diag: m.diag(), Ctx: ctx, Run: run}
 
-	ic := &inputChecker{m: m, cmd: "replay", flags: l, rp: rp, allowEmpty: of.allowEmpty, bar: !rf.quiet && isTerminal(m.Stderr)}
-	sources := replayInputs(ctx, ic, names, ef.registration)
+	ic := replay.NewChecker("replay", rp, m.Stdin, m.Stderr, of.allowEmpty, false, !rf.quiet && isTerminal(m.Stderr))
+	sources := replayInputs(ctx, ic, l, names, ef.registration)
 	if _, ok := interruption(ctx); ok {
 		return m.finishInterrupted(ctx, &of, rs, sources)
 	}
 	if *conductMode != "off" {
-		if src := conductInput(rp, m, names, *skew, *conductMode == "on"); src != nil {
+		if src := rp.Conduct(names, *skew, *conductMode == "on"); src != nil {
 			sources = append(sources, *src)
 		}
 	}
@@ -145,17 +145,17 @@ func checkReplayFlags(selects, writeCapture bool, direction, input, conductMode 
 // given, with its own findings), each one a report source. Issue 8 item
 // 5: a SIGINT/SIGTERM stops the replay with what the inputs read so far
 // gave; a read that blocks is abandoned.
-func replayInputs(ctx context.Context, ic *inputChecker, names []string, registration string) []report.Source {
+func replayInputs(ctx context.Context, ic *replay.Checker, l *loaded, names []string, registration string) []report.Source {
 	var sources []report.Source
 	if registration != "" {
-		if fds := ic.flags.registrationFindings(); len(fds) > 0 {
+		if fds := l.registrationFindings(); len(fds) > 0 {
 			sources = append(sources, report.Source{Name: registration, Findings: fds})
 		}
 	}
-	run := ic.rp.Run
+	run := ic.Replayer().Run
 	for _, name := range names {
 		run.StartInput(name)
-		src, ok := replay.CheckInterruptibly(ctx, func() report.Source { return ic.check(name) })
+		src, ok := replay.CheckInterruptibly(ctx, func() report.Source { return ic.Check(name) })
 		run.EndInput(inputEnd(src))
 		if !ok {
 			break

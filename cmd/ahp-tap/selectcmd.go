@@ -63,15 +63,15 @@ func (m *Main) createSelected(path string, inputs []string) (*os.File, error) {
 
 // openCapture opens a capture input for one more read.
 func (m *Main) openCapture(name string) (*capture.Reader, func(), error) {
-	in, err := m.openInput(name, false)
+	in, err := replay.OpenInput(name, m.Stdin, m.Stderr, false)
 	if err != nil {
 		return nil, nil, err
 	}
 	if in.Kind != capture.KindCapture {
-		in.close()
+		in.Close()
 		return nil, nil, fmt.Errorf("is not an ahp-tap capture (--select cuts captures only)")
 	}
-	return capture.NewReader(in.R), in.close, nil
+	return capture.NewReader(in.R), in.Close, nil
 }
 
 // selection is the --select cut of one capture input: its segments'

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -21,13 +20,4 @@ func (l *loaded) newSession(sc tap.SessionConfig) *tap.Session {
 // list them under the registration's file name.
 func (l *loaded) registrationFindings() []tap.Finding {
 	return rules.Set(l.opt).Registration(l.cfg.Registration, l.cfg.Resolved().Snapshot)
-}
-
-// notPossible turns a session's NotChecked list into the summary's.
-func notPossible(nc []tap.NotChecked) []report.NotPossible {
-	var out []report.NotPossible
-	for _, n := range nc {
-		out = append(out, report.NotPossible{Check: n.Check, Reason: n.Reason})
-	}
-	return out
 }

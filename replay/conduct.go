@@ -1,17 +1,14 @@
-package main
+package replay
 
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/conduct"
-	"github.com/ahp-tap/ahp-tap/replay"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -25,36 +22,6 @@ const conductSource = "conduct"
 // conductChecks are the checks of the conduct timeline.
 var conductChecks = []vocab.CheckID{vocab.Cond1, vocab.Cond2, vocab.Cond3, vocab.Cond4, vocab.Cond5,
 	vocab.Cond6, vocab.Cond7, vocab.Cond8, vocab.Cond9}
-
-// expandInputs replaces each directory among names by the captures in it
-// (files named *.capture or *.capture.gz, as `wrap --dir` writes them),
-// in name order. A directory with none is an error.
-func expandInputs(names []string) ([]string, error) {
-	var out []string
-	for _, n := range names {
-		st, err := os.Stat(n)
-		if n == "-" || err != nil || !st.IsDir() {
-			out = append(out, n)
-			continue
-		}
-		ents, err := os.ReadDir(n)
-		if err != nil {
-			return nil, err
-		}
-		found := 0
-		for _, e := range ents {
-			name := e.Name()
-			if e.Type().IsRegular() && (strings.HasSuffix(name, ".capture") || strings.HasSuffix(name, ".capture.gz")) {
-				out = append(out, filepath.Join(n, name))
-				found++
-			}
-		}
-		if found == 0 {
-			return nil, fmt.Errorf("%s is a directory with no capture in it (*.capture, *.capture.gz)", n)
-		}
-	}
-	return out, nil
-}
 
 // conductResult is what judging the conduct of replayed captures gave.
 type conductResult struct {
@@ -81,9 +48,9 @@ type conductLink struct {
 // file. With always false, a registration of one hook is not judged.
 // Captures of another registration than the first (or than
 // --registration) are left out, and said so.
-func judgeConduct(rp *replay.Replayer, m *Main, names []string, skew time.Duration, always bool) conductResult {
+func (rp *Replayer) judgeConduct(names []string, skew time.Duration, always bool) conductResult {
 	var res conductResult
-	reg, links, why := conductLinks(rp, m, names)
+	reg, links, why := rp.conductLinks(names)
 	if !always && (reg == nil || len(reg.Get("hooks").Elems()) < 2) {
 		return res // one backend: nothing across links to judge (--conduct on judges it anyway)
 	}
@@ -106,7 +73,7 @@ func judgeConduct(rp *replay.Replayer, m *Main, names []string, skew time.Durati
 	}
 	tl := conduct.New(conduct.Config{Registration: reg, Tapped: tapped, Skew: skew,
 		Sink: tap.SinkFunc(func(f tap.Finding) { res.findings = append(res.findings, f) })})
-	feedTimeline(rp, m, tl, reg, links)
+	rp.feedTimeline(tl, reg, links)
 	tl.Close()
 	res.judged, res.links, res.chains, res.exercised = true, tapped, tl.Chains(), tl.Exercised()
 	res.notPossible = notPossible(tl.NotChecked())
@@ -116,13 +83,13 @@ func judgeConduct(rp *replay.Replayer, m *Main, names []string, skew time.Durati
 // conductLinks finds the captures of one registration among names: the
 // registration (--registration, else the first capture's), its links, and
 // why captures without a hook and registration could not be links.
-func conductLinks(rp *replay.Replayer, m *Main, names []string) (reg *tap.Value, links []conductLink, why []string) {
+func (rp *Replayer) conductLinks(names []string) (reg *tap.Value, links []conductLink, why []string) {
 	var regDigest string
 	for _, name := range names {
 		if name == "-" {
 			continue
 		}
-		h, err := firstHeader(m, name)
+		h, err := firstHeader(name)
 		if err != nil || h == nil {
 			continue // not a capture, or unreadable: the replay of the file said so
 		}
@@ -151,7 +118,7 @@ func conductLinks(rp *replay.Replayer, m *Main, names []string) (reg *tap.Value,
 
 // feedTimeline replays the links' captures merged by time, one session
 // per segment, each watched by the timeline.
-func feedTimeline(rp *replay.Replayer, m *Main, tl *conduct.Timeline, reg *tap.Value, links []conductLink) {
+func (rp *Replayer) feedTimeline(tl *conduct.Timeline, reg *tap.Value, links []conductLink) {
 	var readers []*capture.Reader
 	var closers []func()
 	defer func() {
@@ -160,12 +127,12 @@ func feedTimeline(rp *replay.Replayer, m *Main, tl *conduct.Timeline, reg *tap.V
 		}
 	}()
 	for _, l := range links {
-		in, err := m.openInput(l.name, false)
+		in, err := OpenInput(l.name, nil, io.Discard, false)
 		if err != nil {
 			fmt.Fprintf(rp.Diag, "ahp-tap: replay: %s: %v; its link is left out of the conduct timeline\n", l.name, err)
 			continue
 		}
-		closers = append(closers, in.close)
+		closers = append(closers, in.Close)
 		cr := capture.NewReader(in.R)
 		cr.Damaged = func(*capture.LineError) {} // the file's own replay reported it
 		readers = append(readers, cr)
@@ -173,14 +140,14 @@ func feedTimeline(rp *replay.Replayer, m *Main, tl *conduct.Timeline, reg *tap.V
 	stores := capture.NewStores()
 	discard := tap.SinkFunc(func(tap.Finding) {})
 	err := capture.Merge(readers, func(_ int, h *capture.Header) (*tap.Session, error) {
-		cfg, err := h.Config(rp.Config, replay.OverridesOf(rp.Set))
+		cfg, err := h.Config(rp.Config, OverridesOf(rp.Set))
 		if err != nil {
 			return nil, err
 		}
 		cfg.Registration, cfg.HookID = reg, h.Hook
 		cfg.Events = stores.For(h)
 		return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.Rules), Sink: discard,
-			RegistrationReported: true, SharedEvents: h.State != "", MaxLine: replay.MaxLine,
+			RegistrationReported: true, SharedEvents: h.State != "", MaxLine: MaxLine,
 			Watch: tl.Link(h.Hook)}), nil
 	}, func(s *tap.Session) { s.Close() })
 	if err != nil && !rp.Interrupted() {
@@ -189,12 +156,12 @@ func feedTimeline(rp *replay.Replayer, m *Main, tl *conduct.Timeline, reg *tap.V
 }
 
 // firstHeader reads the header a capture starts with (nil: not a capture).
-func firstHeader(m *Main, name string) (*capture.Header, error) {
-	in, err := m.openInput(name, false)
+func firstHeader(name string) (*capture.Header, error) {
+	in, err := OpenInput(name, nil, io.Discard, false)
 	if err != nil {
 		return nil, err
 	}
-	defer in.close()
+	defer in.Close()
 	if in.Kind != capture.KindCapture {
 		return nil, nil
 	}
@@ -208,15 +175,15 @@ func firstHeader(m *Main, name string) (*capture.Header, error) {
 	return it.Header, nil
 }
 
-// conductSource judges the conduct of the replayed captures and feeds it
+// Conduct judges the conduct of the replayed captures and feeds it
 // to the --report run as an input of its own, with its coverage of the
 // COND checks: the source of the conduct findings (nil when no timeline
 // ran).
-func conductInput(rp *replay.Replayer, m *Main, names []string, skew time.Duration, always bool) *report.Source {
+func (rp *Replayer) Conduct(names []string, skew time.Duration, always bool) *report.Source {
 	if rp.Interrupted() {
 		return nil
 	}
-	res := judgeConduct(rp, m, names, skew, always)
+	res := rp.judgeConduct(names, skew, always)
 	if !res.judged && len(res.notPossible) == 0 {
 		return nil
 	}
@@ -246,4 +213,13 @@ func conductInput(rp *replay.Replayer, m *Main, names []string, skew time.Durati
 	rp.Run.Findings(res.findings)
 	rp.Run.EndInput(report.InputEnd{})
 	return &report.Source{Name: conductSource, Findings: res.findings, Chains: res.chains, ConductNotChecked: res.notPossible}
+}
+
+// notPossible turns a timeline's NotChecked list into the report's.
+func notPossible(nc []tap.NotChecked) []report.NotPossible {
+	var out []report.NotPossible
+	for _, n := range nc {
+		out = append(out, report.NotPossible{Check: n.Check, Reason: n.Reason})
+	}
+	return out
 }
