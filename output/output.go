@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/conduct/live"
+	tapmetrics "github.com/ahp-tap/ahp-tap/internal/metrics"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -60,6 +62,24 @@ type Config struct {
 	Metrics prometheus.Gatherer
 	// Sinks are more places every finding goes (metrics).
 	Sinks []tap.Sink
+	// Traffic, when set, counts the link's findings, exchanges, frames
+	// and frames not audited (a stdio audit side's --metrics): it is one
+	// more sink, a watcher of the judged frames and a counter in front of
+	// the capture.
+	Traffic *tapmetrics.Traffic
+	// Conduct, when set, carries the link's facts to the registration's
+	// live conduct timeline (--conduct): it watches the judged frames, and
+	// Close gives it half of what is left of the deadline, at most a
+	// second, before anything else.
+	Conduct *live.Client
+	// Plain, when set, prints each finding as one line, PlainPrefix and
+	// the finding's one-line form (a mock peer's stderr); it must be safe
+	// for concurrent use with the command's own lines.
+	Plain       io.Writer
+	PlainPrefix string
+	// Redact, when set, is applied to every Plain line (the credentials
+	// an httpaudit.Builder learned).
+	Redact func(string) string
 	// SummaryLimit caps the examples the summary's collector keeps per
 	// check (0: no cap; a long-running tap counts only, with 1).
 	SummaryLimit int
@@ -101,6 +121,12 @@ func Open(cfg Config) (*Output, error) {
 	o := &Output{cfg: cfg, collector: &report.Collector{Limit: cfg.SummaryLimit}}
 	o.sink = tap.MultiSink{o.collector}
 	o.sink = append(o.sink, cfg.Sinks...)
+	if cfg.Traffic != nil {
+		o.sink = append(o.sink, cfg.Traffic.Sink())
+	}
+	if cfg.Plain != nil {
+		o.sink = append(o.sink, plainSink(cfg.Plain, cfg.PlainPrefix, cfg.Redact))
+	}
 	if cfg.Console != nil {
 		o.console = report.NewConsole(cfg.Console, report.UseColour(cfg.Console))
 		var cs tap.Sink = o.console
@@ -155,19 +181,15 @@ func Open(cfg Config) (*Output, error) {
 // Sink is where every finding of the link goes.
 func (o *Output) Sink() tap.Sink { return o.sink }
 
-// Watcher sees the session's judged frames for the way out: the OTLP
-// exporter's span per exchange. nil when nothing needs them; put it in
-// tap.SessionConfig.Watch beside any other watcher.
-func (o *Output) Watcher() tap.Watcher {
-	return o.cfg.OTLP.Watcher()
-}
-
-// Recorder is the capture (nil: none), and with a View the way its notes
-// reach it.
+// Recorder is the capture (nil: none); with Traffic, its counter in front
+// of the capture; with a View, the way the notes reach it.
 func (o *Output) Recorder() tap.Recorder {
 	var rec tap.Recorder
 	if o.capture != nil {
 		rec = o.capture
+	}
+	if o.cfg.Traffic != nil {
+		rec = o.cfg.Traffic.Recorder(rec)
 	}
 	if o.cfg.View != nil {
 		return ViewRecorder(rec, o.cfg.View)
@@ -175,22 +197,40 @@ func (o *Output) Recorder() tap.Recorder {
 	return rec
 }
 
-// ViewRecorder is next (nil: none) with the view's notes: for a link
-// whose sinks are still assembled by its command (stdio's audit side),
-// the way its notes reach a View.
+// ViewRecorder is next (nil: none) with the view's notes.
 func ViewRecorder(next tap.Recorder, v View) tap.Recorder {
 	return viewRecorder{next: next, view: v}
 }
 
-// Watch returns the watcher a session of the link takes: w (nil: none),
-// the OTLP exporter's spans and the View, whichever there are.
-func (o *Output) Watch(w tap.Watcher) tap.Watcher {
-	var v tap.Watcher
+// Watcher is what watches the link's judged frames for the way out (the
+// live conduct timeline, the traffic metrics, the OTLP exporter's span per
+// exchange, the live view), or nil.
+func (o *Output) Watcher() tap.Watcher {
+	var c, t, v tap.Watcher
+	if o.cfg.Conduct != nil {
+		c = o.cfg.Conduct
+	}
+	if o.cfg.Traffic != nil {
+		t = o.cfg.Traffic
+	}
 	if o.cfg.View != nil {
 		v = o.cfg.View
 	}
-	return Watchers(w, o.Watcher(), v)
+	return Watchers(c, t, o.cfg.OTLP.Watcher(), v)
 }
+
+// Watch is Watcher with w (nil: none) first.
+func (o *Output) Watch(w tap.Watcher) tap.Watcher { return Watchers(w, o.Watcher()) }
+
+// SessionConfig returns sc with the way out filled in: Sink, Recorder and
+// Watch. Build the link's session with tap.NewSession(o.SessionConfig(sc)).
+func (o *Output) SessionConfig(sc tap.SessionConfig) tap.SessionConfig {
+	sc.Sink, sc.Recorder, sc.Watch = o.Sink(), o.Recorder(), o.Watcher()
+	return sc
+}
+
+// Levels counts the findings by level so far.
+func (o *Output) Levels() report.LevelCounts { return o.collector.Levels() }
 
 // Watchers is one watcher handing each judged frame to every non-nil one
 // of ws in turn (nil when there is none).
@@ -229,13 +269,24 @@ func (r viewRecorder) RecordNote(n tap.Note) {
 	r.view.Note(n)
 }
 
-// watchers is several watchers, in order.
+// watchers hands each judged frame to every one in turn.
 type watchers []tap.Watcher
 
 func (ws watchers) Judged(f *tap.Frame, x *tap.Exchange) {
 	for _, w := range ws {
 		w.Judged(f, x)
 	}
+}
+
+// plainSink prints each finding as prefix and its one-line form.
+func plainSink(w io.Writer, prefix string, redact func(string) string) tap.Sink {
+	return tap.SinkFunc(func(f tap.Finding) {
+		line := f.String()
+		if redact != nil {
+			line = redact(line)
+		}
+		printable.Fprintf(w, "%s%s\n", prefix, line)
+	})
 }
 
 // Close flushes and closes the exporter, the log, the console and the
@@ -250,6 +301,9 @@ func (o *Output) Close(deadline time.Time) error {
 	}
 	o.closed = true
 	left := func() time.Duration { return max(time.Until(deadline), MinClose) }
+	if o.cfg.Conduct != nil {
+		o.cfg.Conduct.Close(max(min(time.Until(deadline)/2, time.Second), time.Millisecond))
+	}
 	if o.cfg.OTLP != nil {
 		d := left()
 		if o.cfg.OTLPClose > 0 {

@@ -2,6 +2,8 @@ package output
 
 import (
 	"bytes"
+	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -218,4 +220,69 @@ func TestOutputExportsAllSignals(t *testing.T) {
 		t.Error("Watcher() is not nil without an OTLP exporter")
 	}
 	plain.Close(time.Now())
+}
+
+// TestOutputPlainLinesAndTraffic checks the mock peers' way out: each
+// finding one plain line with the prefix and credentials redacted, none
+// for a link without findings; and the traffic metrics counting the frames
+// recorded through SessionConfig, with the watcher only when there is one.
+func TestOutputPlainLinesAndTraffic(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  int // plain lines
+	}{
+		{"violating", []string{"banner s3cret\n"}, 1},
+		{"conforming", nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var plain bytes.Buffer
+			traffic := tapmetrics.NewTraffic()
+			o, err := Open(Config{Name: "mock backend", Plain: &plain, PlainPrefix: "ahp-tap mock backend ▸ ",
+				Redact: func(s string) string { return strings.ReplaceAll(s, "s3cret", "[REDACTED]") }, Traffic: traffic})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := o.SessionConfig(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio}, Rules: rules.Set(rules.Options{}), Conn: "stdio:1"})
+			if sc.Sink == nil || sc.Recorder == nil || sc.Watch == nil {
+				t.Fatalf("SessionConfig left the way out empty: %+v", sc)
+			}
+			s := tap.NewSession(sc)
+			for _, l := range tc.lines {
+				s.Stream("stdio:1", tap.FromBackend, time.Now(), []byte(l))
+			}
+			s.Close()
+			if err := o.Close(time.Now().Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Split(strings.TrimSuffix(plain.String(), "\n"), "\n")
+			if plain.Len() == 0 {
+				got = nil
+			}
+			if len(got) != tc.want {
+				t.Fatalf("plain lines %q, want %d", got, tc.want)
+			}
+			for _, l := range got {
+				if !strings.HasPrefix(l, "ahp-tap mock backend ▸ ") || !strings.Contains(l, "STDIO-1") || strings.Contains(l, "s3cret") {
+					t.Errorf("plain line %q: want the prefix, STDIO-1 and no credential", l)
+				}
+			}
+			if lc := o.Levels(); lc.Total() != tc.want {
+				t.Errorf("levels %+v, want %d findings", lc, tc.want)
+			}
+			rec := httptest.NewRecorder()
+			traffic.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+			wantFrames := fmt.Sprintf("ahp_tap_frames_audited_total{direction=\"backend\"} %d", len(tc.lines))
+			if !strings.Contains(rec.Body.String(), wantFrames) {
+				t.Errorf("metrics lack %q", wantFrames)
+			}
+		})
+	}
+	o, err := Open(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := o.SessionConfig(tap.SessionConfig{}); sc.Watch != nil || sc.Recorder != nil {
+		t.Errorf("an output without capture, traffic or conduct gives watcher %v, recorder %v", sc.Watch, sc.Recorder)
+	}
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/auditlink"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
-	"github.com/ahp-tap/ahp-tap/report"
+	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/stdio"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -131,11 +131,7 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 			run.writeSummary(m.Stderr, res)
 		} else {
 			fmt.Fprintln(m.Stderr, "ahp-tap: the forwarding process ended without closing the audit link (it was killed); the audit process checked everything it had received")
-			s := run.collector.Summary()
-			s.NotAudited = run.session.NotAudited()
-			s.LogDropped = run.log.Dropped()
-			s.NotPossible = notPossible(run.session.NotChecked())
-			s.WriteText(m.Stderr)
+			run.summary(run.session.NotAudited()).WriteText(m.Stderr)
 		}
 	}
 	return nil
@@ -184,7 +180,7 @@ func (m *Main) prepareSplit(sf *stdioFlags, l *loaded, flagArgs, argv []string, 
 		printable.Fprintf(m.Stderr, "ahp-tap: cannot start the audit process (%v); auditing in this process, which a SIGKILL of its group loses\n", err)
 		return m.prepareStdio(sf, l, argv, prio)
 	}
-	r := &stdioRun{collector: &report.Collector{Limit: 1}, diag: m.Stderr, audit: link, sf: sf}
+	r := &stdioRun{diag: m.Stderr, audit: link, sf: sf}
 	r.tap = stdio.New(stdio.Config{
 		Command: argv[0], Args: argv[1:],
 		Stdin: m.Stdin, Stdout: m.Stdout, Stderr: m.Stderr,
@@ -226,16 +222,20 @@ func (m *Main) endAudit(run *stdioRun, res stdio.Result) {
 }
 
 // logAuditLoss writes a TAP-1 finding about this link to the violation
-// log, when there is one of its own (not stderr, which had the line).
+// log, when there is one of its own (not stderr, which had the line),
+// through the way out (package output) as every finding.
 func (m *Main) logAuditLoss(run *stdioRun, msg string) {
 	if run.sf == nil || run.sf.log == "" || run.sf.log == "-" {
 		return
 	}
-	lg := report.OpenLogBestEffort(run.sf.log, io.Discard)
+	o, err := output.Open(output.Config{Name: "stdio", Diag: io.Discard, Log: run.sf.log, LogBestEffort: true})
+	if err != nil {
+		return
+	}
 	f := tap.TapIncomplete.At(nil, tap.Warn, "", "%s", msg)
 	f.Conn, f.Time = fmt.Sprintf("stdio:%d", os.Getpid()), time.Now()
-	lg.Write(f)
-	lg.CloseWithin(minSinkClose)
+	o.Sink().Write(f)
+	_ = o.Close(time.Now().Add(minSinkClose))
 }
 
 // refuseUnsafeState refuses a --state directory that cannot be trusted

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 
+	"github.com/ahp-tap/ahp-tap/replay"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -65,13 +66,13 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		run.Findings(sources[0].Findings)
 		run.EndInput(report.InputEnd{})
 	}
-	rp := &replayer{flags: l, set: set, run: run}
-	ic := &inputChecker{m: m, cmd: "check", flags: l, rp: rp, allowEmpty: of.allowEmpty, excerpt: true, bar: !rf.quiet && isTerminal(m.Stderr)}
+	rp := &replay.Replayer{Config: l.cfg, Rules: l.opt, Set: set, Run: run}
+	ic := replay.NewChecker("check", rp, m.Stdin, m.Stderr, of.allowEmpty, true, !rf.quiet && isTerminal(m.Stderr))
 	for _, name := range fs.Args() {
 		// Issue 8 item 5: a SIGINT/SIGTERM stops the check with the
 		// files checked so far; the file in progress is abandoned.
 		run.StartInput(name)
-		src, ok := checkInterruptibly(ctx, func() report.Source { return ic.check(name) })
+		src, ok := replay.CheckInterruptibly(ctx, func() report.Source { return ic.Check(name) })
 		run.EndInput(inputEnd(src))
 		if !ok || ctx.Err() != nil {
 			break

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ahp-tap/ahp-tap/examples"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -416,7 +417,7 @@ func countPIDs(t *testing.T, path string) int {
 func TestExampleHarnessPerEventAndHTTP(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	steps := len(exampleSession(time.Now()))
+	steps := len(examples.Session(time.Now()))
 	for lifecycle, want := range map[string]int{"per_event": steps, "persistent": 1} {
 		pids := filepath.Join(dir, lifecycle+".pids")
 		r := runTapIn(t, dir, append([]string{"example-harness", "--lifecycle", lifecycle}, pidScript(pids)...)...)
@@ -460,7 +461,7 @@ func TestMockHarnessPerEventFromFlags(t *testing.T) {
 	if r := runTapIn(t, dir, "example-harness", "--", tapBinary, "stdio", "--capture", capPath, "--", tapBinary, "example-backend"); r.code != 0 {
 		t.Fatalf("recording: exit %d %s", r.code, r.stderr)
 	}
-	steps := len(exampleSession(time.Now()))
+	steps := len(examples.Session(time.Now()))
 	for hook, want := range map[string]int{"com.example.review-per-event": steps, "com.example.review": 1} {
 		pids := filepath.Join(dir, hook+".pids")
 		args := append([]string{"mock", "harness", "--registration", "../../examples/hooks.json", "--hook", hook, capPath, "--"}, pidScript(pids)...)
@@ -495,8 +496,8 @@ func TestDocDriftsIssue21(t *testing.T) {
 	}
 	// docs/stdio.md counts the example harness's messages as it plays them.
 	counts := map[string]int{}
-	for _, st := range exampleSession(time.Now()) {
-		counts[st.method]++
+	for _, st := range examples.Session(time.Now()) {
+		counts[st.Method]++
 	}
 	words := []string{"zero", "one", "two", "three", "four", "five", "six"}
 	stdioDoc := strings.Join(strings.Fields(readText(t, "../../docs/stdio.md")), " ")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/ahp-tap/ahp-tap/examples"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -99,12 +100,12 @@ func TestConductHarnessThreeBackends(t *testing.T) {
 		{"com.example.b", "per_event", "error", "fail-open", false},
 		{"com.example.c", "persistent", "conforming", "fail-closed", true},
 	}
-	for _, f := range conductFaults {
-		t.Run(f.name, func(t *testing.T) {
+	for _, f := range examples.Faults {
+		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
 			tapped, taps := conductRegistration(t, hooks...)
-			cond, all, say := conductFindings(t, tapped, taps, f.name)
-			if f.check == "" {
+			cond, all, say := conductFindings(t, tapped, taps, f.Name)
+			if f.Check == "" {
 				if len(cond) != 0 {
 					t.Errorf("conforming dispatch: conduct findings %v\n%s", cond, say)
 				}
@@ -113,12 +114,12 @@ func TestConductHarnessThreeBackends(t *testing.T) {
 				}
 				return
 			}
-			if !slices.Contains(cond, string(f.check)) {
-				t.Errorf("--fault %s: conduct findings %v, want %s\n%s", f.name, cond, f.check, say)
+			if !slices.Contains(cond, string(f.Check)) {
+				t.Errorf("--fault %s: conduct findings %v, want %s\n%s", f.Name, cond, f.Check, say)
 			}
-			if f.name != "concurrent" && len(cond) != 1 {
+			if f.Name != "concurrent" && len(cond) != 1 {
 				// Concurrent dispatch also breaks the order and the stop, as it happens.
-				t.Errorf("--fault %s: conduct findings %v, want only %s", f.name, cond, f.check)
+				t.Errorf("--fault %s: conduct findings %v, want only %s", f.Name, cond, f.Check)
 			}
 		})
 	}

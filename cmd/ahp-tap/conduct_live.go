@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -95,7 +93,7 @@ func (m *Main) runConductServer(_ context.Context, args []string) error {
 	// The hooks tapped with --conduct: as `wrap --conduct` listed them,
 	// else every stdio backend of the registration (an HTTP backend is
 	// then not, and the events it intercepts are not judged live).
-	tapped, err := readTapped(p.Tapped)
+	tapped, err := live.ReadTapped(p.Tapped)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ahp-tap: conduct server: %v; every stdio backend is taken as tapped\n", err)
 	}
@@ -108,7 +106,7 @@ func (m *Main) runConductServer(_ context.Context, args []string) error {
 		}
 	}
 	tl := conduct.New(conduct.Config{Registration: reg, Tapped: tapped, Sink: lg,
-		Excerpt: restarted(p.Started)})
+		Excerpt: live.Restarted(p.Started)})
 	srv := &live.Server{Dir: *dir, Key: reg.Digest(), Timeline: tl, Window: conductWindow, Idle: idle, Log: m.Stderr}
 	ready := os.NewFile(3, "conduct-ready")
 	err = srv.Serve(ready)
@@ -119,50 +117,6 @@ func (m *Main) runConductServer(_ context.Context, args []string) error {
 		err = cerr
 	}
 	return err
-}
-
-// readTapped reads the hooks `wrap --conduct` tapped (nil: no list).
-func readTapped(path string) ([]string, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	defer f.Close()
-	var hooks []string
-	if err := json.NewDecoder(io.LimitReader(f, 1<<20)).Decode(&hooks); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
-	return hooks, nil
-}
-
-// writeTapped writes the list of hooks tapped with --conduct, for the
-// conduct server (mode 0600, never through a link).
-func writeTapped(path string, hooks []string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return err
-	}
-	data, _ := json.Marshal(hooks)
-	_, err = f.Write(append(data, '\n'))
-	return errors.Join(err, f.Close())
-}
-
-// restarted reports whether a conduct server of this directory started
-// within the last ten minutes (a server that idled out and was started
-// again, mid-session: its timeline may have missed the start), and marks
-// this start.
-func restarted(marker string) bool {
-	st, err := os.Stat(marker)
-	recent := err == nil && time.Since(st.ModTime()) < 10*time.Minute
-	if f, err := os.OpenFile(marker, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600); err == nil {
-		f.Close()
-	}
-	now := time.Now()
-	_ = os.Chtimes(marker, now, now)
-	return recent
 }
 
 var _ tap.Watcher = (*live.Client)(nil)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/examples"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
@@ -43,7 +44,7 @@ const demoHook = "com.example.demo_policy"
 // as the tap makes them.
 func (m *Main) runDemo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	mode := fs.String("mode", "demo", "example-backend `MODE` to audit:"+modeHelp())
+	mode := fs.String("mode", "demo", "example-backend `MODE` to audit:"+examples.ModeHelp())
 	logPath := fs.String("log", "", "also append the findings to the violation log at `PATH`")
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
@@ -70,24 +71,12 @@ The backend in this mode has deliberate faults; ahp-tap forwards every byte unch
 
 `, demoHook, *mode)
 
-	// The harness is a real process speaking on its stdin and stdout; the
-	// tap sits between it and the backend, exactly as `ahp-tap stdio` does.
-	harness := exec.CommandContext(ctx, self, "example-harness")
-	harness.Stderr = out
-	toHarness, err := harness.StdinPipe()
+	harness, toHarness, fromHarness, err := startDemoHarness(ctx, self, out)
 	if err != nil {
 		return err
-	}
-	fromHarness, err := harness.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := harness.Start(); err != nil {
-		return fmt.Errorf("demo: starting the example harness: %w", err)
 	}
 
-	o, err := output.Open(output.Config{Name: "demo", Diag: m.Stderr, Log: *logPath,
-		Sinks: []tap.Sink{tap.SinkFunc(func(f tap.Finding) { printable.Fprintf(out, "  ahp-tap ▸ %s\n", f) })}})
+	o, err := output.Open(output.Config{Name: "demo", Diag: m.Stderr, Log: *logPath, Plain: out, PlainPrefix: "  ahp-tap ▸ "})
 	if err != nil {
 		return usageError("demo: %v", err)
 	}
@@ -117,22 +106,52 @@ The backend in this mode has deliberate faults; ahp-tap forwards every byte unch
 	if *logPath == "" {
 		s.FindingsTo = nil // printed above, as they came
 	}
-	for _, d := range []struct {
-		dir tap.Direction
-		st  stdio.DirStats
-	}{{tap.FromHarness, res.Harness}, {tap.FromBackend, res.Backend}} {
-		s.Streams = append(s.Streams, report.Stream{Dir: d.dir, Frames: uint64(d.st.Frames), Bytes: uint64(d.st.Bytes), SHA256: hex.EncodeToString(d.st.SHA256)})
-	}
+	s.Streams = streamsOf(res)
 	fmt.Fprintln(out)
 	s.WriteText(out)
-	fmt.Fprintf(out, `
+	fmt.Fprint(out, demoEpilogue)
+	return nil
+}
+
+// demoEpilogue ends the demo: what to do next.
+const demoEpilogue = `
 To audit your own backend, put ahp-tap in front of it in the harness's registration:
   ahp-tap stdio --registration hooks.json --hook ID --console --log findings.jsonl -- your-backend [args]
 --console prints findings like the lines above on stderr; 'ahp-tap tail -f findings.jsonl' follows the log.
 To test your harness against a backend with known faults:
   ahp-tap example-backend --mode MODE   (ahp-tap example-backend -h lists the modes)
-`)
-	return nil
+`
+
+// startDemoHarness starts the example harness, a real process speaking on
+// its stdin and stdout; the tap sits between it and the backend, exactly
+// as `ahp-tap stdio` does. Its stderr goes to out.
+func startDemoHarness(ctx context.Context, self string, out io.Writer) (*exec.Cmd, io.WriteCloser, io.ReadCloser, error) {
+	harness := exec.CommandContext(ctx, self, "example-harness")
+	harness.Stderr = out
+	toHarness, err := harness.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fromHarness, err := harness.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := harness.Start(); err != nil {
+		return nil, nil, nil, fmt.Errorf("demo: starting the example harness: %w", err)
+	}
+	return harness, toHarness, fromHarness, nil
+}
+
+// streamsOf is what a stdio tap forwarded each way, for a summary.
+func streamsOf(res stdio.Result) []report.Stream {
+	var out []report.Stream
+	for _, d := range []struct {
+		dir tap.Direction
+		st  stdio.DirStats
+	}{{tap.FromHarness, res.Harness}, {tap.FromBackend, res.Backend}} {
+		out = append(out, report.Stream{Dir: d.dir, Frames: uint64(d.st.Frames), Bytes: uint64(d.st.Bytes), SHA256: hex.EncodeToString(d.st.SHA256)})
+	}
+	return out
 }
 
 // lockedWriter serialises writes from the harness's stderr copier and the

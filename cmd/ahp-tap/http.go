@@ -21,7 +21,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ahp-tap/ahp-tap/capture"
-	"github.com/ahp-tap/ahp-tap/conduct/live"
 	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/httpproxy"
 	"github.com/ahp-tap/ahp-tap/inject"
@@ -91,59 +90,97 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("http: unexpected argument %q", fs.Arg(0))
 	}
-	if mode == auditOff {
-		return usageError("http: --audit is best-effort or complete")
+	h := &httpRun{m: m, fs: fs, ef: ef, listen: *listen, upstream: *upstream, forward: *forward, mitmCA: *mitmCA, upstreamCA: *upstreamCA,
+		logPath: *logPath, conductDir: *conductDir, capPath: *capPath, metricsAddr: *metricsAddr, uiAddr: *uiAddr, maxAudit: *maxAudit,
+		upTimeout: *upTimeout, mode: mode, budgetFlag: *budgetFlag, drain: *drain, readTimeout: *readTimeout, redact: redact,
+		console: *console, summary: *summary, otlpf: otlpf, verbose: *verbose, allowRemote: *allowRemote, routeFlags: routeFlags, inj: inj}
+	return h.run(ctx)
+}
+
+// httpRun is `ahp-tap http` once its flags are read.
+type httpRun struct {
+	m                                                             *Main
+	fs                                                            *flag.FlagSet
+	ef                                                            engineFlags
+	listen, upstream, mitmCA, upstreamCA                          string
+	logPath, conductDir, capPath, metricsAddr, uiAddr, budgetFlag string
+	forward, console, summary, verbose, allowRemote               bool
+	maxAudit                                                      int
+	upTimeout, drain, readTimeout                                 time.Duration
+	mode                                                          auditMode
+	redact                                                        httpproxy.Redaction
+	otlpf                                                         otlpFlags
+	routeFlags                                                    []string
+	inj                                                           injectFlags
+
+	routes     []wrap.Route // one per link: --route, or the single-link flags
+	upstreams  []*url.URL   // each route's upstream (nil entries with --forward)
+	budget     int64        // parsed --audit-budget, shared by the routes
+	linkBudget int64        // each route's share of it
+}
+
+// proxyConfig checks the flags' values and returns the proxy's
+// configuration (exit 2 with a one-line reason for a bad one).
+func (h *httpRun) proxyConfig() (httpproxy.Config, error) {
+	var cfg httpproxy.Config
+	if h.mode == auditOff {
+		return cfg, usageError("http: --audit is best-effort or complete")
 	}
-	routes, err := httpRoutes(fs, &ef, routeFlags, *conductDir)
+	routes, err := httpRoutes(h.fs, &h.ef, h.routeFlags, h.conductDir)
 	if err != nil {
-		return err
+		return cfg, err
 	}
 	if routes == nil {
-		routes = []wrap.Route{{Hook: ef.hook, Listen: *listen, Upstream: *upstream, Log: *logPath, Capture: *capPath}}
+		routes = []wrap.Route{{Hook: h.ef.hook, Listen: h.listen, Upstream: h.upstream, Log: h.logPath, Capture: h.capPath}}
 	}
-	budget, err := parseBudget(*budgetFlag)
-	if err != nil {
-		return err
+	h.routes = routes
+	if h.budget, err = parseBudget(h.budgetFlag); err != nil {
+		return cfg, err
 	}
-	if *maxAudit <= 0 || *maxAudit > maxAuditLine { // before the budget shrinks it to fit
-		return usageError("http: --max-audit-body %d is out of range (1 to %d bytes)", *maxAudit, maxAuditLine)
+	if h.maxAudit <= 0 || h.maxAudit > maxAuditLine { // before the budget shrinks it to fit
+		return cfg, usageError("http: --max-audit-body %d is out of range (1 to %d bytes)", h.maxAudit, maxAuditLine)
 	}
 	// Several routes share the budget: memory stays bounded by it,
 	// whatever the number of upstreams.
-	linkBudget := budget / int64(len(routes))
-	if linkBudget < 1<<20 {
-		return usageError("http: --audit-budget %s is less than 1MiB per route (%d routes)", *budgetFlag, len(routes))
+	h.linkBudget = h.budget / int64(len(routes))
+	if h.linkBudget < 1<<20 {
+		return cfg, usageError("http: --audit-budget %s is less than 1MiB per route (%d routes)", h.budgetFlag, len(routes))
 	}
-	if int64(*maxAudit) > linkBudget/2 {
-		*maxAudit = int(linkBudget / 2) // a request and its response must fit the budget together
+	if int64(h.maxAudit) > h.linkBudget/2 {
+		h.maxAudit = int(h.linkBudget / 2) // a request and its response must fit the budget together
 	}
-	if *readTimeout <= 0 {
-		return usageError("http: --read-timeout must be positive")
+	if h.readTimeout <= 0 {
+		return cfg, usageError("http: --read-timeout must be positive")
 	}
-	cfg := httpproxy.Config{Forward: *forward, MaxAuditBody: *maxAudit, UpstreamTimeout: *upTimeout, Drain: *drain, Redact: redact,
-		ReadTimeout: *readTimeout}
-	if inj.on() && *forward {
-		return usageError("http: --inject is for reverse mode (--upstream), not --forward")
-	}
+	cfg = httpproxy.Config{Forward: h.forward, MaxAuditBody: h.maxAudit, UpstreamTimeout: h.upTimeout, Drain: h.drain, Redact: h.redact,
+		ReadTimeout: h.readTimeout}
 	switch {
-	case *forward && *upstream != "":
-		return usageError("http: give --upstream (reverse mode) or --forward, not both")
-	case !*forward && routes[0].Upstream == "":
-		return usageError("http: --upstream URL is required (or --forward)")
-	case *mitmCA != "" && !*forward:
-		return usageError("http: --mitm-ca needs --forward")
-	case *upTimeout <= 0 || *upTimeout > maxDrain:
-		return usageError("http: --upstream-timeout %s is out of range (more than 0, at most %s)", *upTimeout, maxDrain)
-	case *drain <= 0 || *drain > maxDrain:
-		return usageError("http: --drain %s is out of range (more than 0, at most %s)", *drain, maxDrain)
+	case h.inj.on() && h.forward:
+		return cfg, usageError("http: --inject is for reverse mode (--upstream), not --forward")
+	case h.forward && h.upstream != "":
+		return cfg, usageError("http: give --upstream (reverse mode) or --forward, not both")
+	case !h.forward && routes[0].Upstream == "":
+		return cfg, usageError("http: --upstream URL is required (or --forward)")
+	case h.mitmCA != "" && !h.forward:
+		return cfg, usageError("http: --mitm-ca needs --forward")
+	case h.upTimeout <= 0 || h.upTimeout > maxDrain:
+		return cfg, usageError("http: --upstream-timeout %s is out of range (more than 0, at most %s)", h.upTimeout, maxDrain)
+	case h.drain <= 0 || h.drain > maxDrain:
+		return cfg, usageError("http: --drain %s is out of range (more than 0, at most %s)", h.drain, maxDrain)
 	}
-	upstreams := make([]*url.URL, len(routes))
-	for i, r := range routes {
+	return cfg, h.trust(&cfg)
+}
+
+// trust reads each route's upstream, and sets the upstreams' CA pool and
+// the interception CA of cfg.
+func (h *httpRun) trust(cfg *httpproxy.Config) error {
+	h.upstreams = make([]*url.URL, len(h.routes))
+	for i, r := range h.routes {
 		if r.Upstream == "" {
 			continue // --forward
 		}
 		what := "--upstream"
-		if len(routeFlags) > 0 {
+		if len(h.routeFlags) > 0 {
 			what = "--route on " + r.Listen + ": upstream"
 		}
 		u, err := url.Parse(r.Upstream)
@@ -153,84 +190,160 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		if u.User != nil {
 			return usageError("http: %s must not carry credentials; the harness sends its own Authorization header", what)
 		}
-		upstreams[i] = u
+		h.upstreams[i] = u
 	}
-	if *upstreamCA != "" {
-		pem, err := os.ReadFile(*upstreamCA)
+	if h.upstreamCA != "" {
+		pem, err := os.ReadFile(h.upstreamCA)
 		if err != nil {
 			return usageError("http: --upstream-ca: %v", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return usageError("http: --upstream-ca %s holds no PEM certificate", *upstreamCA)
+			return usageError("http: --upstream-ca %s holds no PEM certificate", h.upstreamCA)
 		}
 		cfg.RootCAs = pool
 	}
-	if *mitmCA != "" {
-		ca, err := httpproxy.LoadCA(*mitmCA)
+	if h.mitmCA != "" {
+		ca, err := httpproxy.LoadCA(h.mitmCA)
 		if err != nil {
 			return usageError("http: --mitm-ca: %v", err)
 		}
 		cfg.MITMCA = ca
 	}
-	l, err := ef.load()
+	return nil
+}
+
+// run runs the tap: a reverse or forward proxy per route, serving until
+// ctx ends.
+func (h *httpRun) run(ctx context.Context) error {
+	m := h.m
+	cfg, err := h.proxyConfig()
 	if err != nil {
 		return err
 	}
-	if len(routeFlags) == 0 {
-		routes[0].Hook = l.cfg.HookID // the registration's only hook when --hook was not given
+	l, err := h.ef.load()
+	if err != nil {
+		return err
 	}
-	for _, r := range routes[1:] {
+	if len(h.routeFlags) == 0 {
+		h.routes[0].Hook = l.cfg.HookID // the registration's only hook when --hook was not given
+	}
+	for _, r := range h.routes[1:] {
 		if tap.FindHook(l.cfg.Registration, r.Hook) == nil {
-			return usageError("registration %s has no hook with id %q", ef.registration, r.Hook)
+			return usageError("registration %s has no hook with id %q", h.ef.registration, r.Hook)
 		}
 	}
-
 	level := zerolog.WarnLevel
-	if *verbose {
+	if h.verbose {
 		level = zerolog.DebugLevel
 	}
 	// m.diag() never blocks (issue 8 item 8): with stderr not read and the
 	// upstream failing, a diagnostic per request must not hold requests.
-	diag := zerolog.New(printableConsole(m.diag())).
+	cfg.Log = zerolog.New(printableConsole(m.diag())).
 		Level(level).With().Timestamp().Str("tap", "http").Logger()
-	cfg.Log = diag
-
-	links := make([]*httpLink, len(routes))
+	links, mln, err := h.listeners(cfg.Forward)
 	defer func() {
 		for _, k := range links {
-			if k != nil && k.ln != nil {
-				k.ln.Close()
-			}
+			k.ln.Close()
 		}
 	}()
-	for i, r := range routes {
-		ln, err := net.Listen("tcp", r.Listen)
-		if err != nil {
-			return usageError("http: %v", err)
-		}
-		links[i] = &httpLink{route: r, ln: ln}
-	}
-	// Issue 8 item 10: a forward proxy or a metrics endpoint off loopback
-	// is open to everyone who can reach it.
-	if cfg.Forward && !isLoopback(links[0].ln.Addr()) {
-		if !*allowRemote {
-			return usageError("http: --forward on %s (not loopback) would be an open proxy for everyone who can reach it; listen on 127.0.0.1, or give --allow-remote", links[0].ln.Addr())
-		}
-		fmt.Fprintf(m.diag(), "ahp-tap http: WARNING: --allow-remote: the forward proxy on %s is open to everyone who can reach that address\n", links[0].ln.Addr())
-	}
-	mln, err := listenMetrics("http", *metricsAddr, *allowRemote, m.diag())
 	if err != nil {
 		return err
 	}
 	if mln != nil {
 		defer mln.Close()
 	}
-	ui, err := openUI("http", *uiAddr, *allowRemote, l.cfg.Snapshot, m.diag())
+	ui, err := openUI("http", h.uiAddr, h.allowRemote, l.cfg.Snapshot, m.diag())
 	if err != nil {
 		return err
 	}
 	defer ui.close()
+	tuneHTTPMemory(h.budget, int64(len(links))*int64(h.maxAudit))
+	l.cfg.Transport = tap.HTTP
+	metrics := httpMetrics(links)
+	var exporters []*otlpexport.Exporter
+	for i, k := range links {
+		x, err := h.openLink(i, k, l, cfg, metrics, ui)
+		if err != nil {
+			closeHTTPLinks(links, time.Now())
+			return err
+		}
+		if x != nil {
+			exporters = append(exporters, x)
+		}
+	}
+	if len(exporters) > 0 {
+		metrics.Register(otlpexport.Collectors(exporters...)...) // one series each, summed over the routes
+	}
+	ui.serve()
+	msrv := h.serveMetrics(mln, metrics)
+	h.announce(links, cfg)
+	serveErr, closeErr := h.serve(ctx, links, msrv)
+	if h.summary {
+		for _, k := range links {
+			if k.injected {
+				fmt.Fprintf(m.diag(), "ahp-tap %s: %s\n", k.name, inject.Notice) // issue 25: every report says so
+			}
+			if len(links) > 1 {
+				printable.Fprintf(m.diag(), "ahp-tap http: route %s (http://%s):\n", k.route.Hook, k.ln.Addr())
+			}
+			_ = k.out.Summary(k.auditor.Dropped(), k.session).WriteText(m.diag())
+		}
+	}
+	switch {
+	case serveErr != nil:
+		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", serveErr)}
+	case closeErr != nil:
+		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", closeErr)}
+	}
+	return nil
+}
+
+// listeners listens for harnesses on each route's address and for scrapes
+// on --metrics (nil without). The links it returns, even with an error,
+// hold the listeners opened. Issue 8 item 10: a forward proxy or a metrics
+// endpoint off loopback is open to everyone who can reach it.
+func (h *httpRun) listeners(forward bool) ([]*httpLink, net.Listener, error) {
+	var links []*httpLink
+	for _, r := range h.routes {
+		ln, err := net.Listen("tcp", r.Listen)
+		if err != nil {
+			return links, nil, usageError("http: %v", err)
+		}
+		links = append(links, &httpLink{route: r, ln: ln})
+	}
+	if addr := links[0].ln.Addr(); forward && !isLoopback(addr) {
+		if !h.allowRemote {
+			return links, nil, usageError("http: --forward on %s (not loopback) would be an open proxy for everyone who can reach it; listen on 127.0.0.1, or give --allow-remote", addr)
+		}
+		fmt.Fprintf(h.m.diag(), "ahp-tap http: WARNING: --allow-remote: the forward proxy on %s is open to everyone who can reach that address\n", addr)
+	}
+	mln, err := listenMetrics("http", h.metricsAddr, h.allowRemote, h.m.diag())
+	return links, mln, err
+}
+
+// httpMetrics is the process's one metrics registry: its series add up
+// every route.
+func httpMetrics(links []*httpLink) *httpproxy.Metrics {
+	metrics := httpproxy.NewMetrics(func() (n uint64) {
+		for _, k := range links {
+			n += k.auditor.Dropped()
+		}
+		return n
+	})
+	metrics.CountCuts(func() (n uint64) {
+		for _, k := range links {
+			n += k.auditor.Cuts()
+		}
+		return n
+	})
+	metrics.ZeroFindings(checkIDs())
+	return metrics
+}
+
+// tuneHTTPMemory sets the collector for the audit of bodies of at most
+// maxAudit bytes (one body per route) within budget, unless GOGC or GOMEMLIMIT say otherwise.
+func tuneHTTPMemory(budget, maxAudit int64) {
 	if os.Getenv("GOGC") == "" {
 		// The audit decodes every body into a tree; collecting less often
 		// leaves more CPU to forwarding for a little more memory
@@ -248,130 +361,120 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		// runtime. 1,000 concurrent 16 MiB uploads peak at about 200 MiB
 		// of RSS with it, 260 MiB with budget+128MiB (BENCHMARKS.md,
 		// Audit memory). GOMEMLIMIT in the environment wins.
-		debug.SetMemoryLimit(budget + int64(len(routes))*int64(*maxAudit) + 80<<20)
+		debug.SetMemoryLimit(budget + maxAudit + 80<<20)
 	}
-	l.cfg.Transport = tap.HTTP
-	// One metrics endpoint for the process: its series add up every route.
-	metrics := httpproxy.NewMetrics(func() (n uint64) {
-		for _, k := range links {
-			n += k.auditor.Dropped()
-		}
-		return n
-	})
-	metrics.CountCuts(func() (n uint64) {
-		for _, k := range links {
-			n += k.auditor.Cuts()
-		}
-		return n
-	})
-	metrics.ZeroFindings(checkIDs())
-	var exporters []*otlpexport.Exporter
-	for i, k := range links {
-		lc := *l // each route is its own link: its own hook
-		lc.cfg.HookID = k.route.Hook
-		otlpx, err := otlpf.openHook(k.route.Capture, k.route.Hook, m.diag())
-		if err != nil {
-			closeHTTPLinks(links, time.Now())
-			return err
-		}
-		if otlpx != nil {
-			exporters = append(exporters, otlpx)
-		}
-		// The way out: log, console, OTLP, metrics, capture (package output).
-		k.name = "http"
-		if len(routeFlags) > 0 {
-			k.name = "http " + k.route.Hook
-		}
-		oc := output.Config{Name: k.name, Diag: m.diag(), Log: k.route.Log, OTLP: otlpx, OTLPClose: httpCloseTimeout,
-			Sinks: []tap.Sink{metrics.Sink()}, SummaryLimit: 1, // counts only: a long-running tap must not grow
-			View:    ui.view(), // one live view: every route's exchanges
-			Capture: k.route.Capture, Header: capture.Header{Tool: "ahp-tap " + version, Snapshot: lc.cfg.Snapshot, Transport: tap.HTTP,
-				Registration: ef.registration, Hook: k.route.Hook, TimeoutMs: ef.timeout.Milliseconds(), RegistrationDoc: lc.regDoc}}
-		plan := inj.plan(k.route.Hook)
-		if plan != nil {
-			// Loud when on (issue 25): stderr now, the capture header, every report.
-			oc.Header.Injected, k.injected = plan.Banner(), true
-			fmt.Fprintf(m.diag(), "ahp-tap %s: %s\n", k.name, plan.Banner())
-		}
-		if i == 0 {
-			oc.Metrics = metrics.Gatherer() // the process's series (every route's sum), pushed once
-		}
-		if *console {
-			oc.Console = m.Stderr
-			if len(routeFlags) > 0 {
-				oc.ConsoleLink = cmp.Or(k.route.Hook, k.route.Listen) // the routes share stderr
-			}
-		}
-		out, err := output.Open(oc)
-		if err != nil {
-			otlpx.Close(0)
-			closeHTTPLinks(links, time.Now())
-			return usageError("http: %v", err)
-		}
-		k.out = out
-		k.cc = conductClientFor(*conductDir, ef.registration, k.route.Hook, &lc, m.diag())
-		var cw tap.Watcher
-		if k.cc != nil {
-			cw = k.cc
-		}
-		k.session = lc.sessionWatched(lc.cfg, out.Sink(), out.Recorder(), "", 0, out.Watch(cw)) // reports the registration's findings
-		// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
-		// Deadlines are judged as they pass (issue 21 item 8): the proxy
-		// hands over a request unanswered by the shortest deadline, and the
-		// auditor tells the session the time the proxy vouches for.
-		pc := cfg
-		pc.Upstream, k.upstream = upstreams[i], upstreams[i]
-		pc.Inject = plan
-		pc.Probe = k.session.Config().MinDeadline()
-		clock := func(now time.Time) time.Time {
-			if p := k.proxyRef.Load(); p != nil {
-				return p.SafeClock(now)
-			}
-			return now
-		}
-		k.auditor = k.session.Audit(tap.AuditorConfig{Queue: httpAuditQueue, Budget: linkBudget, Complete: mode == auditComplete, Begin: httpproxy.LowerAuditPriority, Clock: clock})
-		pc.Auditor, pc.Metrics = k.auditor, metrics
-		proxy, err := httpproxy.New(pc)
-		if err != nil {
-			closeHTTPLinks(links, time.Now())
-			return usageError("http: %v", err)
-		}
-		k.proxyRef.Store(proxy)
-	}
-	if len(exporters) > 0 {
-		metrics.Register(otlpexport.Collectors(exporters...)...) // one series each, summed over the routes
-	}
+}
 
-	ui.serve()
-	var msrv *http.Server
-	if mln != nil {
-		msrv = &http.Server{Handler: metrics.Mux(), ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = msrv.Serve(mln) }()
-		fmt.Fprintf(m.diag(), "ahp-tap http: metrics on http://%s/metrics\n", mln.Addr())
+// openLink opens route i's way out (log, console, OTLP, metrics, capture,
+// live view, live conduct client: package output), its session, audit and
+// proxy. It returns the route's OTLP exporter (nil: none).
+func (h *httpRun) openLink(i int, k *httpLink, l *loaded, cfg httpproxy.Config, metrics *httpproxy.Metrics, ui *liveUI) (*otlpexport.Exporter, error) {
+	m := h.m
+	lc := *l // each route is its own link: its own hook
+	lc.cfg.HookID = k.route.Hook
+	otlpx, err := h.otlpf.openHook(k.route.Capture, k.route.Hook, m.diag())
+	if err != nil {
+		return nil, err
 	}
+	k.name = "http"
+	if len(h.routeFlags) > 0 {
+		k.name = "http " + k.route.Hook
+	}
+	oc := output.Config{Name: k.name, Diag: m.diag(), Log: k.route.Log, OTLP: otlpx, OTLPClose: httpCloseTimeout,
+		Sinks: []tap.Sink{metrics.Sink()}, SummaryLimit: 1, // counts only: a long-running tap must not grow
+		View:    ui.view(), // one live view: every route's exchanges
+		Capture: k.route.Capture, Header: capture.Header{Tool: "ahp-tap " + version, Snapshot: lc.cfg.Snapshot, Transport: tap.HTTP,
+			Registration: h.ef.registration, Hook: k.route.Hook, TimeoutMs: h.ef.timeout.Milliseconds(), RegistrationDoc: lc.regDoc}}
+	plan := h.inj.plan(k.route.Hook)
+	if plan != nil {
+		// Loud when on (issue 25): stderr now, the capture header, every report.
+		oc.Header.Injected, k.injected = plan.Banner(), true
+		fmt.Fprintf(m.diag(), "ahp-tap %s: %s\n", k.name, plan.Banner())
+	}
+	if i == 0 {
+		oc.Metrics = metrics.Gatherer() // the process's series (every route's sum), pushed once
+	}
+	if h.console {
+		oc.Console = m.Stderr
+		if len(h.routeFlags) > 0 {
+			oc.ConsoleLink = cmp.Or(k.route.Hook, k.route.Listen) // the routes share stderr
+		}
+	}
+	oc.Conduct = conductClientFor(h.conductDir, h.ef.registration, k.route.Hook, &lc, m.diag())
+	if k.out, err = output.Open(oc); err != nil {
+		otlpx.Close(0)
+		if oc.Conduct != nil {
+			oc.Conduct.Close(0)
+		}
+		return nil, usageError("http: %v", err)
+	}
+	k.session = lc.newSession(k.out.SessionConfig(tap.SessionConfig{Config: lc.cfg})) // reports the registration's findings
+	// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
+	// Deadlines are judged as they pass (issue 21 item 8): the proxy
+	// hands over a request unanswered by the shortest deadline, and the
+	// auditor tells the session the time the proxy vouches for.
+	pc := cfg
+	pc.Upstream, k.upstream = h.upstreams[i], h.upstreams[i]
+	pc.Inject = plan
+	pc.Probe = k.session.Config().MinDeadline()
+	clock := func(now time.Time) time.Time {
+		if p := k.proxyRef.Load(); p != nil {
+			return p.SafeClock(now)
+		}
+		return now
+	}
+	k.auditor = k.session.Audit(tap.AuditorConfig{Queue: httpAuditQueue, Budget: h.linkBudget, Complete: h.mode == auditComplete, Begin: httpproxy.LowerAuditPriority, Clock: clock})
+	pc.Auditor, pc.Metrics = k.auditor, metrics
+	proxy, err := httpproxy.New(pc)
+	if err != nil {
+		return otlpx, usageError("http: %v", err)
+	}
+	k.proxyRef.Store(proxy)
+	return otlpx, nil
+}
+
+// serveMetrics serves the metrics on mln (nil: none).
+func (h *httpRun) serveMetrics(mln net.Listener, metrics *httpproxy.Metrics) *http.Server {
+	if mln == nil {
+		return nil
+	}
+	msrv := &http.Server{Handler: metrics.Mux(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = msrv.Serve(mln) }()
+	fmt.Fprintf(h.m.diag(), "ahp-tap http: metrics on http://%s/metrics\n", mln.Addr())
+	return msrv
+}
+
+// announce says where each route listens and what it forwards to.
+func (h *httpRun) announce(links []*httpLink, cfg httpproxy.Config) {
+	diag := h.m.diag()
 	for _, k := range links {
 		if !isLoopback(k.ln.Addr()) {
 			// AHP-HTTP-001: plain http is for loopback only; the harness's
 			// bearer token would cross the network in clear.
-			fmt.Fprintf(m.diag(), "ahp-tap http: warning: listening on %s, not loopback: harnesses reach the tap over plain http, credentials in clear\n", k.ln.Addr())
+			fmt.Fprintf(diag, "ahp-tap http: warning: listening on %s, not loopback: harnesses reach the tap over plain http, credentials in clear\n", k.ln.Addr())
 		}
 		switch {
 		case cfg.Forward:
 			mode := "HTTPS CONNECT tunnelled unaudited"
 			if cfg.MITMCA != nil {
-				mode = "HTTPS intercepted with the CA in " + *mitmCA
+				mode = "HTTPS intercepted with the CA in " + h.mitmCA
 			}
-			fmt.Fprintf(m.diag(), "ahp-tap http: forward proxy on %s (%s); set HTTP_PROXY/HTTPS_PROXY=http://%s\n", k.ln.Addr(), mode, k.ln.Addr())
-		case len(routeFlags) > 0:
-			printable.Fprintf(m.diag(), "ahp-tap http: listening on http://%s, forwarding to %s (hook %s)\n", k.ln.Addr(), httpaudit.URL(k.upstream.String()), k.route.Hook)
+			fmt.Fprintf(diag, "ahp-tap http: forward proxy on %s (%s); set HTTP_PROXY/HTTPS_PROXY=http://%s\n", k.ln.Addr(), mode, k.ln.Addr())
+		case len(h.routeFlags) > 0:
+			printable.Fprintf(diag, "ahp-tap http: listening on http://%s, forwarding to %s (hook %s)\n", k.ln.Addr(), httpaudit.URL(k.upstream.String()), k.route.Hook)
 		default:
-			printable.Fprintf(m.diag(), "ahp-tap http: listening on http://%s, forwarding to %s\n", k.ln.Addr(), httpaudit.URL(k.upstream.String()))
+			printable.Fprintf(diag, "ahp-tap http: listening on http://%s, forwarding to %s\n", k.ln.Addr(), httpaudit.URL(k.upstream.String()))
 		}
 	}
+}
 
-	// Issue 8 item 5: --drain bounds the whole shutdown, from the signal:
-	// requests in flight, then the audit queue, the log and the capture
-	// share it. What is left is counted (TAP-1) and said.
+// serve serves every route until ctx ends (a route whose listener fails
+// stops the others too, as one tap would stop), then shuts down within
+// --drain: requests in flight, then the routes' audit queues, logs and
+// captures, side by side, share it. What is left is counted (TAP-1) and
+// said.
+func (h *httpRun) serve(ctx context.Context, links []*httpLink, msrv *http.Server) (serveErr, closeErr error) {
+	// Issue 8 item 5: --drain bounds the whole shutdown, from the signal.
 	var stopAt atomic.Int64 // unix nanoseconds of the signal
 	stopTiming := context.AfterFunc(ctx, func() { stopAt.Store(time.Now().UnixNano()) })
 	defer stopTiming()
@@ -385,21 +488,17 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 			k.proxy().Abort()
 		}
 	}
-	m.force.Store(&force)
-	// Every route serves until the signal; a route whose listener fails
-	// stops the others too, as one tap would stop.
+	h.m.force.Store(&force)
 	sctx, stopAll := context.WithCancel(ctx)
 	defer stopAll()
 	serveErrs := make([]error, len(links))
 	var wg sync.WaitGroup
 	for i, k := range links {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if serveErrs[i] = k.proxy().Serve(sctx, k.ln); serveErrs[i] != nil {
 				stopAll()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if msrv != nil {
@@ -408,9 +507,9 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 	for _, k := range links {
 		k.proxy().Close()
 	}
-	deadline := time.Now().Add(*drain)
+	deadline := time.Now().Add(h.drain)
 	if ns := stopAt.Load(); ns != 0 {
-		deadline = time.Unix(0, ns).Add(*drain)
+		deadline = time.Unix(0, ns).Add(h.drain)
 	}
 	left := func() time.Duration {
 		d := deadline
@@ -419,53 +518,28 @@ func (m *Main) runHTTP(ctx context.Context, args []string) error {
 		}
 		return max(time.Until(d), minSinkClose)
 	}
-	// The routes' audits, conduct clients and outputs close side by side,
-	// all within the one deadline.
 	closeErrs := make([]error, len(links))
 	for i, k := range links {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if !k.auditor.CloseWithin(left()) { // drains the queue, end-of-stream rules, TAP-1 for drops
-				fmt.Fprintf(m.diag(), "ahp-tap %s: the audit did not finish within --drain %s; %d frames were not audited (TAP-1)\n", k.name, *drain, k.auditor.Dropped())
+				fmt.Fprintf(h.m.diag(), "ahp-tap %s: the audit did not finish within --drain %s; %d frames were not audited (TAP-1)\n", k.name, h.drain, k.auditor.Dropped())
 			}
-			if k.cc != nil {
-				k.cc.Close(min(left(), time.Second))
-			}
-			closeErrs[i] = k.out.Close(time.Now().Add(left())) // OTLP, log, console, capture, within --drain
-		}()
+			closeErrs[i] = k.out.Close(time.Now().Add(left())) // conduct, OTLP, log, console, capture, within --drain
+		})
 	}
 	wg.Wait()
-	if *summary {
-		for _, k := range links {
-			if k.injected {
-				fmt.Fprintf(m.diag(), "ahp-tap %s: %s\n", k.name, inject.Notice) // issue 25: every report says so
-			}
-			if len(links) > 1 {
-				printable.Fprintf(m.diag(), "ahp-tap http: route %s (http://%s):\n", k.route.Hook, k.ln.Addr())
-			}
-			_ = k.out.Summary(k.auditor.Dropped(), k.session).WriteText(m.diag())
-		}
-	}
-	if err := errors.Join(serveErrs...); err != nil {
-		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", err)}
-	}
-	if err := errors.Join(closeErrs...); err != nil {
-		return &exitError{code: 2, msg: fmt.Sprintf("http: %v", err)}
-	}
-	return nil
+	return errors.Join(serveErrs...), errors.Join(closeErrs...)
 }
 
 // An httpLink is one route of `ahp-tap http`: a listener, its proxy to
-// one upstream, and the link's own session, audit, output (log, capture)
-// and conduct client.
+// one upstream, and the link's own session, audit and way out (log,
+// capture, live conduct client).
 type httpLink struct {
 	route    wrap.Route
 	name     string   // "http", or "http HOOK" among several routes
 	upstream *url.URL // nil in forward mode
 	ln       net.Listener
 	out      *output.Output
-	cc       *live.Client
 	session  *tap.Session
 	auditor  *tap.Auditor
 	proxyRef atomic.Pointer[httpproxy.Proxy]
@@ -477,14 +551,8 @@ func (k *httpLink) proxy() *httpproxy.Proxy { return k.proxyRef.Load() }
 // closeHTTPLinks closes what links opened before a setup error.
 func closeHTTPLinks(links []*httpLink, deadline time.Time) {
 	for _, k := range links {
-		if k == nil {
-			continue
-		}
 		if k.auditor != nil {
 			k.auditor.Close()
-		}
-		if k.cc != nil {
-			k.cc.Close(0)
 		}
 		if k.out != nil {
 			k.out.Close(deadline)

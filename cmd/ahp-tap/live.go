@@ -4,9 +4,6 @@ import (
 	"slices"
 
 	"github.com/ahp-tap/ahp-tap/rules"
-	"io"
-
-	"github.com/ahp-tap/ahp-tap/report"
 
 	"github.com/ahp-tap/ahp-tap/vocab"
 )
@@ -18,14 +15,6 @@ const consoleHelp = "print findings as readable lines on stderr (\"ahp-tap â–¸ â
 
 // summaryHelp is the help of --summary.
 const summaryHelp = "print a summary on stderr at exit (default: when stderr is a terminal)"
-
-// openConsole returns the --console sink, or nil.
-func openConsole(on bool, stderr io.Writer) *report.Console {
-	if !on {
-		return nil
-	}
-	return report.NewConsole(stderr, report.UseColour(stderr))
-}
 
 // checkIDs lists every check ID of the default rules, once each.
 func checkIDs() []string {

@@ -11,8 +11,6 @@ import (
 	tapmetrics "github.com/ahp-tap/ahp-tap/internal/metrics"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
-	"github.com/ahp-tap/ahp-tap/output"
-	"github.com/ahp-tap/ahp-tap/tap"
 )
 
 func init() { tapmetrics.BuildVersion = version }
@@ -112,11 +110,4 @@ func (sf *stdioFlags) stdioMetrics(diag io.Writer) *tapmetrics.Traffic {
 	printable.Fprintf(diag, "ahp-tap stdio: metrics on http://%s/metrics\n", ln.Addr())
 	sf.traffic = t
 	return t
-}
-
-// watchersSession is sessionWatched with several watchers of its judged
-// frames (the live conduct client, the metrics, the spans, the live view),
-// each seeing every frame in turn.
-func (l *loaded) watchersSession(cfg tap.Config, sink tap.Sink, rec tap.Recorder, conn string, maxLine int, ws []tap.Watcher) *tap.Session {
-	return l.sessionWatched(cfg, sink, rec, conn, maxLine, output.Watchers(ws...))
 }

@@ -49,14 +49,6 @@ func (o *otlpFlags) openHook(capture, hook string, diag io.Writer) (*otlpexport.
 	return x, nil
 }
 
-// closeOTLP stops x within timeout and reports, to sink, the findings it
-// could not export (TAP-1).
-func closeOTLP(x *otlpexport.Exporter, timeout time.Duration, sink tap.Sink) {
-	if f := x.Close(timeout); f != nil && sink != nil {
-		sink.Write(*f)
-	}
-}
-
 // exportSources sends every finding of an offline run to x, each with the
 // file it was found in, and returns sources with a TAP-1 source added when
 // some could not be exported (also written to lg).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/replay"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -202,8 +203,8 @@ func TestReplayMatchesLive(t *testing.T) {
 	}
 
 	rdata, _ := os.ReadFile(path)
-	rp := replayer{flags: &loaded{cfg: tap.Config{Snapshot: tap.DefaultSnapshot}}, set: map[string]bool{}}
-	replayed, err := rp.replayCapture(capture.NewReader(bytes.NewReader(rdata)))
+	rp := replay.Replayer{Config: tap.Config{Snapshot: tap.DefaultSnapshot}, Set: map[string]bool{}}
+	replayed, err := rp.ReplayCapture(capture.NewReader(bytes.NewReader(rdata)))
 	if err != nil {
 		t.Fatal(err)
 	}

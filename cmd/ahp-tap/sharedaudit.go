@@ -2,18 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/ahp-tap/ahp-tap/auditlink"
@@ -27,7 +22,7 @@ import (
 // serves each link as the audit process of that event would, so that the
 // rules' start-up is paid once rather than per event. Its rendezvous is in
 // DIR (auditlink.Rendezvous), keyed by a hash of everything that makes one
-// audit differ from another (sharedAuditKey), so taps configured
+// audit differ from another (auditlink.SharedKey), so taps configured
 // differently never share a server.
 
 // auditServerCommand is the hidden subcommand that runs the shared audit
@@ -46,50 +41,10 @@ func sharedAuditWanted(sf *stdioFlags, l *loaded) bool {
 		!sf.summary && !sf.console && sf.log != "-" && runtime.GOOS == "linux"
 }
 
-// sharedAuditKey is KEY: a short hash of everything the audit process's
-// work depends on.
-func sharedAuditKey(sf *stdioFlags, flagArgs []string) (string, error) {
-	h := sha256.New()
-	fmt.Fprintf(h, "ahp-tap %s\x00", version)
-	exe, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	st, err := os.Stat(exe)
-	if err != nil {
-		return "", err
-	}
-	fmt.Fprintf(h, "%s\x00%d\x00%d\x00", exe, st.Size(), st.ModTime().UnixNano())
-	cwd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	fmt.Fprintf(h, "%s\x00%d\x00", cwd, len(flagArgs))
-	for _, a := range flagArgs {
-		fmt.Fprintf(h, "%s\x00", a)
-	}
-	if sf.registration != "" {
-		data, err := os.ReadFile(sf.registration)
-		if err != nil {
-			return "", err
-		}
-		sum := sha256.Sum256(data)
-		h.Write(sum[:])
-	}
-	env := os.Environ()
-	slices.Sort(env)
-	for _, e := range env {
-		if strings.HasPrefix(e, "OTEL_") { // the OTLP exporter's settings
-			fmt.Fprintf(h, "%s\x00", e)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)[:8]), nil
-}
-
 // connectSharedAudit connects this tap's audit link to the shared audit
 // process of its --state directory, starting one when none answers.
 func (m *Main) connectSharedAudit(sf *stdioFlags, flagArgs []string, conn string, backlog int) (*auditlink.Link, error) {
-	key, err := sharedAuditKey(sf, flagArgs)
+	key, err := auditlink.SharedKey(version, flagArgs, sf.registration)
 	if err != nil {
 		return nil, err
 	}

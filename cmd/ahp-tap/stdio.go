@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,11 +18,9 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/auditlink"
 	"github.com/ahp-tap/ahp-tap/capture"
-	"github.com/ahp-tap/ahp-tap/conduct/live"
 	"github.com/ahp-tap/ahp-tap/inject"
 	tapmetrics "github.com/ahp-tap/ahp-tap/internal/metrics"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
-	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/stdio"
@@ -106,38 +103,9 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args, m.Stderr); err != nil {
 		return err
 	}
-	fs.Visit(func(f *flag.Flag) { sf.queueSet = sf.queueSet || f.Name == "audit-queue" })
-	if err := checkStdioValues(&sf); err != nil {
-		return err
-	}
-	if err := sf.validate(); err != nil {
-		return err // before the budget shrinks --max-audit-line to fit
-	}
-	if err := checkMetricsAddr(sf.metricsAddr, sf.allowRemote, m.diag()); err != nil {
-		return err
-	}
-	if err := checkUIAddr("stdio", sf.uiAddr, sf.allowRemote); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return usageError("stdio: no backend command given (usage: ahp-tap stdio [flags] -- CMD [ARGS...])")
-	}
-	budget, err := parseBudget(sf.budget)
+	prio, err := m.checkStdioFlags(fs, &sf)
 	if err != nil {
 		return err
-	}
-	if int64(sf.maxLine) > budget {
-		sf.maxLine = int(budget) // a line must fit the budget to be audited
-	}
-	sf.budgetBytes = budget
-	prio, err := stdio.ParsePriority(sf.priority)
-	if err != nil {
-		return usageError("--audit-priority: %v", err)
-	}
-	switch sf.lifecycle {
-	case "", "persistent", "per_event":
-	default:
-		return usageError("--lifecycle %q is not persistent or per_event", sf.lifecycle)
 	}
 	l, err := sf.load()
 	if err != nil {
@@ -213,20 +181,55 @@ func (m *Main) runStdio(ctx context.Context, args []string) error {
 	return nil
 }
 
-// stdioRun is one wrapped backend with its sinks.
+// checkStdioFlags checks the values of stdio's flags (exit 2 with a
+// one-line reason for a bad one), fits --max-audit-line to the budget and
+// returns the audit's priority.
+func (m *Main) checkStdioFlags(fs *flag.FlagSet, sf *stdioFlags) (stdio.Priority, error) {
+	fs.Visit(func(f *flag.Flag) { sf.queueSet = sf.queueSet || f.Name == "audit-queue" })
+	if err := checkStdioValues(sf); err != nil {
+		return "", err
+	}
+	if err := sf.validate(); err != nil {
+		return "", err // before the budget shrinks --max-audit-line to fit
+	}
+	if err := checkMetricsAddr(sf.metricsAddr, sf.allowRemote, m.diag()); err != nil {
+		return "", err
+	}
+	if err := checkUIAddr("stdio", sf.uiAddr, sf.allowRemote); err != nil {
+		return "", err
+	}
+	if fs.NArg() == 0 {
+		return "", usageError("stdio: no backend command given (usage: ahp-tap stdio [flags] -- CMD [ARGS...])")
+	}
+	budget, err := parseBudget(sf.budget)
+	if err != nil {
+		return "", err
+	}
+	if int64(sf.maxLine) > budget {
+		sf.maxLine = int(budget) // a line must fit the budget to be audited
+	}
+	sf.budgetBytes = budget
+	prio, err := stdio.ParsePriority(sf.priority)
+	if err != nil {
+		return "", usageError("--audit-priority: %v", err)
+	}
+	switch sf.lifecycle {
+	case "", "persistent", "per_event":
+	default:
+		return "", usageError("--lifecycle %q is not persistent or per_event", sf.lifecycle)
+	}
+	return prio, nil
+}
+
+// stdioRun is one wrapped backend with its way out.
 type stdioRun struct {
-	tap       *stdio.Tap
-	session   *tap.Session // nil with --audit=false
-	log       *report.Log
-	capture   *capture.Writer
-	collector *report.Collector
-	console   *report.Console
-	sf        *stdioFlags
-	audit     *auditlink.Link // the audit process, when auditing happens there
-	diag      io.Writer       // ahp-tap's own one-line notices (stderr)
-	otlp      *otlpexport.Exporter
-	conduct   *live.Client // --conduct: the facts for the live conduct timeline (nil: none)
-	closed    bool
+	tap     *stdio.Tap
+	session *tap.Session   // nil with --audit=false
+	out     *output.Output // nil in a forwarding process whose audit is elsewhere
+	sf      *stdioFlags
+	audit   *auditlink.Link // the audit process, when auditing happens there
+	diag    io.Writer       // ahp-tap's own one-line notices (stderr)
+	closed  bool
 }
 
 // forwardedSignals are the signals ahp-tap stdio passes to the backend's
@@ -262,12 +265,11 @@ func (sf *stdioFlags) validate() error {
 }
 
 func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio.Priority) (*stdioRun, error) {
-	r := &stdioRun{collector: &report.Collector{Limit: 1}, diag: m.diag(), sf: sf}
+	r := &stdioRun{diag: m.diag(), sf: sf}
 	x, err := sf.otlp.openHook(sf.capture, sf.hook, m.diag())
 	if err != nil {
 		return nil, err
 	}
-	r.otlp = x
 	cfg := l.cfg
 	cfg.Transport = tap.Stdio
 	cfg.Lifecycle = sf.lifecycle
@@ -282,67 +284,40 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 			cfg.Events = st
 		}
 	}
-	sinks := tap.MultiSink{r.collector}
-	if r.console = openConsole(sf.console, m.Stderr); r.console != nil {
-		sinks = append(sinks, r.console)
-	}
-	if sf.log != "" {
-		// A log that cannot be opened never keeps the backend from
-		// running: the harness depends on it, the log is an aid.
-		r.log = report.OpenLogBestEffort(sf.log, m.diag())
-		sinks = append(sinks, r.log)
-	}
-	if r.otlp != nil {
-		sinks = append(sinks, r.otlp)
-	}
-	traffic := sf.stdioMetrics(m.diag())
-	if traffic != nil {
-		sinks = append(sinks, traffic.Sink())
-	}
 	conn := sf.conn
 	if conn == "" {
 		conn = fmt.Sprintf("stdio:%d", os.Getpid())
 	}
-	var rec tap.Recorder
-	if sf.capture != "" {
-		h := capture.Header{
+	// The way out (package output). A log or a capture that cannot be
+	// opened never keeps the backend from running: the harness depends
+	// on it, they are aids.
+	oc := output.Config{Name: "stdio", Diag: m.diag(), Log: sf.log, LogBestEffort: true,
+		OTLP: x, OTLPClose: stdioCloseTimeout, SummaryLimit: 1,
+		Capture: sf.capture, CaptureBestEffort: true, Header: capture.Header{
 			Tool: "ahp-tap " + version, Snapshot: cfg.Snapshot, Transport: tap.Stdio,
 			Started: time.Now().UTC(), Conn: conn, Registration: sf.registration, Hook: sf.hook,
 			Lifecycle: cfg.Lifecycle, TimeoutMs: sf.timeout.Milliseconds(), RegistrationDoc: l.regDoc,
 			State: stateForHeader(sf.state),
-		}
-		if sf.inject.on() {
-			h.Injected = sf.inject.plan(sf.hook).Banner()
-		}
-		w, err := capture.Create(sf.capture, h)
-		if err != nil {
-			printable.Fprintf(m.diag(), "ahp-tap: cannot open the capture: %v; nothing is captured, traffic is not affected\n", err)
-		} else {
-			if n := w.Notice(); n != "" {
-				printable.Fprintf(m.diag(), "ahp-tap: capture: %s\n", n)
-			}
-			r.capture, rec = w, w
-		}
+		},
+		Traffic: sf.stdioMetrics(m.diag()), Conduct: sf.conductClient(l, m.diag())}
+	if sf.console {
+		oc.Console = m.Stderr
+	}
+	if sf.inject.on() {
+		oc.Header.Injected = sf.inject.plan(sf.hook).Banner()
+	}
+	if oc.Traffic != nil {
+		oc.Metrics = oc.Traffic.Gatherer() // pushed to the OTLP collector too
+	}
+	if u := sf.stdioUI(m.diag()); u != nil {
+		oc.View = u.hub // the live view, served from this audit side (ui.go)
+	}
+	if r.out, err = output.Open(oc); err != nil {
+		return nil, err // best effort: not reached
 	}
 	// The session reports the registration's own findings now, even
 	// with --audit=false (they are about the configuration, not traffic).
-	r.conduct = sf.conductClient(l, m.diag())
-	var watch []tap.Watcher
-	if r.conduct != nil {
-		watch = append(watch, r.conduct)
-	}
-	if traffic != nil {
-		rec, watch = traffic.Recorder(rec), append(watch, traffic)
-		r.otlp.ExportMetrics(traffic.Gatherer())
-	}
-	if w := r.otlp.Watcher(); w != nil {
-		watch = append(watch, w) // the exchanges' spans
-	}
-	if u := sf.stdioUI(m.diag()); u != nil {
-		// The live view, served from this audit side (ui.go).
-		sinks, rec, watch = append(sinks, u.hub), output.ViewRecorder(rec, u.hub), append(watch, u.hub)
-	}
-	r.session = l.watchersSession(cfg, sinks, rec, conn, sf.maxLine, watch)
+	r.session = l.newSession(r.out.SessionConfig(tap.SessionConfig{Config: cfg, Conn: conn, MaxLine: sf.maxLine}))
 	sess := r.session
 	if sf.audit == auditOff {
 		sess = nil // forwarding only: no frame is split, checked or captured
@@ -390,63 +365,32 @@ func watchdogArgv() []string {
 	return []string{exe, "__watchdog"}
 }
 
-// close flushes and closes the log and the capture. It is idempotent.
+// close flushes and closes the way out. It is idempotent.
 func (r *stdioRun) close() { r.closeWithin(minSinkClose) }
 
-// closeWithin flushes and closes the log and the capture, giving up after
-// d: a sink that blocks (stderr not read, a hung mount) never holds up the
-// exit. It is idempotent.
+// closeWithin flushes and closes the way out (conduct, OTLP, log, console,
+// capture), giving up after d: a sink that blocks (stderr not read, a hung
+// mount) never holds up the exit. Capture writes never disturb traffic: a
+// failure is told once. It is idempotent.
 func (r *stdioRun) closeWithin(d time.Duration) {
-	if r.closed {
+	if r.closed || r.out == nil {
 		return
 	}
 	r.closed = true
-	deadline := time.Now().Add(d)
-	if r.conduct != nil {
-		r.conduct.Close(max(min(time.Until(deadline)/2, time.Second), time.Millisecond))
-	}
-	closeOTLP(r.otlp, min(stdioCloseTimeout, d), tap.MultiSink{r.collector, r.log})
-	r.log.CloseWithin(max(time.Until(deadline), time.Millisecond))
-	r.console.Close()
-	if r.capture != nil {
-		// Capture writes never disturb traffic; a failure is told once.
-		// Close waits for a write in progress, so it runs bounded.
-		c := r.capture
-		if !within(max(time.Until(deadline), time.Millisecond), func() { c.Close() }) {
-			printable.Fprintf(r.diag, "ahp-tap: the capture could not be closed within %s of exiting (a write blocks); it may be incomplete, traffic was not affected\n", d)
-		} else if err := c.Err(); err != nil {
-			printable.Fprintf(r.diag, "ahp-tap: writing the capture failed (%v); it is incomplete, traffic was not affected\n", err)
-		}
+	if err := r.out.Close(time.Now().Add(d)); err != nil {
+		printable.Fprintf(r.diag, "ahp-tap: %v; it is incomplete, traffic was not affected\n", err)
 	}
 }
 
-// within runs fn and waits up to d for it to return; it reports whether it
-// did. fn is left running otherwise.
-func within(d time.Duration, fn func()) bool {
-	done := make(chan struct{})
-	go func() { fn(); close(done) }()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
+// summary is the link's summary: the way out's, with the forwarding
+// process's streams when it ran here.
+func (r *stdioRun) summary(notAudited uint64) *report.Summary {
+	return r.out.Summary(notAudited, r.session)
 }
 
 func (r *stdioRun) writeSummary(w io.Writer, res stdio.Result) {
-	s := r.collector.Summary()
-	for _, d := range []struct {
-		dir tap.Direction
-		st  stdio.DirStats
-	}{{tap.FromHarness, res.Harness}, {tap.FromBackend, res.Backend}} {
-		s.Streams = append(s.Streams, report.Stream{Dir: d.dir, Frames: uint64(d.st.Frames), Bytes: uint64(d.st.Bytes), SHA256: hex.EncodeToString(d.st.SHA256)})
-	}
-	s.NotAudited = res.NotAudited
-	s.LogDropped = r.log.Dropped()
-	s.NotPossible = notPossible(r.session.NotChecked())
-	s.FindingsTo = output.FindingsTo(r.sf.log, r.log.Failed(), r.sf.console)
+	s := r.summary(res.NotAudited)
+	s.Streams = streamsOf(res)
 	how := fmt.Sprintf("exited with status %d", res.ExitCode)
 	if res.Signal != 0 {
 		how = "was killed by " + res.Signal.String()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ahp-tap/ahp-tap/examples"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -68,11 +69,11 @@ func onlyHook(reg *tap.Value, file string) (string, error) {
 // checkExampleMode refuses an unknown example-backend mode.
 func checkExampleMode(cmd, mode string) error {
 	var names []string
-	for _, m := range exampleModes {
-		if m.name == mode {
+	for _, m := range examples.Modes {
+		if m.Name == mode {
 			return nil
 		}
-		names = append(names, m.name)
+		names = append(names, m.Name)
 	}
 	return usageError("%s: unknown --mode %q (one of %s)", cmd, mode, strings.Join(names, ", "))
 }

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"github.com/ahp-tap/ahp-tap/auditlink"
 	"github.com/ahp-tap/ahp-tap/conduct/live"
-	"io"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/rules"
@@ -63,23 +61,45 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 	if *conductLive {
 		o.Conduct = filepath.Join(o.Dir, "conduct")
 	}
-	if *out != "" && sameFile(in, *out) {
+	if *out != "" && wrap.SameFile(in, *out) {
 		return usageError("wrap: -o %s is the input: the taps read the original registration, so write the wrapped one elsewhere", *out)
 	}
-	doc, info, err := readRegistration(in)
+	doc, info, err := wrap.ReadRegistration(in)
 	if err != nil {
 		return usageError("wrap: %v", err)
 	}
 
-	// BASE-5: a registration is valid before it is used; wrapping an
-	// invalid one would only hide that.
+	if err := m.refuseInvalidRegistration(in, doc, *snapshot, *spec); err != nil {
+		return err
+	}
+	wrapped, changes, err := wrap.Wrap(doc, o)
+	if err != nil {
+		return usageError("wrap: %s: %v", in, err)
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return usageError("wrap: --dir: %v", err)
+	}
+	if err := m.writeWrapped(*out, wrapped, info); err != nil {
+		return usageError("wrap: %v", err)
+	}
+	m.sayWrapped(changes, o)
+	if o.Conduct != "" {
+		return m.tapConduct(o.Conduct, changes)
+	}
+	return nil
+}
+
+// refuseInvalidRegistration refuses (exit 1) a registration with an error
+// finding, listing its findings on stderr. BASE-5: a registration is valid
+// before it is used; wrapping an invalid one would only hide that.
+func (m *Main) refuseInvalidRegistration(in string, doc []byte, snapshot, spec string) error {
 	reg, _, err := tap.ParseJSON(doc)
 	if err != nil {
 		return usageError("wrap: %s is not JSON: %v", in, err)
 	}
-	fds := rules.RegistrationFindingsFor(reg, *snapshot)
-	if *spec != "" {
-		s, err := rules.LoadSpec(*spec, *snapshot)
+	fds := rules.RegistrationFindingsFor(reg, snapshot)
+	if spec != "" {
+		s, err := rules.LoadSpec(spec, snapshot)
 		if err != nil {
 			return usageError("wrap: --spec: %v", err)
 		}
@@ -93,17 +113,11 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 	if invalid {
 		return &exitError{code: 1, msg: fmt.Sprintf("wrap: %s is not a valid registration (findings above); nothing was written", in)}
 	}
+	return nil
+}
 
-	wrapped, changes, err := wrap.Wrap(doc, o)
-	if err != nil {
-		return usageError("wrap: %s: %v", in, err)
-	}
-	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
-		return usageError("wrap: --dir: %v", err)
-	}
-	if err := m.writeRegistration(*out, wrapped, info); err != nil {
-		return usageError("wrap: %v", err)
-	}
+// sayWrapped says on stderr what wrap did to each hook.
+func (m *Main) sayWrapped(changes []wrap.Change, o wrap.Options) {
 	for _, c := range changes {
 		printable.Fprintf(m.Stderr, "ahp-tap wrap: %s (%s): %s", c.Hook, c.Transport, c.Action)
 		if c.Detail != "" {
@@ -126,21 +140,24 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 		}
 		printable.Fprintf(m.Stderr, "ahp-tap wrap: start the HTTP tap before the harness%s:\n    %s\n", what, wrap.ShellQuote(cmd))
 	}
-	if o.Conduct != "" {
-		var tapped []string
-		for _, c := range changes {
-			if c.Action == "wrapped" {
-				tapped = append(tapped, c.Hook)
-			}
+}
+
+// tapConduct prepares the --conduct directory dir: the hooks its taps
+// feed, for the live conduct timeline.
+func (m *Main) tapConduct(dir string, changes []wrap.Change) error {
+	var tapped []string
+	for _, c := range changes {
+		if c.Action == "wrapped" {
+			tapped = append(tapped, c.Hook)
 		}
-		if err := auditlink.CheckDir(o.Conduct); err != nil {
-			return usageError("wrap: --conduct: %v", err)
-		}
-		if err := writeTapped(live.PathsFor(o.Conduct).Tapped, tapped); err != nil {
-			return usageError("wrap: --conduct: %v", err)
-		}
-		fmt.Fprintf(m.Stderr, "ahp-tap wrap: conduct findings across the backends in %s\n", live.PathsFor(o.Conduct).Log)
 	}
+	if err := auditlink.CheckDir(dir); err != nil {
+		return usageError("wrap: --conduct: %v", err)
+	}
+	if err := live.WriteTapped(live.PathsFor(dir).Tapped, tapped); err != nil {
+		return usageError("wrap: --conduct: %v", err)
+	}
+	fmt.Fprintf(m.Stderr, "ahp-tap wrap: conduct findings across the backends in %s\n", live.PathsFor(dir).Log)
 	return nil
 }
 
@@ -161,9 +178,9 @@ func (m *Main) runUnwrap(ctx context.Context, args []string) error {
 	var info iofs.FileInfo
 	var err error
 	if in == "-" {
-		doc, err = readAll(m.Stdin)
+		doc, err = wrap.ReadDocument(m.Stdin)
 	} else {
-		doc, info, err = readRegistration(in)
+		doc, info, err = wrap.ReadRegistration(in)
 	}
 	if err != nil {
 		return usageError("unwrap: %v", err)
@@ -172,7 +189,7 @@ func (m *Main) runUnwrap(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError("unwrap: %s: %v", in, err)
 	}
-	if err := m.writeRegistration(*out, orig, info); err != nil {
+	if err := m.writeWrapped(*out, orig, info); err != nil {
 		return usageError("unwrap: %v", err)
 	}
 	for _, c := range changes {
@@ -199,83 +216,12 @@ func tapExecutable(p string) (string, error) {
 	return p, nil
 }
 
-func readRegistration(name string) ([]byte, iofs.FileInfo, error) {
-	// O_NONBLOCK: a FIFO without a writer is refused below instead of
-	// blocking the open, where no signal would be seen (issue 28 item 16);
-	// a regular file ignores it.
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("%s is not a regular file", name)
-	}
-	doc, err := readAll(f)
-	return doc, info, err
-}
-
-// maxRegistration bounds what wrap reads: registrations are small.
-const maxRegistration = 16 << 20
-
-func readAll(r io.Reader) ([]byte, error) {
-	doc, err := io.ReadAll(io.LimitReader(r, maxRegistration+1))
-	if err == nil && len(doc) > maxRegistration {
-		return nil, fmt.Errorf("registration larger than %d bytes", maxRegistration)
-	}
-	// A byte order mark (RFC 8259 lets a parser ignore it) is dropped:
-	// the document written is the same JSON without it.
-	return tap.TrimBOM(doc), err
-}
-
-func sameFile(a, b string) bool {
-	ia, err1 := os.Stat(a)
-	ib, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(ia, ib)
-}
-
-// writeRegistration writes doc to name ("" for stdout) by renaming a
-// temporary file over it, so a harness never reads half a registration.
-// The mode is the existing file's, else the input's without group or
-// other write permission (0600 when the input was stdin). A symbolic link
-// at name is refused rather than followed.
-func (m *Main) writeRegistration(name string, doc []byte, input iofs.FileInfo) error {
+// writeWrapped writes doc to name ("" for stdout; wrap.WriteRegistration
+// otherwise).
+func (m *Main) writeWrapped(name string, doc []byte, input iofs.FileInfo) error {
 	if name == "" {
 		_, err := m.Stdout.Write(doc)
 		return err
 	}
-	mode := iofs.FileMode(0o600)
-	if input != nil {
-		mode = input.Mode().Perm() &^ 0o022
-	}
-	if st, err := os.Lstat(name); err == nil {
-		if st.Mode()&iofs.ModeSymlink != 0 {
-			return fmt.Errorf("-o %s is a symbolic link; give the file itself", name)
-		}
-		if !st.Mode().IsRegular() {
-			return fmt.Errorf("-o %s is not a regular file", name)
-		}
-		mode = st.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	if _, err := tmp.Write(doc); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
+	return wrap.WriteRegistration(name, doc, input)
 }

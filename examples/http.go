@@ -1,4 +1,4 @@
-package main
+package examples
 
 import (
 	"bufio"
@@ -27,20 +27,21 @@ import (
 // exampleMaxBody caps a request body the example backend reads.
 const exampleMaxBody = 16 << 20
 
-// serveExampleHTTP answers AHP over HTTP on addr until ctx ends (SIGINT,
+// ServeHTTP answers AHP over HTTP on addr until ctx ends (SIGINT,
 // SIGTERM): one JSON-RPC message per POST, the answer as the body (200,
 // application/json), 202 with no body for a notification. The mode's
 // faults are the stdio ones where they make sense: crash closes the
 // connection without an answer and exits 1, silent never answers.
-func (m *Main) serveExampleHTTP(ctx context.Context, b *exampleBackend, addr string) error {
+func (b *Backend) ServeHTTP(ctx context.Context, addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return usageError("example-backend: --listen: %v", err)
+		return fmt.Errorf("example-backend: --listen: %v", err)
 	}
 	if !isLoopback(ln.Addr()) {
 		ln.Close()
-		return usageError("example-backend: --listen %s is not a loopback address; the example backend serves only this host", addr)
+		return fmt.Errorf("example-backend: --listen %s is not a loopback address; the example backend serves only this host", addr)
 	}
+	b.http = true
 	var mu sync.Mutex // one request at a time: the mode's state (b.n) is shared
 	crashed := make(chan struct{})
 	var crashOnce sync.Once
@@ -90,7 +91,7 @@ func (m *Main) serveExampleHTTP(ctx context.Context, b *exampleBackend, addr str
 	srv.Shutdown(sctx)
 	cancel()
 	if code != 0 {
-		return &exitError{code: code}
+		return ErrCrash
 	}
 	return nil
 }
@@ -145,7 +146,7 @@ func (l *httpHarnessLink) Write(p []byte) (int, error) {
 func waitAccepting(ctx context.Context, rawURL string, d time.Duration) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageError("example-harness: %q is not an http:// or https:// URL (--url), or a host:port (--wait-for)", strings.TrimPrefix(rawURL, "http://"))
+		return fmt.Errorf("example-harness: %q is not an http:// or https:// URL (--url), or a host:port (--wait-for)", strings.TrimPrefix(rawURL, "http://"))
 	}
 	host := u.Host
 	if u.Port() == "" {
@@ -159,7 +160,7 @@ func waitAccepting(ctx context.Context, rawURL string, d time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return usageError("example-harness: nothing accepts connections on %s within --timeout (%v)", host, err)
+			return fmt.Errorf("example-harness: nothing accepts connections on %s within --timeout (%v)", host, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -229,7 +230,7 @@ func (l *perEventLink) wait(d time.Duration) int {
 
 // manifest is the backend's hooks/capabilities answer: over HTTP it names
 // the http transport.
-func (b *exampleBackend) manifest() map[string]any {
+func (b *Backend) manifest() map[string]any {
 	if !b.http {
 		return exampleManifest
 	}
@@ -241,23 +242,24 @@ func (b *exampleBackend) manifest() map[string]any {
 	return mf
 }
 
-// playExampleLink plays the example session over HTTP (--url) or to one
+// playLink plays the example session over HTTP (--url) or to one
 // backend process per message (--lifecycle per_event).
-func (m *Main) playExampleLink(ctx context.Context, argv []string, snapshot string, timeout time.Duration, url, lifecycle string, waitFor []string) error {
-	h := &exampleHarness{snapshot: snapshot, timeout: timeout, say: m.Stderr, lines: make(chan []byte, 16)}
+func playLink(ctx context.Context, cfg HarnessConfig) error {
+	argv, snapshot, timeout, url, lifecycle, waitFor := cfg.Argv, cfg.Snapshot, cfg.Timeout, cfg.URL, cfg.Lifecycle, cfg.WaitFor
+	h := &exampleHarness{snapshot: snapshot, timeout: timeout, say: cfg.Say, lines: make(chan []byte, 16)}
 	switch {
 	case lifecycle != "persistent" && lifecycle != "per_event":
-		return usageError("example-harness: --lifecycle %q is not persistent or per_event", lifecycle)
+		return fmt.Errorf("example-harness: --lifecycle %q is not persistent or per_event", lifecycle)
 	case url != "" && len(argv) > 0:
-		return usageError("example-harness: give --url URL or a backend CMD, not both")
+		return fmt.Errorf("example-harness: give --url URL or a backend CMD, not both")
 	case url != "" && lifecycle != "persistent":
-		return usageError("example-harness: --lifecycle is for a stdio backend CMD; over HTTP every message is its own request already")
+		return fmt.Errorf("example-harness: --lifecycle is for a stdio backend CMD; over HTTP every message is its own request already")
 	case url == "" && len(argv) == 0:
-		return usageError("example-harness: --lifecycle per_event needs the backend CMD to start for each message")
+		return fmt.Errorf("example-harness: --lifecycle per_event needs the backend CMD to start for each message")
 	case timeout <= 0:
-		return usageError("example-harness: --timeout must be positive")
+		return fmt.Errorf("example-harness: --timeout must be positive")
 	case len(waitFor) > 0 && url == "":
-		return usageError("example-harness: --wait-for is for --url: a stdio backend is started by the harness itself")
+		return fmt.Errorf("example-harness: --wait-for is for --url: a stdio backend is started by the harness itself")
 	}
 	if url != "" {
 		// The backend behind a tap first (a tap that listens before its
@@ -270,15 +272,25 @@ func (m *Main) playExampleLink(ctx context.Context, argv []string, snapshot stri
 		if err := waitAccepting(ctx, url, timeout); err != nil {
 			return err
 		}
-		h.out = &httpHarnessLink{url: url, lines: h.lines, say: m.Stderr,
+		h.out = &httpHarnessLink{url: url, lines: h.lines, say: cfg.Say,
 			client: &http.Client{Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-		return h.play(exampleSession(time.Now()))
+		return h.play(Session(time.Now()))
 	}
-	link := &perEventLink{argv: argv, stderr: m.Stderr, lines: h.lines}
+	link := &perEventLink{argv: argv, stderr: cfg.Say, lines: h.lines}
 	h.out = link
-	err := h.play(exampleSession(time.Now()))
+	err := h.play(Session(time.Now()))
 	if failed := link.wait(timeout + 5*time.Second); failed > 0 && err == nil {
-		fmt.Fprintf(m.Stderr, "harness: %d per_event backend processes failed\n", failed)
+		fmt.Fprintf(cfg.Say, "harness: %d per_event backend processes failed\n", failed)
 	}
 	return err
+}
+
+// isLoopback reports whether a listener's address is on loopback only.
+func isLoopback(a net.Addr) bool {
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

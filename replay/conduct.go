@@ -1,12 +1,10 @@
-package main
+package replay
 
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
@@ -25,36 +23,6 @@ const conductSource = "conduct"
 var conductChecks = []vocab.CheckID{vocab.Cond1, vocab.Cond2, vocab.Cond3, vocab.Cond4, vocab.Cond5,
 	vocab.Cond6, vocab.Cond7, vocab.Cond8, vocab.Cond9}
 
-// expandInputs replaces each directory among names by the captures in it
-// (files named *.capture or *.capture.gz, as `wrap --dir` writes them),
-// in name order. A directory with none is an error.
-func expandInputs(names []string) ([]string, error) {
-	var out []string
-	for _, n := range names {
-		st, err := os.Stat(n)
-		if n == "-" || err != nil || !st.IsDir() {
-			out = append(out, n)
-			continue
-		}
-		ents, err := os.ReadDir(n)
-		if err != nil {
-			return nil, err
-		}
-		found := 0
-		for _, e := range ents {
-			name := e.Name()
-			if e.Type().IsRegular() && (strings.HasSuffix(name, ".capture") || strings.HasSuffix(name, ".capture.gz")) {
-				out = append(out, filepath.Join(n, name))
-				found++
-			}
-		}
-		if found == 0 {
-			return nil, fmt.Errorf("%s is a directory with no capture in it (*.capture, *.capture.gz)", n)
-		}
-	}
-	return out, nil
-}
-
 // conductResult is what judging the conduct of replayed captures gave.
 type conductResult struct {
 	findings    []tap.Finding
@@ -71,7 +39,7 @@ type conductLink struct {
 	hook string
 }
 
-// replayConduct judges how the harness dispatched across the links of one
+// judgeConduct judges how the harness dispatched across the links of one
 // registration (issue 23): the captures among names whose headers name a
 // hook are replayed again, merged into one time line by their frames'
 // times, each segment through a session configured as its live run was,
@@ -80,40 +48,9 @@ type conductLink struct {
 // file. With always false, a registration of one hook is not judged.
 // Captures of another registration than the first (or than
 // --registration) are left out, and said so.
-func (rp *replayer) replayConduct(m *Main, names []string, skew time.Duration, always bool) conductResult {
+func (rp *Replayer) judgeConduct(names []string, skew time.Duration, always bool) conductResult {
 	var res conductResult
-	var reg *tap.Value
-	var regDigest string
-	var links []conductLink
-	var why []string
-	for _, name := range names {
-		if name == "-" {
-			continue
-		}
-		h, err := firstHeader(m, name)
-		if err != nil || h == nil {
-			continue // not a capture, or unreadable: the replay of the file said so
-		}
-		if h.Hook == "" || len(h.RegistrationDoc) == 0 {
-			why = append(why, fmt.Sprintf("%s names no hook and registration in its header (record with --registration and --hook, as wrap does)", name))
-			continue
-		}
-		doc, _, err := tap.ParseJSON(h.RegistrationDoc)
-		if err != nil {
-			continue
-		}
-		if reg == nil {
-			reg, regDigest = doc, doc.Digest()
-			if r := rp.flags.cfg.Registration; r != nil && rp.set["registration"] {
-				reg, regDigest = r, r.Digest()
-			}
-		}
-		if doc.Digest() != regDigest {
-			fmt.Fprintf(rp.diag, "ahp-tap: replay: %s is a capture of another registration; its conduct is not judged with the others\n", name)
-			continue
-		}
-		links = append(links, conductLink{name: name, hook: h.Hook})
-	}
+	reg, links, why := rp.conductLinks(names)
 	if !always && (reg == nil || len(reg.Get("hooks").Elems()) < 2) {
 		return res // one backend: nothing across links to judge (--conduct on judges it anyway)
 	}
@@ -136,6 +73,52 @@ func (rp *replayer) replayConduct(m *Main, names []string, skew time.Duration, a
 	}
 	tl := conduct.New(conduct.Config{Registration: reg, Tapped: tapped, Skew: skew,
 		Sink: tap.SinkFunc(func(f tap.Finding) { res.findings = append(res.findings, f) })})
+	rp.feedTimeline(tl, reg, links)
+	tl.Close()
+	res.judged, res.links, res.chains, res.exercised = true, tapped, tl.Chains(), tl.Exercised()
+	res.notPossible = notPossible(tl.NotChecked())
+	return res
+}
+
+// conductLinks finds the captures of one registration among names: the
+// registration (--registration, else the first capture's), its links, and
+// why captures without a hook and registration could not be links.
+func (rp *Replayer) conductLinks(names []string) (reg *tap.Value, links []conductLink, why []string) {
+	var regDigest string
+	for _, name := range names {
+		if name == "-" {
+			continue
+		}
+		h, err := firstHeader(name)
+		if err != nil || h == nil {
+			continue // not a capture, or unreadable: the replay of the file said so
+		}
+		if h.Hook == "" || len(h.RegistrationDoc) == 0 {
+			why = append(why, fmt.Sprintf("%s names no hook and registration in its header (record with --registration and --hook, as wrap does)", name))
+			continue
+		}
+		doc, _, err := tap.ParseJSON(h.RegistrationDoc)
+		if err != nil {
+			continue
+		}
+		if reg == nil {
+			reg, regDigest = doc, doc.Digest()
+			if r := rp.Config.Registration; r != nil && rp.Set["registration"] {
+				reg, regDigest = r, r.Digest()
+			}
+		}
+		if doc.Digest() != regDigest {
+			fmt.Fprintf(rp.Diag, "ahp-tap: replay: %s is a capture of another registration; its conduct is not judged with the others\n", name)
+			continue
+		}
+		links = append(links, conductLink{name: name, hook: h.Hook})
+	}
+	return reg, links, why
+}
+
+// feedTimeline replays the links' captures merged by time, one session
+// per segment, each watched by the timeline.
+func (rp *Replayer) feedTimeline(tl *conduct.Timeline, reg *tap.Value, links []conductLink) {
 	var readers []*capture.Reader
 	var closers []func()
 	defer func() {
@@ -144,49 +127,45 @@ func (rp *replayer) replayConduct(m *Main, names []string, skew time.Duration, a
 		}
 	}()
 	for _, l := range links {
-		in, err := m.openInput(l.name, false)
+		in, err := OpenInput(l.name, nil, io.Discard, false)
 		if err != nil {
-			fmt.Fprintf(rp.diag, "ahp-tap: replay: %s: %v; its link is left out of the conduct timeline\n", l.name, err)
+			fmt.Fprintf(rp.Diag, "ahp-tap: replay: %s: %v; its link is left out of the conduct timeline\n", l.name, err)
 			continue
 		}
-		closers = append(closers, in.close)
-		cr := capture.NewReader(in.r)
+		closers = append(closers, in.Close)
+		cr := capture.NewReader(in.R)
 		cr.Damaged = func(*capture.LineError) {} // the file's own replay reported it
 		readers = append(readers, cr)
 	}
 	stores := capture.NewStores()
 	discard := tap.SinkFunc(func(tap.Finding) {})
 	err := capture.Merge(readers, func(_ int, h *capture.Header) (*tap.Session, error) {
-		cfg, err := h.Config(rp.flags.cfg, overridesOf(rp.set))
+		cfg, err := h.Config(rp.Config, OverridesOf(rp.Set))
 		if err != nil {
 			return nil, err
 		}
 		cfg.Registration, cfg.HookID = reg, h.Hook
 		cfg.Events = stores.For(h)
-		return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.flags.opt), Sink: discard,
-			RegistrationReported: true, SharedEvents: h.State != "", MaxLine: maxReplayLine,
+		return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.Rules), Sink: discard,
+			RegistrationReported: true, SharedEvents: h.State != "", MaxLine: MaxLine,
 			Watch: tl.Link(h.Hook)}), nil
 	}, func(s *tap.Session) { s.Close() })
-	if err != nil && !rp.interrupted() {
-		fmt.Fprintf(rp.diag, "ahp-tap: replay: conduct timeline: %v\n", err)
+	if err != nil && !rp.Interrupted() {
+		fmt.Fprintf(rp.Diag, "ahp-tap: replay: conduct timeline: %v\n", err)
 	}
-	tl.Close()
-	res.judged, res.links, res.chains, res.exercised = true, tapped, tl.Chains(), tl.Exercised()
-	res.notPossible = notPossible(tl.NotChecked())
-	return res
 }
 
 // firstHeader reads the header a capture starts with (nil: not a capture).
-func firstHeader(m *Main, name string) (*capture.Header, error) {
-	in, err := m.openInput(name, false)
+func firstHeader(name string) (*capture.Header, error) {
+	in, err := OpenInput(name, nil, io.Discard, false)
 	if err != nil {
 		return nil, err
 	}
-	defer in.close()
-	if in.kind != kindCapture {
+	defer in.Close()
+	if in.Kind != capture.KindCapture {
 		return nil, nil
 	}
-	it, err := capture.NewReader(in.r).Next()
+	it, err := capture.NewReader(in.R).Next()
 	if err != nil {
 		if errors.Is(err, capture.ErrNotCapture) {
 			return nil, nil
@@ -196,19 +175,19 @@ func firstHeader(m *Main, name string) (*capture.Header, error) {
 	return it.Header, nil
 }
 
-// conductSource judges the conduct of the replayed captures and feeds it
+// Conduct judges the conduct of the replayed captures and feeds it
 // to the --report run as an input of its own, with its coverage of the
 // COND checks: the source of the conduct findings (nil when no timeline
 // ran).
-func (rp *replayer) conductSource(m *Main, names []string, skew time.Duration, always bool) *report.Source {
-	if rp.interrupted() {
+func (rp *Replayer) Conduct(names []string, skew time.Duration, always bool) *report.Source {
+	if rp.Interrupted() {
 		return nil
 	}
-	res := rp.replayConduct(m, names, skew, always)
+	res := rp.judgeConduct(names, skew, always)
 	if !res.judged && len(res.notPossible) == 0 {
 		return nil
 	}
-	rp.run.StartInput(conductSource)
+	rp.Run.StartInput(conductSource)
 	nc := map[string]string{}
 	for _, n := range res.notPossible {
 		if _, ok := nc[n.Check]; !ok {
@@ -223,15 +202,24 @@ func (rp *replayer) conductSource(m *Main, names []string, skew time.Duration, a
 		id := string(c)
 		switch {
 		case found[id] || (res.judged && res.exercised[id] == ""):
-			rp.run.Cover(id, rules.Exercised, "")
+			rp.Run.Cover(id, rules.Exercised, "")
 		case nc[id] != "":
-			rp.run.Cover(id, rules.NotChecked, nc[id])
+			rp.Run.Cover(id, rules.NotChecked, nc[id])
 		default:
-			rp.run.Cover(id, rules.NotExercised, res.exercised[id])
+			rp.Run.Cover(id, rules.NotExercised, res.exercised[id])
 		}
 	}
-	rp.run.Chains(res.chains)
-	rp.run.Findings(res.findings)
-	rp.run.EndInput(report.InputEnd{})
+	rp.Run.Chains(res.chains)
+	rp.Run.Findings(res.findings)
+	rp.Run.EndInput(report.InputEnd{})
 	return &report.Source{Name: conductSource, Findings: res.findings, Chains: res.chains, ConductNotChecked: res.notPossible}
+}
+
+// notPossible turns a timeline's NotChecked list into the report's.
+func notPossible(nc []tap.NotChecked) []report.NotPossible {
+	var out []report.NotPossible
+	for _, n := range nc {
+		out = append(out, report.NotPossible{Check: n.Check, Reason: n.Reason})
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package main
+package examples
 
 import (
 	"bufio"
@@ -19,10 +19,10 @@ import (
 	"github.com/ahp-tap/ahp-tap/vocab"
 )
 
-// conductFaults are the deliberate conduct faults of `ahp-tap
+// Faults are the deliberate conduct faults of `ahp-tap
 // example-harness --registration FILE --fault NAME` (issue 23): each makes
 // the finding of its check when the registration's backends are tapped.
-var conductFaults = []conductFault{
+var Faults = []Fault{
 	{"none", "dispatch as AHP says: serial, in registration order, stop on deny or fail-closed failure, continue after a fail-open failure, short-circuit observes to uncalled interceptors (default)", ""},
 	{"out-of-order", "run the interceptors of each event in the reverse of the registration's order", vocab.Cond1},
 	{"concurrent", "send each event to every interceptor at once, then read the answers", vocab.Cond1},
@@ -35,17 +35,18 @@ var conductFaults = []conductFault{
 	{"accept-invalid-deny", "take a deny from a response AHP rejects whole (a deny beside an invalid effect) instead of failing the interceptor", ""},
 }
 
-// A conductFault is one deliberate fault of the dispatching harness and
-// the check that finds it ("" for none).
-type conductFault struct {
-	name, help string
-	check      vocab.CheckID
+// A Fault is one deliberate fault of the dispatching harness and the
+// check that finds it ("" for none).
+type Fault struct {
+	Name, Help string
+	Check      vocab.CheckID
 }
 
-func faultHelp() string {
+// FaultHelp lists the faults, one per line, for a flag's help.
+func FaultHelp() string {
 	var b strings.Builder
-	for _, f := range conductFaults {
-		fmt.Fprintf(&b, "\n    %-20s %s", f.name, f.help)
+	for _, f := range Faults {
+		fmt.Fprintf(&b, "\n    %-20s %s", f.Name, f.Help)
 	}
 	return b.String()
 }
@@ -79,23 +80,26 @@ type conductHarness struct {
 	client   *http.Client
 }
 
-// runConductHarness is `example-harness --registration FILE [--fault F]`.
-func (m *Main) runConductHarness(regPath, fault, snapshot string) error {
-	if !slices.ContainsFunc(conductFaults, func(f conductFault) bool { return f.name == fault }) {
-		return usageError("example-harness: unknown --fault %q (one of:%s)", fault, faultHelp())
+// PlayConduct is `example-harness --registration FILE [--fault F]`: it
+// dispatches a short session to every backend of the registration at
+// regPath, as a harness does, with the deliberate fault (one of Faults)
+// or none, saying what happens on say.
+func PlayConduct(regPath, fault, snapshot string, say io.Writer) error {
+	if !slices.ContainsFunc(Faults, func(f Fault) bool { return f.Name == fault }) {
+		return fmt.Errorf("example-harness: unknown --fault %q (one of:%s)", fault, FaultHelp())
 	}
 	data, err := os.ReadFile(regPath)
 	if err != nil {
-		return usageError("example-harness: cannot read the registration: %v", err)
+		return fmt.Errorf("example-harness: cannot read the registration: %v", err)
 	}
 	doc, _, err := tap.ParseJSON(data)
 	if err != nil {
-		return usageError("example-harness: the registration is not JSON: %v", err)
+		return fmt.Errorf("example-harness: the registration is not JSON: %v", err)
 	}
-	h := &conductHarness{fault: fault, snapshot: snapshot, say: m.Stderr, client: &http.Client{}}
+	h := &conductHarness{fault: fault, snapshot: snapshot, say: say, client: &http.Client{}}
 	for i, e := range doc.Get("hooks").Elems() {
 		id, _ := e.Get("id").Text()
-		dh := &dispatchHook{id: id, pos: i, entry: e, say: m.Stderr}
+		dh := &dispatchHook{id: id, pos: i, entry: e, say: say}
 		tr := e.Get("transport")
 		dh.kind, _ = tr.Get("type").Text()
 		switch dh.kind {
@@ -113,12 +117,12 @@ func (m *Main) runConductHarness(regPath, fault, snapshot string) error {
 		case "http":
 			dh.url, _ = tr.Get("url").Text()
 		default:
-			return usageError("example-harness: hook %q: transport %q is neither stdio nor http", id, dh.kind)
+			return fmt.Errorf("example-harness: hook %q: transport %q is neither stdio nor http", id, dh.kind)
 		}
 		h.hooks = append(h.hooks, dh)
 	}
 	if len(h.hooks) == 0 {
-		return usageError("example-harness: the registration has no hooks")
+		return fmt.Errorf("example-harness: the registration has no hooks")
 	}
 	defer h.close()
 	for _, ev := range conductSession(time.Now()) {
@@ -130,7 +134,7 @@ func (m *Main) runConductHarness(regPath, fault, snapshot string) error {
 // conductSession is the events the dispatching harness plays: an allowed
 // call, a call the example policy denies, and their tool.after events.
 func conductSession(now time.Time) []map[string]any {
-	harness := map[string]any{"name": "ahp-tap-example-harness", "version": version}
+	harness := map[string]any{"name": "ahp-tap-example-harness", "version": Version}
 	session := map[string]any{"id": "sess_conduct_1", "cwd": "/work/project"}
 	ts := func(i int) string { return now.Add(time.Duration(i) * time.Second).UTC().Format(time.RFC3339) }
 	before := func(i int, call, command string) map[string]any {

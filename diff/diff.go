@@ -1,11 +1,12 @@
-package main
+// Package diff compares two recordings (`ahp-tap diff`, docs/diff.md):
+// exchanges matched by event identity, their answers compared with
+// package answers (as mock harness compares a live answer with a
+// recording), findings compared by kind.
+package diff
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,74 +17,50 @@ import (
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/rules"
+	"github.com/ahp-tap/ahp-tap/stdio"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
-// diffWindow is the default --window: how many bytes of exchanges seen on
-// one side and not yet on the other the diff holds at once.
-const diffWindow = 64 << 20
+// DefaultWindow is the default --window: how many bytes of exchanges seen
+// on one side and not yet on the other the diff holds at once.
+const DefaultWindow = 64 << 20
+
+// maxLine caps one stream line of a recording replayed for its findings,
+// as replay and the live taps cap theirs.
+const maxLine = stdio.DefaultMaxAuditLine
 
 // maxFindingKinds caps the distinct kinds of finding a diff compares per
 // recording; past it the rest are counted, not compared.
 const maxFindingKinds = 10000
 
-// runDiff compares two recordings (docs/diff.md): exchanges matched by
-// event identity, their answers compared with package answers (as mock
-// harness compares a live answer with a recording), findings compared by
-// kind. Exit 0 when equal, 1 on a difference, 2 on bad input.
-func (m *Main) runDiff(_ context.Context, args []string) error {
-	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
-	latency := fs.Duration("latency", 0, "report an exchange whose answer came more than `DURATION` sooner or later in B than in A (0: latency is not compared)")
-	format := fs.String("format", "text", "output `FORMAT`: text or json")
-	window := fs.Int64("window", diffWindow, "hold at most `BYTES` of exchanges not matched yet; past it the oldest is reported as found in one recording only")
-	if err := parseFlags(fs, args, m.Stderr); err != nil {
-		return err
-	}
-	if fs.NArg() != 2 {
-		return usageError("diff: give two captures (usage: ahp-tap diff [flags] A B)")
-	}
-	if *format != "text" && *format != "json" {
-		return usageError("--format %q is not text or json", *format)
-	}
-	if *latency < 0 || *window <= 0 {
-		return usageError("--latency must not be negative and --window must be positive")
-	}
+// Compare compares the recordings a and b, holding at most window bytes
+// of exchanges not matched yet, and reporting answers whose latency
+// differs by more than latency (0: latency is not compared).
+func Compare(a, b string, window int64, latency time.Duration) (*Result, error) {
 	var sides [2]*diffSide
-	for i, name := range fs.Args() {
+	for i, name := range []string{a, b} {
 		f, err := os.Open(name)
 		if err != nil {
-			return usageError("%v", err)
+			return nil, err
 		}
 		defer f.Close()
 		sides[i] = &diffSide{name: name, r: capture.NewReader(f), pending: map[string]*diffPending{}, seen: map[string]int{}}
 	}
-	res := &diffResult{A: fs.Arg(0), B: fs.Arg(1), Changed: []diffChange{}, OnlyInA: []diffOnly{}, OnlyInB: []diffOnly{},
+	res := &Result{A: a, B: b, Changed: []diffChange{}, OnlyInA: []diffOnly{}, OnlyInB: []diffOnly{},
 		NewFindings: []diffFinding{}, GoneFindings: []diffFinding{}}
-	if err := matchExchanges(sides, *window, *latency, res); err != nil {
-		return usageError("%v", err)
+	if err := matchExchanges(sides, window, latency, res); err != nil {
+		return nil, err
 	}
-	for i, name := range fs.Args() {
+	for i, name := range []string{a, b} {
 		kinds, err := findingKinds(name)
 		if err != nil {
-			return usageError("%v", err)
+			return nil, err
 		}
 		sides[i].findings = kinds
 	}
 	res.compareFindings(sides[0].findings, sides[1].findings)
 	res.Equal = len(res.Changed) == 0 && len(res.OnlyInA) == 0 && len(res.OnlyInB) == 0 && len(res.NewFindings) == 0 && len(res.GoneFindings) == 0
-	if *format == "json" {
-		enc := json.NewEncoder(m.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return err
-		}
-	} else {
-		res.text(m.Stdout)
-	}
-	if !res.Equal {
-		return &exitError{code: 1}
-	}
-	return nil
+	return res, nil
 }
 
 // A diffExchange is one answered (or unanswered) request of a recording,
@@ -217,8 +194,8 @@ func describeFrame(f *tap.Frame, method string, id *tap.Value) string {
 	return s
 }
 
-// The diff's result, as --format json writes it.
-type diffResult struct {
+// A Result is the diff's result, as --format json writes it.
+type Result struct {
 	A            string        `json:"a"`
 	B            string        `json:"b"`
 	Equal        bool          `json:"equal"`
@@ -264,7 +241,7 @@ type diffFinding struct {
 // exchange with the other side's exchange of the same identity. Unmatched
 // exchanges wait in a window of at most window bytes; past it the oldest
 // is reported as found in one recording only (evicted).
-func matchExchanges(sides [2]*diffSide, window int64, latency time.Duration, res *diffResult) error {
+func matchExchanges(sides [2]*diffSide, window int64, latency time.Duration, res *Result) error {
 	waiting := [2]map[string]*diffExchange{{}, {}}
 	var (
 		order []*diffExchange // arrival order of the waiting, some matched since
@@ -336,7 +313,7 @@ func matchExchanges(sides [2]*diffSide, window int64, latency time.Duration, res
 }
 
 // compare adds a's and b's differences, if any, to the result.
-func (res *diffResult) compare(a, b *diffExchange, latency time.Duration) {
+func (res *Result) compare(a, b *diffExchange, latency time.Duration) {
 	c := diffChange{Exchange: a.id, A: a.describe, B: b.describe}
 	var fa, fb *tap.Frame
 	if a.resp != nil {
@@ -382,7 +359,7 @@ func findingKinds(name string) (map[string]int, error) {
 		if err != nil {
 			return nil, err
 		}
-		return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rules.Options{}), Sink: sink, MaxLine: maxReplayLine}), nil
+		return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rules.Options{}), Sink: sink, MaxLine: maxLine}), nil
 	}, func(s *tap.Session) { s.Close() })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -392,7 +369,7 @@ func findingKinds(name string) (map[string]int, error) {
 
 // compareFindings lists the kinds of finding B has more of than A (new)
 // and fewer of (gone).
-func (res *diffResult) compareFindings(a, b map[string]int) {
+func (res *Result) compareFindings(a, b map[string]int) {
 	res.Uncompared = max(a[""], b[""])
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for k := range a {
@@ -419,8 +396,8 @@ func (res *diffResult) compareFindings(a, b map[string]int) {
 	}
 }
 
-// text writes the result for people, every line through printable.
-func (res *diffResult) text(w io.Writer) {
+// Text writes the result for people, every line through printable.
+func (res *Result) Text(w io.Writer) {
 	p := func(format string, args ...any) { printable.Fprintf(w, format, args...) }
 	p("ahp-tap diff ▸ A %s: %d exchanges; B %s: %d exchanges; %d matched\n", res.A, res.ExchangesA, res.B, res.ExchangesB, res.Matched)
 	for _, c := range res.Changed {

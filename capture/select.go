@@ -1,4 +1,4 @@
-package main
+package capture
 
 // replay --select EXPR --write-capture FILE (issue 24 item 4): a smaller
 // capture holding only the selected exchanges, which replays with the same
@@ -8,29 +8,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/ahp-tap/ahp-tap/capture"
-	"github.com/ahp-tap/ahp-tap/internal/printable"
-	"github.com/ahp-tap/ahp-tap/output"
-	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 	"github.com/ahp-tap/ahp-tap/vocab"
 )
 
-// A selTerm is one --select expression: every condition must hold (comma
+// A SelectTerm is one --select expression: every condition must hold (comma
 // is "and"); several --select flags are "or".
-type selTerm struct {
+type SelectTerm struct {
 	check, event, conn, id string
 	from, to               time.Time
 }
 
-// parseSelect parses "key=value,key=value" with the keys check, event,
+// ParseSelect parses "key=value,key=value" with the keys check, event,
 // conn, id, from and to (RFC 3339).
-func parseSelect(expr string) (selTerm, error) {
-	var t selTerm
+func ParseSelect(expr string) (SelectTerm, error) {
+	var t SelectTerm
 	if strings.TrimSpace(expr) == "" {
 		return t, fmt.Errorf("empty expression")
 	}
@@ -75,7 +70,7 @@ type selExchange struct {
 	checks                           map[string]bool
 }
 
-func (x *selExchange) matches(t selTerm) bool {
+func (x *selExchange) matches(t SelectTerm) bool {
 	return (t.check == "" || x.checks[t.check]) &&
 		(t.event == "" || x.event == t.event) &&
 		(t.conn == "" || x.conn == t.conn) &&
@@ -85,7 +80,7 @@ func (x *selExchange) matches(t selTerm) bool {
 }
 
 // A selIndexer numbers the exchanges of a capture as it is read, the same
-// way on every read: records are routed to segments as capture.Replay
+// way on every read: records are routed to segments as Replay
 // routes them, and a response joins the latest request of its segment and
 // conn with the same JSON-RPC id.
 type selIndexer struct {
@@ -100,7 +95,7 @@ func newSelIndexer() *selIndexer {
 }
 
 // header starts a segment and returns its number.
-func (ix *selIndexer) header(h *capture.Header) int {
+func (ix *selIndexer) header(h *Header) int {
 	ix.seg++
 	if h.Conn != "" {
 		ix.byConn[h.Conn] = ix.seg
@@ -116,7 +111,7 @@ func (ix *selIndexer) route(conn string) int {
 	return ix.seg
 }
 
-// end forgets the conn of an ended segment, as capture.Replay does.
+// end forgets the conn of an ended segment, as Replay does.
 func (ix *selIndexer) end(conn string) {
 	delete(ix.byConn, conn)
 }
@@ -152,79 +147,39 @@ type selFinding struct {
 	check string
 }
 
-// writeSelected writes to path (created 0600, no symlink followed) the
-// segments of the capture inputs that hold a selected exchange: their
-// headers and notes, the selected exchanges' frames, every exchange of the
-// same event (a retry is judged against its first delivery) and the
-// hooks/capabilities exchanges (what a response is judged against).
-// f is the file, created by createSelected.
-func (m *Main) writeSelected(rp *replayer, f *os.File, path string, terms []selTerm, inputs []string) error {
-	enc := json.NewEncoder(f)
-	enc.SetEscapeHTML(false)
-	kept := 0
-	for _, name := range inputs {
-		n, err := m.selectInput(rp, enc, name, terms)
-		if err != nil {
-			f.Close()
-			os.Remove(path) // a partial cut is no capture to replay
-			return usageError("--write-capture: %s: %v", name, err)
-		}
-		kept += n
-	}
-	if err := f.Close(); err != nil {
-		return usageError("--write-capture: %v", err)
-	}
-	printable.Fprintf(m.Stderr, "ahp-tap replay: wrote %d selected exchange(s) to %s\n", kept, path)
-	return nil
+// A Selection cuts captures: the segments of each that hold a selected
+// exchange, with their headers and notes, the selected exchanges' frames,
+// every exchange of the same event (a retry is judged against its first
+// delivery) and the hooks/capabilities exchanges (what a response is
+// judged against). The result replays with the same findings for what it
+// kept.
+type Selection struct {
+	Terms []SelectTerm // an exchange is selected when one term matches it
+	// Session builds the session of one segment whose findings go to
+	// sink, as replay does.
+	Session func(h *Header, sink tap.Sink) (*tap.Session, error)
 }
 
-// createSelected creates the --write-capture file before the replay, so
-// that a path refused (a symlink, a directory) is exit 2 at once.
-func (m *Main) createSelected(path string) (*os.File, error) {
-	f, err := output.CreateFile(path, m.Stderr)
-	if err != nil {
-		return nil, usageError("--write-capture: %v", err)
-	}
-	return f, nil
-}
-
-// openCapture opens a capture input for one more read.
-func (m *Main) openCapture(name string) (*capture.Reader, func(), error) {
-	in, err := m.openInput(name, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	if in.kind != kindCapture {
-		in.close()
-		return nil, nil, fmt.Errorf("is not an ahp-tap capture (--select cuts captures only)")
-	}
-	return capture.NewReader(in.r), in.close, nil
-}
-
+// Write writes the selected records of the capture that open opens (three
+// times: a replay for the findings, an index of the exchanges, the
+// writing) to enc, and returns how many exchanges were selected.
 // selectInput reads one capture three times: a replay for the findings, an
 // index of the exchanges, and the writing of what is selected.
-func (m *Main) selectInput(rp *replayer, enc *json.Encoder, name string, terms []selTerm) (int, error) {
+func (sel *Selection) Write(enc *json.Encoder, open func() (*Reader, func(), error)) (int, error) {
+	terms := sel.Terms
 	// 1. The findings, as replay has them, each placed in its segment.
-	cr, closeIn, err := m.openCapture(name)
+	cr, closeIn, err := open()
 	if err != nil {
 		return 0, err
 	}
 	var found []selFinding
-	stores := capture.NewStores()
 	seg := 0
-	err = capture.Replay(cr, func(h *capture.Header) (*tap.Session, error) {
-		cfg, err := h.Config(rp.flags.cfg, overridesOf(rp.set))
-		if err != nil {
-			return nil, err
-		}
+	err = Replay(cr, func(h *Header) (*tap.Session, error) {
 		seg++
 		s := seg
-		cfg.Events = stores.For(h)
-		return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.flags.opt),
-			SharedEvents: h.State != "", MaxLine: maxReplayLine,
-			Sink: tap.SinkFunc(func(fd tap.Finding) {
-				found = append(found, selFinding{seg: s, conn: fd.Conn, seq: fd.Seq, check: fd.Check})
-			})}), nil
+		return sel.Session(h, tap.SinkFunc(func(fd tap.Finding) {
+			found = append(found, selFinding{seg: s, conn: fd.Conn, seq: fd.Seq, check: fd.Check})
+		}))
 	}, func(s *tap.Session) { s.Close() })
 	closeIn()
 	if err != nil {
@@ -242,7 +197,7 @@ func (m *Main) selectInput(rp *replayer, enc *json.Encoder, name string, terms [
 	}
 
 	// 2. The exchanges, and which are selected.
-	cr, closeIn, err = m.openCapture(name)
+	cr, closeIn, err = open()
 	if err != nil {
 		return 0, err
 	}
@@ -317,7 +272,7 @@ func (m *Main) selectInput(rp *replayer, enc *json.Encoder, name string, terms [
 	}
 
 	// 3. Write the kept segments: headers, notes, selected frames.
-	cr, closeIn, err = m.openCapture(name)
+	cr, closeIn, err = open()
 	if err != nil {
 		return 0, err
 	}
@@ -340,7 +295,7 @@ func (m *Main) selectInput(rp *replayer, enc *json.Encoder, name string, terms [
 			}
 		case it.Note != nil:
 			if segs[ix.route(it.Note.Conn)] {
-				rec = capture.Record{Type: "note", Time: it.Note.Time, Conn: it.Note.Conn, Note: it.Note}
+				rec = Record{Type: "note", Time: it.Note.Time, Conn: it.Note.Conn, Note: it.Note}
 			}
 			if it.Note.Kind == tap.NoteEnd {
 				ix.end(it.Note.Conn)
@@ -352,7 +307,7 @@ func (m *Main) selectInput(rp *replayer, enc *json.Encoder, name string, terms [
 					(pf.EventID != "" && events[pf.EventID]) || pf.Method == vocab.MethodCapabilities)
 			}
 			if keep[n] {
-				rec = capture.FrameRecord(it.Frame)
+				rec = FrameRecord(it.Frame)
 			}
 			if !fresh || pf.ID == nil || pf.Method == "" {
 				delete(keep, n) // the exchange is complete

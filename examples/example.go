@@ -1,14 +1,17 @@
-package main
+// Package examples holds ahp-tap's example AHP parts: a backend with
+// known faults (example-backend), a harness that plays a short session
+// over stdio, per_event processes or HTTP (example-harness), and a harness
+// that dispatches to every backend of a registration with one deliberate
+// conduct fault. cmd/ahp-tap holds only their flags.
+package examples
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -16,11 +19,16 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/internal/printable"
-	"github.com/ahp-tap/ahp-tap/tap"
 )
 
-// exampleModes are the behaviours of `ahp-tap example-backend --mode`.
-var exampleModes = []struct{ name, help string }{
+// Version names the harness in its events (set by the command).
+var Version = "dev"
+
+// A Mode is one behaviour of the example backend.
+type Mode struct{ Name, Help string }
+
+// Modes are the behaviours of `ahp-tap example-backend --mode`.
+var Modes = []Mode{
 	{"conforming", "answer correctly: deny dangerous tool calls, no effects otherwise, a manifest for hooks/capabilities"},
 	{"demo", "conforming, plus the faults ahp-tap demo shows: a banner and a log line on stdout, an unadvertised effect, a wrong protocolVersion"},
 	{"banner", "conforming, but print a startup banner on stdout first (STDIO-1)"},
@@ -32,10 +40,11 @@ var exampleModes = []struct{ name, help string }{
 	{"error", "answer every intercept with a JSON-RPC error (an operational failure: the harness applies the failure policy)"},
 }
 
-func modeHelp() string {
+// ModeHelp lists the modes, one per line, for a flag's help.
+func ModeHelp() string {
 	var b strings.Builder
-	for _, m := range exampleModes {
-		fmt.Fprintf(&b, "\n    %-13s %s", m.name, m.help)
+	for _, m := range Modes {
+		fmt.Fprintf(&b, "\n    %-13s %s", m.Name, m.Help)
 	}
 	return b.String()
 }
@@ -62,38 +71,31 @@ type exampleRequest struct {
 	} `json:"params"`
 }
 
-// runExampleBackend is an example AHP backend on stdio: one JSON-RPC
-// message per line in, one response per request out. It serves both
-// lifecycles: it answers until EOF on stdin, so a per_event harness that
-// sends one message and closes stdin gets one answer and an exit 0.
-func (m *Main) runExampleBackend(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("example-backend", flag.ContinueOnError)
-	mode := fs.String("mode", "conforming", "`MODE`, one of:"+modeHelp())
-	delay := fs.Duration("delay", 2*time.Second, "how long (`DURATION`) --mode slow waits before answering")
-	snapshot := fs.String("protocol-version", tap.DefaultSnapshot, "the protocol snapshot `V` the backend supports")
-	listen := fs.String("listen", "", "serve AHP over HTTP on `ADDR` (a loopback host:port) instead of stdio, until SIGINT/SIGTERM")
-	if err := parseFlags(fs, args, m.Stderr); err != nil {
-		return err
+// ErrCrash is what a backend in --mode crash ends with (exit status 1).
+var ErrCrash = errors.New("example-backend: crashed on purpose (--mode crash)")
+
+// NewBackend is an example backend in mode (one of Modes), writing its
+// answers to out and its notices to log.
+func NewBackend(mode string, delay time.Duration, snapshot string, out, log io.Writer) (*Backend, error) {
+	if !slices.ContainsFunc(Modes, func(x Mode) bool { return x.Name == mode }) {
+		return nil, fmt.Errorf("example-backend: unknown --mode %q (one of:%s)", mode, ModeHelp())
 	}
-	if err := noArguments(fs); err != nil {
-		return err
-	}
-	if !slices.ContainsFunc(exampleModes, func(x struct{ name, help string }) bool { return x.name == *mode }) {
-		return usageError("example-backend: unknown --mode %q (one of:%s)", *mode, modeHelp())
-	}
-	b := &exampleBackend{mode: *mode, delay: *delay, snapshot: *snapshot, out: bufio.NewWriter(m.Stdout), log: m.Stderr}
-	if *listen != "" {
-		b.http = true
-		return m.serveExampleHTTP(ctx, b, *listen)
-	}
+	return &Backend{mode: mode, delay: delay, snapshot: snapshot, out: bufio.NewWriter(out), log: log}, nil
+}
+
+// ServeStdio is the example AHP backend on stdio: one JSON-RPC message
+// per line in, one response per request out. It serves both lifecycles:
+// it answers until EOF on in, so a per_event harness that sends one
+// message and closes stdin gets one answer and a nil error.
+func (b *Backend) ServeStdio(in io.Reader) error {
 	if b.mode == "demo" || b.mode == "banner" {
 		// AHP-STDIO-001 forbids this: the deliberate fault STDIO-1 reports.
 		fmt.Fprintln(b.out, "example-backend 1.0 ready (policy: deny force pushes, rm -rf and ssh keys)")
 		b.out.Flush()
 	}
-	in := bufio.NewReaderSize(m.Stdin, 1<<16)
+	br := bufio.NewReaderSize(in, 1<<16)
 	for {
-		line, err := in.ReadBytes('\n')
+		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
 			if stop := b.handle(line); stop != nil {
 				return stop
@@ -105,7 +107,8 @@ func (m *Main) runExampleBackend(ctx context.Context, args []string) error {
 	}
 }
 
-type exampleBackend struct {
+// A Backend is the example AHP backend.
+type Backend struct {
 	mode     string
 	delay    time.Duration
 	snapshot string
@@ -115,7 +118,7 @@ type exampleBackend struct {
 	http     bool // --listen: the manifest names the http transport
 }
 
-func (b *exampleBackend) handle(line []byte) error {
+func (b *Backend) handle(line []byte) error {
 	var req exampleRequest
 	if err := json.Unmarshal(line, &req); err != nil {
 		printable.Fprintf(b.log, "example-backend: ignoring a line that is not JSON: %v\n", err)
@@ -129,7 +132,7 @@ func (b *exampleBackend) handle(line []byte) error {
 	switch b.mode {
 	case "crash":
 		fmt.Fprintln(b.log, "example-backend: crashing on purpose (--mode crash)")
-		return &exitError{code: 1}
+		return ErrCrash
 	case "silent":
 		return nil
 	case "slow":
@@ -157,7 +160,7 @@ func (b *exampleBackend) handle(line []byte) error {
 }
 
 // decide is the example policy.
-func (b *exampleBackend) decide(req *exampleRequest, version string) map[string]any {
+func (b *Backend) decide(req *exampleRequest, version string) map[string]any {
 	ev := req.Params.Event
 	command, _ := ev.Tool.Input["command"].(string)
 	path, _ := ev.Tool.Input["path"].(string)
@@ -181,7 +184,7 @@ func (b *exampleBackend) decide(req *exampleRequest, version string) map[string]
 	return map[string]any{"protocolVersion": version, "effects": effects}
 }
 
-func (b *exampleBackend) reply(id json.RawMessage, kind string, body any) {
+func (b *Backend) reply(id json.RawMessage, kind string, body any) {
 	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, kind: body})
 	b.out.Write(msg)
 	b.out.WriteByte('\n')
@@ -207,70 +210,66 @@ var exampleManifest = map[string]any{
 // harnessSource is the example harness's event source URI.
 const harnessSource = "urn:example:ahp-tap:demo-harness"
 
-// exampleStep is one message of the example harness's session.
-type exampleStep struct {
-	method string // hooks/capabilities, hooks/intercept or hooks/observe
-	event  map[string]any
-	say    string // what the step is, for people
+// A Step is one message of the example harness's session.
+type Step struct {
+	Method string // hooks/capabilities, hooks/intercept or hooks/observe
+	Event  map[string]any
+	Say    string // what the step is, for people
 }
 
-func exampleSession(now time.Time) []exampleStep {
+// Session is the example harness's session: discovery, intercepts (one
+// the example policy denies) and observations.
+func Session(now time.Time) []Step {
 	ts := func(i int) string { return now.Add(time.Duration(i) * time.Second).UTC().Format(time.RFC3339) }
-	harness := map[string]any{"name": "ahp-tap-example-harness", "version": version}
+	harness := map[string]any{"name": "ahp-tap-example-harness", "version": Version}
 	session := map[string]any{"id": "sess_demo_1", "cwd": "/work/project"}
 	toolBefore := func(i int, call, name, kind string, input map[string]any) map[string]any {
 		return map[string]any{"id": fmt.Sprintf("evt_demo_%d", i), "source": harnessSource, "type": "tool.before", "time": ts(i),
 			"harness": harness, "session": session, "tool": map[string]any{"name": name, "kind": kind, "input": input, "origin": "native"},
 			"call": map[string]any{"id": call}, "path": "native"}
 	}
-	return []exampleStep{
-		{method: "hooks/capabilities", say: "discovery: hooks/capabilities"},
-		{method: "hooks/intercept", say: "tool.before Bash `ls -la`", event: toolBefore(1, "call_1", "Bash", "shell", map[string]any{"command": "ls -la"})},
-		{method: "hooks/observe", say: "tool.after Bash `ls -la` (observe)", event: map[string]any{
+	return []Step{
+		{Method: "hooks/capabilities", Say: "discovery: hooks/capabilities"},
+		{Method: "hooks/intercept", Say: "tool.before Bash `ls -la`", Event: toolBefore(1, "call_1", "Bash", "shell", map[string]any{"command": "ls -la"})},
+		{Method: "hooks/observe", Say: "tool.after Bash `ls -la` (observe)", Event: map[string]any{
 			"id": "evt_demo_2", "source": harnessSource, "type": "tool.after", "time": ts(2), "harness": harness, "session": session,
 			"tool": map[string]any{"name": "Bash", "kind": "shell", "input": map[string]any{"command": "ls -la"}, "origin": "native"},
 			"call": map[string]any{"id": "call_1"}, "path": "native", "outcome": "ok", "execution": map[string]any{"status": "executed"}, "items": []any{}}},
-		{method: "hooks/intercept", say: "tool.before Bash `git push --force origin main`", event: toolBefore(3, "call_2", "Bash", "shell", map[string]any{"command": "git push --force origin main"})},
-		{method: "hooks/intercept", say: "tool.before Read `~/.ssh/id_ed25519`", event: toolBefore(4, "call_3", "Read", "file_read", map[string]any{"path": "/home/dev/.ssh/id_ed25519"})},
-		{method: "hooks/intercept", say: "tool.before Bash `npm test`", event: toolBefore(5, "call_4", "Bash", "shell", map[string]any{"command": "npm test"})},
-		{method: "hooks/observe", say: "session.end (observe)", event: map[string]any{
+		{Method: "hooks/intercept", Say: "tool.before Bash `git push --force origin main`", Event: toolBefore(3, "call_2", "Bash", "shell", map[string]any{"command": "git push --force origin main"})},
+		{Method: "hooks/intercept", Say: "tool.before Read `~/.ssh/id_ed25519`", Event: toolBefore(4, "call_3", "Read", "file_read", map[string]any{"path": "/home/dev/.ssh/id_ed25519"})},
+		{Method: "hooks/intercept", Say: "tool.before Bash `npm test`", Event: toolBefore(5, "call_4", "Bash", "shell", map[string]any{"command": "npm test"})},
+		{Method: "hooks/observe", Say: "session.end (observe)", Event: map[string]any{
 			"id": "evt_demo_6", "source": harnessSource, "type": "session.end", "time": ts(6), "harness": harness, "session": session,
 			"outcome": "completed", "reason": "demo finished"}},
 	}
 }
 
-// runExampleHarness is an example AHP harness: it plays a short session
-// (discovery, intercepts with a deny, observations) against a backend and
-// says on stderr what each answer means. With `-- CMD ARGS` it starts the
-// backend itself, as a harness does; without, it speaks on its own stdin and
-// stdout.
-func (m *Main) runExampleHarness(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("example-harness", flag.ContinueOnError)
-	snapshot := fs.String("protocol-version", tap.DefaultSnapshot, "protocol snapshot `V` to send")
-	timeout := fs.Duration("timeout", 5*time.Second, "how long (`DURATION`) to wait for each response")
-	url := fs.String("url", "", "play the session over HTTP: POST each message to `URL` (waits up to --timeout for it to accept connections)")
-	lifecycle := fs.String("lifecycle", "persistent", "`LIFECYCLE` of the backend CMD: persistent (one process for the session) or per_event (one process per message, which gets it and then EOF)")
-	var waitFor listFlag
-	fs.Var(&waitFor, "wait-for", "with --url: first wait (up to --timeout) until `ADDR` (host:port) accepts connections too, e.g. the backend behind a tap; repeatable")
-	regPath := fs.String("registration", "", "dispatch to every backend of the registration `FILE` (as a harness does: serial, in order), instead of one backend")
-	fault := fs.String("fault", "none", "with --registration, a deliberate conduct `FAULT`, one of:"+faultHelp())
-	if err := parseFlags(fs, args, m.Stderr); err != nil {
-		return err
+// HarnessConfig is what the example harness plays and to whom.
+type HarnessConfig struct {
+	Snapshot  string        // the protocol snapshot to send
+	Timeout   time.Duration // how long to wait for each response
+	URL       string        // play over HTTP to URL
+	Lifecycle string        // of the backend Argv: persistent or per_event
+	WaitFor   []string      // with URL: first wait until these host:ports accept connections
+	Argv      []string      // the backend to start ("": speak on Stdin and Stdout)
+	Stdin     io.Reader
+	Stdout    io.Writer
+	Say       io.Writer // what each answer means, for people (stderr)
+}
+
+// Play is the example AHP harness: it plays a short session (discovery,
+// intercepts with a deny, observations) against a backend and says on
+// Say what each answer means. With Argv it starts the backend itself, as
+// a harness does; without, it speaks on Stdin and Stdout.
+func Play(ctx context.Context, cfg HarnessConfig) error {
+	if cfg.URL != "" || cfg.Lifecycle != "persistent" || len(cfg.WaitFor) > 0 {
+		return playLink(ctx, cfg)
 	}
-	if *regPath != "" {
-		if fs.NArg() > 0 || *url != "" {
-			return usageError("example-harness: --registration starts the registration's backends; give no CMD or --url")
-		}
-		return m.runConductHarness(*regPath, *fault, *snapshot)
-	}
-	if *url != "" || *lifecycle != "persistent" || len(waitFor) > 0 {
-		return m.playExampleLink(ctx, fs.Args(), *snapshot, *timeout, *url, *lifecycle, waitFor)
-	}
-	in, out := m.Stdin, m.Stdout
+	in, out := cfg.Stdin, cfg.Stdout
 	var backend *exec.Cmd
-	if fs.NArg() > 0 {
-		backend = exec.Command(fs.Arg(0), fs.Args()[1:]...)
-		backend.Stderr = m.Stderr
+	if len(cfg.Argv) > 0 {
+		backend = exec.Command(cfg.Argv[0], cfg.Argv[1:]...)
+		backend.Stderr = cfg.Say
 		w, err := backend.StdinPipe()
 		if err != nil {
 			return err
@@ -280,19 +279,19 @@ func (m *Main) runExampleHarness(ctx context.Context, args []string) error {
 			return err
 		}
 		if err := backend.Start(); err != nil {
-			return usageError("example-harness: cannot start the backend: %v", err)
+			return fmt.Errorf("example-harness: cannot start the backend: %v", err)
 		}
 		in, out = r, w
 	}
-	h := &exampleHarness{snapshot: *snapshot, timeout: *timeout, out: out, say: m.Stderr, lines: make(chan []byte, 16)}
+	h := &exampleHarness{snapshot: cfg.Snapshot, timeout: cfg.Timeout, out: out, say: cfg.Say, lines: make(chan []byte, 16)}
 	go h.read(in)
-	err := h.play(exampleSession(time.Now()))
+	err := h.play(Session(time.Now()))
 	if c, ok := out.(io.Closer); ok {
 		c.Close() // EOF for the backend: the session is over
 	}
 	if backend != nil {
 		if werr := backend.Wait(); werr != nil && err == nil {
-			printable.Fprintf(m.Stderr, "harness: the backend ended with %v\n", werr)
+			printable.Fprintf(cfg.Say, "harness: the backend ended with %v\n", werr)
 		}
 	}
 	return err
@@ -320,20 +319,20 @@ func (h *exampleHarness) read(r io.Reader) {
 	}
 }
 
-func (h *exampleHarness) play(steps []exampleStep) error {
+func (h *exampleHarness) play(steps []Step) error {
 	for i, st := range steps {
 		params := map[string]any{"protocolVersion": h.snapshot}
-		msg := map[string]any{"jsonrpc": "2.0", "method": st.method, "params": params}
+		msg := map[string]any{"jsonrpc": "2.0", "method": st.Method, "params": params}
 		var id string
-		switch st.method {
+		switch st.Method {
 		case "hooks/capabilities":
 			id = "discovery"
 		case "hooks/intercept":
-			id = st.event["id"].(string) // AHP-CORE-004: the JSON-RPC id is the event id
-			params["event"] = st.event
+			id = st.Event["id"].(string) // AHP-CORE-004: the JSON-RPC id is the event id
+			params["event"] = st.Event
 			params["capabilities"] = map[string]any{"effects": []string{"deny"}}
 		case "hooks/observe":
-			params["event"] = st.event
+			params["event"] = st.Event
 		}
 		if id != "" {
 			msg["id"] = id
@@ -343,10 +342,10 @@ func (h *exampleHarness) play(steps []exampleStep) error {
 			return fmt.Errorf("harness: sending step %d: %w", i+1, err)
 		}
 		if id == "" {
-			fmt.Fprintf(h.say, "harness: %-46s → sent, no answer expected\n", st.say)
+			fmt.Fprintf(h.say, "harness: %-46s → sent, no answer expected\n", st.Say)
 			continue
 		}
-		printable.Fprintf(h.say, "harness: %-46s → %s\n", st.say, h.await(id))
+		printable.Fprintf(h.say, "harness: %-46s → %s\n", st.Say, h.await(id))
 	}
 	return nil
 }
@@ -420,15 +419,4 @@ func (r *exampleResponse) describe(snapshot string) string {
 		names = append(names, t)
 	}
 	return fmt.Sprintf("operational_failure: unadvertised effect %s (only deny was advertised)", strings.Join(names, ", "))
-}
-
-var errNoSelf = errors.New("cannot find the ahp-tap executable to re-run")
-
-// selfPath is the running ahp-tap binary, re-executed for the example parts.
-func selfPath() (string, error) {
-	p, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", errNoSelf, err)
-	}
-	return p, nil
 }

@@ -1,4 +1,4 @@
-package main
+package replay
 
 import (
 	"fmt"
@@ -8,20 +8,20 @@ import (
 	"github.com/schollz/progressbar/v3"
 )
 
-// A progress shows a replay's progress on stderr: bytes read of the
+// A Progress shows a replay's progress on stderr: bytes read of the
 // total, frames and frames per second, and the time left. It is off (every
 // method does nothing) when stderr is not a terminal or with --quiet.
-type progress struct {
+type Progress struct {
 	bar    *progressbar.ProgressBar // nil: off
 	start  time.Time
 	frames uint64
 	next   time.Time // when the description is next refreshed
 }
 
-// newProgress returns a progress bar over total bytes (-1: unknown) on w,
+// NewProgress returns a progress bar over total bytes (-1: unknown) on w,
 // or an inactive one when on is false.
-func newProgress(w io.Writer, total int64, on bool) *progress {
-	p := &progress{start: time.Now()}
+func NewProgress(w io.Writer, total int64, on bool) *Progress {
+	p := &Progress{start: time.Now()}
 	if !on {
 		return p
 	}
@@ -43,8 +43,8 @@ func newProgress(w io.Writer, total int64, on bool) *progress {
 	return p
 }
 
-// reader wraps r so that every byte read moves the bar.
-func (p *progress) reader(r io.Reader) io.Reader {
+// Reader wraps r so that every byte read moves the bar.
+func (p *Progress) Reader(r io.Reader) io.Reader {
 	if p.bar == nil {
 		return r
 	}
@@ -53,7 +53,7 @@ func (p *progress) reader(r io.Reader) io.Reader {
 
 type progressReader struct {
 	r io.Reader
-	p *progress
+	p *Progress
 }
 
 func (pr *progressReader) Read(b []byte) (int, error) {
@@ -63,7 +63,7 @@ func (pr *progressReader) Read(b []byte) (int, error) {
 }
 
 // frame counts a frame; the frame rate is shown at most every half second.
-func (p *progress) frame() {
+func (p *Progress) frame() {
 	if p == nil || p.bar == nil {
 		return
 	}
@@ -78,8 +78,8 @@ func (p *progress) frame() {
 	}
 }
 
-// done removes the bar.
-func (p *progress) done() {
+// Done removes the bar.
+func (p *Progress) Done() {
 	if p != nil && p.bar != nil {
 		p.bar.Finish()
 		p.bar = nil

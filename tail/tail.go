@@ -1,4 +1,8 @@
-package main
+// Package tail prints violation logs as readable lines (`ahp-tap tail`),
+// following them as they grow: a log a tap has not created yet is waited
+// for, a truncated one is read again from its start, a line too long to be
+// a finding record is skipped without being held.
+package tail
 
 import (
 	"bufio"
@@ -6,7 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
+	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -22,35 +26,28 @@ import (
 // tailPoll is how often `tail -f` looks for new lines.
 const tailPoll = 200 * time.Millisecond
 
-// runTail prints violation logs as readable lines: `ahp-tap tail [-f] LOG...`.
-func (m *Main) runTail(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("tail", flag.ContinueOnError)
-	follow := fs.Bool("f", false, "follow: keep printing findings as the logs grow (until interrupted)")
-	var checks, types listFlag
-	fs.Var(&checks, "check", "only findings of check `ID` (BASE-2, or a family: CORR); repeatable or comma separated")
-	level := fs.String("level", "info", "only findings at or above `LEVEL`: error, warn or info")
-	fs.Var(&types, "event-type", "only findings about events of `TYPE` (tool.before…); repeatable or comma separated")
-	colour := fs.String("color", "auto", "colour the level: `auto` (on a terminal, unless NO_COLOR is set), always or never")
-	if err := parseFlags(fs, args, m.Stderr); err != nil {
-		return err
-	}
-	min, err := tap.ParseLevel(*level)
-	if err != nil {
-		return usageError("tail: --level %q is not error, warn or info", *level)
-	}
-	var useColour bool
-	switch *colour {
-	case "auto":
-		useColour = report.UseColour(m.Stdout)
-	case "always":
-		useColour = true
-	case "never":
-	default:
-		return usageError("tail: --color %q is not auto, always or never", *colour)
-	}
-	if fs.NArg() == 0 {
-		return usageError("tail: no LOG given (usage: ahp-tap tail [-f] LOG...)")
-	}
+// Config is what Run prints and how.
+type Config struct {
+	Names  []string  // the logs; "-" is Stdin
+	Follow bool      // keep printing as the logs grow, until ctx ends
+	Checks []string  // only findings of these checks or families ("": all)
+	Types  []string  // only findings about events of these types
+	Min    tap.Level // only findings at or above
+	Colour bool      // colour the level
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer // skipped lines, waiting, truncation
+}
+
+// errInterrupted is an open that a signal (ctx) ended.
+var errInterrupted = errors.New("interrupted")
+
+// Run prints the findings of every log of cfg as readable lines, then
+// (Follow) the ones appended, until ctx ends. A log that is not one (a
+// directory, a capture, AHP messages) is an error naming the command that
+// reads it.
+func Run(ctx context.Context, cfg Config) error {
+	min, checks, types, useColour, follow := cfg.Min, cfg.Checks, cfg.Types, cfg.Colour, &cfg.Follow
 	keep := func(f tap.Finding) bool {
 		if f.Level < min {
 			return false
@@ -62,13 +59,13 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 		}
 		return len(types) == 0 || slices.Contains(types, f.EventType)
 	}
-	out := bufio.NewWriter(m.Stdout)
+	out := bufio.NewWriter(cfg.Stdout)
 	defer out.Flush()
 	var logs []*tailedLog
-	for _, name := range fs.Args() {
+	for _, name := range cfg.Names {
 		tl := &tailedLog{name: name}
 		if name == "-" {
-			tl.r = m.Stdin
+			tl.r = cfg.Stdin
 		} else {
 			f, err := openInterruptibly(ctx, name)
 			if errors.Is(err, errInterrupted) {
@@ -77,13 +74,13 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 			if errors.Is(err, os.ErrNotExist) && *follow {
 				// Issue 21 item 7: like tail -F, wait for a log that a
 				// tap has not created yet.
-				printable.Fprintf(m.Stderr, "ahp-tap tail: %s does not exist yet; waiting for it\n", name)
+				printable.Fprintf(cfg.Stderr, "ahp-tap tail: %s does not exist yet; waiting for it\n", name)
 				tl.waiting = true
 				logs = append(logs, tl)
 				continue
 			}
 			if err != nil {
-				return usageError("tail: %v", err)
+				return fmt.Errorf("tail: %v", err)
 			}
 			defer f.Close()
 			// A signal ends a read that waits (a FIFO, a pipe): closing a
@@ -120,7 +117,7 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 			Time time.Time `json:"time"`
 		}
 		if json.Unmarshal(line, &f) != nil || f.Check == "" || json.Unmarshal(line, &probe) != nil {
-			printable.Fprintf(m.Stderr, "ahp-tap: tail %s:%d: not a finding record, skipped\n", tl.name, tl.line)
+			printable.Fprintf(cfg.Stderr, "ahp-tap: tail %s:%d: not a finding record, skipped\n", tl.name, tl.line)
 			return
 		}
 		if !keep(f) {
@@ -144,10 +141,10 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 					continue
 				}
 			}
-			tl.read(print, m.Stderr)
+			tl.read(print, cfg.Stderr)
 			if *follow && tl.truncated() {
-				printable.Fprintf(m.Stderr, "ahp-tap tail: %s: the file shrank (truncated, e.g. by logrotate's copytruncate): following it from its start\n", tl.name)
-				tl.read(print, m.Stderr)
+				printable.Fprintf(cfg.Stderr, "ahp-tap tail: %s: the file shrank (truncated, e.g. by logrotate's copytruncate): following it from its start\n", tl.name)
+				tl.read(print, cfg.Stderr)
 			}
 		}
 		if !*follow {
@@ -155,7 +152,7 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 				if len(tl.partial) > 0 {
 					print(tl, tl.partial) // a last line without "\n"
 				} else if tl.skipping {
-					tl.skipped(m.Stderr)
+					tl.skipped(cfg.Stderr)
 				}
 			}
 			return nil
@@ -175,16 +172,16 @@ func (m *Main) runTail(ctx context.Context, args []string) error {
 func notALog(f *os.File, name string) error {
 	st, err := f.Stat()
 	if err != nil {
-		return usageError("tail: %v", err)
+		return fmt.Errorf("tail: %v", err)
 	}
 	if st.IsDir() {
-		return usageError("tail: %s is a directory, not a violation log (give the log file --log wrote)", name)
+		return fmt.Errorf("tail: %s is a directory, not a violation log (give the log file --log wrote)", name)
 	}
 	if !st.Mode().IsRegular() {
 		return nil // a FIFO or a terminal: read as it comes
 	}
 	// The first line, read without moving the offset tail reads from.
-	head := make([]byte, peekSize)
+	head := make([]byte, 1<<16)
 	n, _ := f.ReadAt(head, 0)
 	head = bytes.TrimLeft(head[:n], " \t\r\n")
 	if i := bytes.IndexByte(head, '\n'); i >= 0 {
@@ -192,11 +189,11 @@ func notALog(f *os.File, name string) error {
 	}
 	head = bytes.TrimSpace(head)
 	if capture.IsHeader(head) {
-		return usageError("tail: %s is a capture, not a violation log: re-check it with 'ahp-tap replay %s'", name, name)
+		return fmt.Errorf("tail: %s is a capture, not a violation log: re-check it with 'ahp-tap replay %s'", name, name)
 	}
 	var probe map[string]json.RawMessage
 	if json.Unmarshal(head, &probe) == nil && probe["jsonrpc"] != nil {
-		return usageError("tail: %s holds AHP messages, not findings: check them with 'ahp-tap check %s'", name, name)
+		return fmt.Errorf("tail: %s holds AHP messages, not findings: check them with 'ahp-tap check %s'", name, name)
 	}
 	return nil
 }
@@ -209,7 +206,7 @@ func (tl *tailedLog) open() error {
 		return nil
 	}
 	if err != nil {
-		return usageError("tail: %v", err)
+		return fmt.Errorf("tail: %v", err)
 	}
 	if err := notALog(f, tl.name); err != nil {
 		f.Close()
@@ -313,20 +310,6 @@ func (tl *tailedLog) truncated() bool {
 	}
 	tl.off, tl.line, tl.partial, tl.skipping = 0, 0, tl.partial[:0], false
 	return true
-}
-
-// listFlag is a repeatable, comma-separated flag.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-
-func (l *listFlag) Set(s string) error {
-	for _, v := range strings.Split(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			*l = append(*l, v)
-		}
-	}
-	return nil
 }
 
 // openInterruptibly opens name for reading, giving up when ctx ends first:

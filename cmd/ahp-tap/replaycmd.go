@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"time"
+
+	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/conduct"
+	"github.com/ahp-tap/ahp-tap/output"
+	"github.com/ahp-tap/ahp-tap/replay"
+	"github.com/ahp-tap/ahp-tap/report"
+	"github.com/ahp-tap/ahp-tap/tap"
+)
+
+// runReplay re-checks recorded traffic: ahp-tap captures, or plain NDJSON
+// streams. Exit 1 when a finding at or above --fail-on exists.
+func (m *Main) runReplay(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	var ef engineFlags
+	ef.register(fs)
+	var of offlineFlags
+	of.register(fs)
+	var otlpf otlpFlags
+	otlpf.register(fs)
+	var rf reportFlags
+	rf.register(fs)
+	input := fs.String("input", "", "input `KIND`: har for an HTTP Archive (default: recognised by content)")
+	conductMode := fs.String("conduct", "auto", "judge the harness's conduct across the captures of one registration's backends: `auto` (when the registration has several hooks), on or off (docs/conduct.md)")
+	skew := fs.Duration("conduct-skew", conduct.DefaultSkew, "clock tolerance between the captures of different links: facts closer than this are simultaneous")
+	direction := fs.String("direction", "", "for plain NDJSON input: every line was sent by `harness` or backend (default: guess per line); refused for a capture or HAR, which record each sender")
+	var selects []capture.SelectTerm
+	fs.Func("select", "with --write-capture: keep the exchanges matching `EXPR` (key=value,... with keys check, event, conn, id, from, to; comma is and, a repeated --select is or)", func(v string) error {
+		t, err := capture.ParseSelect(v)
+		selects = append(selects, t)
+		return err
+	})
+	writeCapture := fs.String("write-capture", "", "write the exchanges --select keeps to a new capture `FILE` (mode 0600)")
+	if err := parseFlags(fs, args, m.Stderr); err != nil {
+		return err
+	}
+	dir, err := checkReplayFlags(len(selects) > 0, *writeCapture != "", *direction, *input, *conductMode, *skew, fs.NArg())
+	if err != nil {
+		return err
+	}
+	if err := of.validate(); err != nil {
+		return err
+	}
+	names, err := expandInputs(fs.Args())
+	if err != nil {
+		return usageError("replay: %v", err)
+	}
+	l, err := ef.load()
+	if err != nil {
+		return err
+	}
+	otlpx, err := otlpf.open("", m.Stderr)
+	if err != nil {
+		return err
+	}
+	of.otlpx = otlpx
+	if err := refuseInputsAsOutputs(&rf, &of, ef.registration, fs.Args()); err != nil {
+		return err
+	}
+	selected, err := m.createSelected(*writeCapture, append([]string{ef.registration}, fs.Args()...))
+	if err != nil {
+		return err
+	}
+	if selected != nil {
+		defer selected.Close() // closed by writeSelected; idempotent on the error paths
+	}
+	if err := of.openLog("replay", m.diag()); err != nil {
+		return err
+	}
+	defer of.lg.Close() // idempotent; flushes on the error paths too
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	rs, err := rf.open(m, of.format, set["format"], &ef, l.cfg.Snapshot, of.threshold)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	run := rs.Run()
+	rp := &replay.Replayer{Config: l.cfg, Rules: l.opt, Set: set, Dir: dir, Input: *input, Diag: m.diag(), Ctx: ctx, Run: run}
+
+	ic := replay.NewChecker("replay", rp, m.Stdin, m.Stderr, of.allowEmpty, false, !rf.quiet && isTerminal(m.Stderr))
+	sources := replayInputs(ctx, ic, l, names, ef.registration)
+	if _, ok := interruption(ctx); ok {
+		return m.finishInterrupted(ctx, &of, rs, sources)
+	}
+	if *conductMode != "off" {
+		if src := rp.Conduct(names, *skew, *conductMode == "on"); src != nil {
+			sources = append(sources, *src)
+		}
+	}
+	if *writeCapture != "" {
+		if err := m.writeSelected(rp, selected, *writeCapture, selects, fs.Args()); err != nil {
+			return err
+		}
+	}
+	return m.finishReports("replay", &of, rs, sources)
+}
+
+// finishInterrupted ends a replay a SIGINT/SIGTERM stopped: the reports of
+// what was read, and the exit of the signal unless the reports failed.
+func (m *Main) finishInterrupted(ctx context.Context, of *offlineFlags, rs *output.Reports, sources []report.Source) error {
+	sig, _ := interruption(ctx)
+	err := m.finishReports("replay", of, rs, sources)
+	if ee, isExit := err.(*exitError); err != nil && (!isExit || ee.code == 2) {
+		return err
+	}
+	return interruptedError(sig, "replay")
+}
+
+// checkReplayFlags checks the values of replay's own flags (exit 2 with a
+// one-line reason for a bad one) and returns --direction's.
+func checkReplayFlags(selects, writeCapture bool, direction, input, conductMode string, skew time.Duration, nArgs int) (tap.Direction, error) {
+	var dir tap.Direction
+	if selects != writeCapture {
+		return dir, usageError("--select and --write-capture go together")
+	}
+	if direction != "" {
+		d, err := tap.ParseDirection(direction)
+		if err != nil {
+			return dir, usageError("--direction: %v", err)
+		}
+		dir = d
+	}
+	if input != "" && input != "har" {
+		return dir, usageError("--input %q is not har", input)
+	}
+	if nArgs == 0 {
+		return dir, usageError("replay: no CAPTURE given (usage: ahp-tap replay [flags] CAPTURE...)")
+	}
+	if conductMode != "auto" && conductMode != "on" && conductMode != "off" {
+		return dir, usageError("--conduct %q is not auto, on or off", conductMode)
+	}
+	if skew < 0 {
+		return dir, usageError("--conduct-skew must not be negative")
+	}
+	return dir, nil
+}
+
+// replayInputs checks every input in turn (the registration first, when
+// given, with its own findings), each one a report source. Issue 8 item
+// 5: a SIGINT/SIGTERM stops the replay with what the inputs read so far
+// gave; a read that blocks is abandoned.
+func replayInputs(ctx context.Context, ic *replay.Checker, l *loaded, names []string, registration string) []report.Source {
+	var sources []report.Source
+	if registration != "" {
+		if fds := l.registrationFindings(); len(fds) > 0 {
+			sources = append(sources, report.Source{Name: registration, Findings: fds})
+		}
+	}
+	run := ic.Replayer().Run
+	for _, name := range names {
+		run.StartInput(name)
+		src, ok := replay.CheckInterruptibly(ctx, func() report.Source { return ic.Check(name) })
+		run.EndInput(inputEnd(src))
+		if !ok {
+			break
+		}
+		sources = append(sources, src)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return sources
+}
