@@ -40,7 +40,7 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		l.cfg.EditContext = v
+		l.Config.EditContext = v
 	}
 	if err := refuseInputsAsOutputs(&rf, &of, ef.registration, fs.Args()); err != nil {
 		return err
@@ -51,11 +51,11 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 	defer of.lg.Close()
 	var sources []report.Source
 	if ef.registration != "" {
-		sources = append(sources, report.Source{Name: ef.registration, Findings: l.registrationFindings()})
+		sources = append(sources, report.Source{Name: ef.registration, Findings: l.RegistrationFindings()})
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	rs, err := rf.open(m, of.format, set["format"], &ef, l.cfg.Snapshot, of.threshold)
+	rs, err := rf.open(m, of.format, set["format"], &ef, l.Config.Snapshot, of.threshold)
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		run.Findings(sources[0].Findings)
 		run.EndInput(report.InputEnd{})
 	}
-	rp := &replay.Replayer{Config: l.cfg, Rules: l.opt, Set: set, Run: run}
+	rp := &replay.Replayer{Config: l.Config, Rules: l.Options, Set: set, Run: run}
 	ic := replay.NewChecker("check", rp, m.Stdin, m.Stderr, of.allowEmpty, true, !rf.quiet && isTerminal(m.Stderr))
 	for _, name := range fs.Args() {
 		// Issue 8 item 5: a SIGINT/SIGTERM stops the check with the

@@ -41,7 +41,7 @@ func (sf *stdioFlags) conductClient(l *loaded, diag io.Writer) *live.Client {
 // conductClientFor is the live conduct client of a tap of hook with
 // --conduct dir (nil when dir is "").
 func conductClientFor(dir, reg, hook string, l *loaded, diag io.Writer) *live.Client {
-	if dir == "" || l.cfg.Registration == nil {
+	if dir == "" || l.Config.Registration == nil {
 		return nil
 	}
 	exe, err := os.Executable()
@@ -55,7 +55,7 @@ func conductClientFor(dir, reg, hook string, l *loaded, diag io.Writer) *live.Cl
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return live.NewClient(live.ClientConfig{Dir: dir, Key: l.cfg.Registration.Digest(), Hook: hook, Diag: diag,
+	return live.NewClient(live.ClientConfig{Dir: dir, Key: l.Config.Registration.Digest(), Hook: hook, Diag: diag,
 		Argv: []string{exe, conductServerCommand, "--dir", dir, "--registration", reg}})
 }
 

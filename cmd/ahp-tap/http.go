@@ -226,10 +226,10 @@ func (h *httpRun) run(ctx context.Context) error {
 		return err
 	}
 	if len(h.routeFlags) == 0 {
-		h.routes[0].Hook = l.cfg.HookID // the registration's only hook when --hook was not given
+		h.routes[0].Hook = l.Config.HookID // the registration's only hook when --hook was not given
 	}
 	for _, r := range h.routes[1:] {
-		if tap.FindHook(l.cfg.Registration, r.Hook) == nil {
+		if tap.FindHook(l.Config.Registration, r.Hook) == nil {
 			return usageError("registration %s has no hook with id %q", h.ef.registration, r.Hook)
 		}
 	}
@@ -253,13 +253,13 @@ func (h *httpRun) run(ctx context.Context) error {
 	if mln != nil {
 		defer mln.Close()
 	}
-	ui, err := openUI("http", h.uiAddr, h.allowRemote, l.cfg.Snapshot, m.diag())
+	ui, err := openUI("http", h.uiAddr, h.allowRemote, l.Config.Snapshot, m.diag())
 	if err != nil {
 		return err
 	}
 	defer ui.close()
 	tuneHTTPMemory(h.budget, int64(len(links))*int64(h.maxAudit))
-	l.cfg.Transport = tap.HTTP
+	l.Config.Transport = tap.HTTP
 	metrics := httpMetrics(links)
 	var exporters []*otlpexport.Exporter
 	for i, k := range links {
@@ -371,7 +371,7 @@ func tuneHTTPMemory(budget, maxAudit int64) {
 func (h *httpRun) openLink(i int, k *httpLink, l *loaded, cfg httpproxy.Config, metrics *httpproxy.Metrics, ui *liveUI) (*otlpexport.Exporter, error) {
 	m := h.m
 	lc := *l // each route is its own link: its own hook
-	lc.cfg.HookID = k.route.Hook
+	lc.Config.HookID = k.route.Hook
 	otlpx, err := h.otlpf.openHook(k.route.Capture, k.route.Hook, m.diag())
 	if err != nil {
 		return nil, err
@@ -383,8 +383,8 @@ func (h *httpRun) openLink(i int, k *httpLink, l *loaded, cfg httpproxy.Config, 
 	oc := output.Config{Name: k.name, Diag: m.diag(), Log: k.route.Log, OTLP: otlpx, OTLPClose: httpCloseTimeout,
 		Sinks: []tap.Sink{metrics.Sink()}, SummaryLimit: 1, // counts only: a long-running tap must not grow
 		View:    ui.view(), // one live view: every route's exchanges
-		Capture: k.route.Capture, Header: capture.Header{Tool: "ahp-tap " + version, Snapshot: lc.cfg.Snapshot, Transport: tap.HTTP,
-			Registration: h.ef.registration, Hook: k.route.Hook, TimeoutMs: h.ef.timeout.Milliseconds(), RegistrationDoc: lc.regDoc}}
+		Capture: k.route.Capture, Header: capture.Header{Tool: "ahp-tap " + version, Snapshot: lc.Config.Snapshot, Transport: tap.HTTP,
+			Registration: h.ef.registration, Hook: k.route.Hook, TimeoutMs: h.ef.timeout.Milliseconds(), RegistrationDoc: lc.RegDoc}}
 	plan := h.inj.plan(k.route.Hook)
 	if plan != nil {
 		// Loud when on (issue 25): stderr now, the capture header, every report.
@@ -408,7 +408,7 @@ func (h *httpRun) openLink(i int, k *httpLink, l *loaded, cfg httpproxy.Config, 
 		}
 		return nil, usageError("http: %v", err)
 	}
-	k.session = lc.newSession(k.out.SessionConfig(tap.SessionConfig{Config: lc.cfg})) // reports the registration's findings
+	k.session = lc.NewSession(k.out.SessionConfig(tap.SessionConfig{Config: lc.Config})) // reports the registration's findings
 	// The audit yields the CPU to forwarding (BENCHMARKS.md, http, run E).
 	// Deadlines are judged as they pass (issue 21 item 8): the proxy
 	// hands over a request unanswered by the shortest deadline, and the

@@ -120,7 +120,7 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	cfg, err := rec.Header.Config(l.cfg, replay.OverridesOf(set))
+	cfg, err := rec.Header.Config(l.Config, replay.OverridesOf(set))
 	if err != nil {
 		return nil, usageError("%s: %s: %v", name, capturePath, err)
 	}
@@ -143,7 +143,7 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 	}
 	r.ui.serve()
 	// A line's audit copy is capped as the stdio tap's.
-	r.Session = l.newSession(r.out.SessionConfig(tap.SessionConfig{Config: cfg, Conn: conn, MaxLine: mock.MaxBody}))
+	r.Session = l.NewSession(r.out.SessionConfig(tap.SessionConfig{Config: cfg, Conn: conn, MaxLine: mock.MaxBody}))
 	return r, nil
 }
 

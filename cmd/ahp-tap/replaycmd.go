@@ -75,13 +75,13 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	defer of.lg.Close() // idempotent; flushes on the error paths too
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	rs, err := rf.open(m, of.format, set["format"], &ef, l.cfg.Snapshot, of.threshold)
+	rs, err := rf.open(m, of.format, set["format"], &ef, l.Config.Snapshot, of.threshold)
 	if err != nil {
 		return err
 	}
 	defer rs.Close()
 	run := rs.Run()
-	rp := &replay.Replayer{Config: l.cfg, Rules: l.opt, Set: set, Dir: dir, Input: *input, Diag: m.diag(), Ctx: ctx, Run: run}
+	rp := &replay.Replayer{Config: l.Config, Rules: l.Options, Set: set, Dir: dir, Input: *input, Diag: m.diag(), Ctx: ctx, Run: run}
 
 	ic := replay.NewChecker("replay", rp, m.Stdin, m.Stderr, of.allowEmpty, false, !rf.quiet && isTerminal(m.Stderr))
 	sources := replayInputs(ctx, ic, l, names, ef.registration)
@@ -148,7 +148,7 @@ func checkReplayFlags(selects, writeCapture bool, direction, input, conductMode 
 func replayInputs(ctx context.Context, ic *replay.Checker, l *loaded, names []string, registration string) []report.Source {
 	var sources []report.Source
 	if registration != "" {
-		if fds := l.registrationFindings(); len(fds) > 0 {
+		if fds := l.RegistrationFindings(); len(fds) > 0 {
 			sources = append(sources, report.Source{Name: registration, Findings: fds})
 		}
 	}

@@ -35,7 +35,7 @@ const auditServerCommand = "__audit-server"
 // console and --log - belong to this event's stderr, which only an audit
 // process of its own holds).
 func sharedAuditWanted(sf *stdioFlags, l *loaded) bool {
-	cfg := l.cfg
+	cfg := l.Config
 	cfg.Lifecycle = sf.lifecycle
 	return sf.sharedAudit && sf.state != "" && cfg.Resolved().Lifecycle == "per_event" &&
 		!sf.summary && !sf.console && sf.log != "-" && runtime.GOOS == "linux"

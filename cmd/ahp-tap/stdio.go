@@ -270,7 +270,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	if err != nil {
 		return nil, err
 	}
-	cfg := l.cfg
+	cfg := l.Config
 	cfg.Transport = tap.Stdio
 	cfg.Lifecycle = sf.lifecycle
 	cfg = cfg.Resolved() // the hook's lifecycle, for the capture header
@@ -296,7 +296,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		Capture: sf.capture, CaptureBestEffort: true, Header: capture.Header{
 			Tool: "ahp-tap " + version, Snapshot: cfg.Snapshot, Transport: tap.Stdio,
 			Started: time.Now().UTC(), Conn: conn, Registration: sf.registration, Hook: sf.hook,
-			Lifecycle: cfg.Lifecycle, TimeoutMs: sf.timeout.Milliseconds(), RegistrationDoc: l.regDoc,
+			Lifecycle: cfg.Lifecycle, TimeoutMs: sf.timeout.Milliseconds(), RegistrationDoc: l.RegDoc,
 			State: stateForHeader(sf.state),
 		},
 		Traffic: sf.stdioMetrics(m.diag()), Conduct: sf.conductClient(l, m.diag())}
@@ -317,7 +317,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	}
 	// The session reports the registration's own findings now, even
 	// with --audit=false (they are about the configuration, not traffic).
-	r.session = l.newSession(r.out.SessionConfig(tap.SessionConfig{Config: cfg, Conn: conn, MaxLine: sf.maxLine}))
+	r.session = l.NewSession(r.out.SessionConfig(tap.SessionConfig{Config: cfg, Conn: conn, MaxLine: sf.maxLine}))
 	sess := r.session
 	if sf.audit == auditOff {
 		sess = nil // forwarding only: no frame is split, checked or captured
