@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ahp-tap/ahp-tap/conduct/live"
+	tapmetrics "github.com/ahp-tap/ahp-tap/internal/metrics"
 	"github.com/ahp-tap/ahp-tap/internal/nbwriter"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/stdio"
@@ -24,6 +26,8 @@ import (
 
 // version is ahp-tap's version, set at build time with -ldflags.
 var version = "0.1.0-dev"
+
+func init() { tapmetrics.BuildVersion = version }
 
 // versionStamp is the version with what the build recorded: the commit
 // (and "modified" for a dirty tree) when built from a git checkout with
@@ -333,7 +337,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		return m.runAuditProcess(ctx, rest)
 	case auditServerCommand: // sharedaudit.go: not for people
 		return m.runAuditServer(ctx, rest)
-	case conductServerCommand: // conduct_live.go: not for people
+	case live.ServerCommand: // hidden.go: not for people
 		return m.runConductServer(ctx, rest)
 	case "demo":
 		return m.runDemo(ctx, rest)

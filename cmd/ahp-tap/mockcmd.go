@@ -11,6 +11,7 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
+	"github.com/ahp-tap/ahp-tap/internal/viewserve"
 	"github.com/ahp-tap/ahp-tap/mock"
 	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/replay"
@@ -69,10 +70,10 @@ func (mf *mockFlags) register(fs *flag.FlagSet) {
 // (the recording and the audit's session) and where findings go.
 type mockRun struct {
 	mock.Peer
-	name      string         // "mock backend" or "mock harness"
-	threshold tap.Level      // 0: never fail on findings
-	out       *output.Output // the way out: the findings' lines on stderr, --log, --ui
-	ui        *liveUI        // --ui, or nil
+	name      string          // "mock backend" or "mock harness"
+	threshold tap.Level       // 0: never fail on findings
+	out       *output.Output  // the way out: the findings' lines on stderr, --log, --ui
+	ui        *viewserve.Live // --ui, or nil
 	audit     httpaudit.Builder
 }
 
@@ -133,15 +134,15 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 	if !mf.quiet {
 		oc.Plain, oc.PlainPrefix = r.Diag, "ahp-tap "+name+" ▸ "
 	}
-	if r.ui, err = openUI(name, mf.ui, false, cfg.Snapshot, m.diag()); err != nil {
-		return nil, err
+	if r.ui, err = viewserve.OpenLive(name, mf.ui, false, version, cfg.Snapshot, m.diag()); err != nil {
+		return nil, usageError("%v", err)
 	}
-	oc.View = r.ui.view() // the live view, fed as the taps' is (ui.go)
+	oc.View = r.ui.View() // the live view, fed as the taps' is (viewserve.Live)
 	if r.out, err = output.Open(oc); err != nil {
-		r.ui.close()
+		r.ui.Close()
 		return nil, usageError("%s: %v", name, err)
 	}
-	r.ui.serve()
+	r.ui.Serve()
 	// A line's audit copy is capped as the stdio tap's.
 	r.Session = l.NewSession(r.out.SessionConfig(tap.SessionConfig{Config: cfg, Conn: conn, MaxLine: mock.MaxBody}))
 	return r, nil
@@ -155,7 +156,7 @@ func (r *mockRun) finish(res mock.Result, err error) error {
 	if cerr := r.out.Close(time.Now().Add(mockClose)); cerr != nil {
 		printable.Fprintf(r.Diag, "ahp-tap %s: %v\n", r.name, cerr)
 	}
-	r.ui.close()
+	r.ui.Close()
 	var se *mock.StartError
 	if errors.As(err, &se) {
 		return usageError("%s: %v", r.name, se)
@@ -209,7 +210,7 @@ func (m *Main) runMockBackend(ctx context.Context, args []string) error {
 	// Issue 28 item 11: the recording holds tool inputs and file contents;
 	// off loopback it is served to everyone who can reach the address, so
 	// that takes --allow-remote, as the HTTP tap's --forward and --metrics do.
-	if !isLoopback(ln.Addr()) {
+	if !viewserve.IsLoopback(ln.Addr()) {
 		if !*allowRemote {
 			return usageError("mock backend: --listen on %s (not loopback) would serve the recording to everyone who can reach it; listen on 127.0.0.1, or give --allow-remote", ln.Addr())
 		}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,9 +19,12 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/auditlink"
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/conduct/live"
 	"github.com/ahp-tap/ahp-tap/inject"
 	tapmetrics "github.com/ahp-tap/ahp-tap/internal/metrics"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
+	"github.com/ahp-tap/ahp-tap/internal/viewserve"
+	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/stdio"
@@ -55,9 +59,9 @@ type stdioFlags struct {
 	traffic      *tapmetrics.Traffic
 	metricsTried bool
 	// uiAddr is --ui; ui the live view this audit side serves on it once
-	// uiTried (ui.go).
+	// uiTried (viewserve.Live).
 	uiAddr  string
-	ui      *liveUI
+	ui      *viewserve.Live
 	uiTried bool
 	// inject is --inject and --seed (inject.go); plan the forwarding
 	// process's plan of faults (nil: none, and in an audit process).
@@ -192,11 +196,11 @@ func (m *Main) checkStdioFlags(fs *flag.FlagSet, sf *stdioFlags) (stdio.Priority
 	if err := sf.validate(); err != nil {
 		return "", err // before the budget shrinks --max-audit-line to fit
 	}
-	if err := checkMetricsAddr(sf.metricsAddr, sf.allowRemote, m.diag()); err != nil {
-		return "", err
+	if err := tapmetrics.CheckAddr(sf.metricsAddr, sf.allowRemote, m.diag()); err != nil {
+		return "", usageError("%v", err)
 	}
-	if err := checkUIAddr("stdio", sf.uiAddr, sf.allowRemote); err != nil {
-		return "", err
+	if err := viewserve.CheckAddr("stdio", sf.uiAddr, sf.allowRemote); err != nil {
+		return "", usageError("%v", err)
 	}
 	if fs.NArg() == 0 {
 		return "", usageError("stdio: no backend command given (usage: ahp-tap stdio [flags] -- CMD [ARGS...])")
@@ -299,7 +303,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 			Lifecycle: cfg.Lifecycle, TimeoutMs: sf.timeout.Milliseconds(), RegistrationDoc: l.RegDoc,
 			State: stateForHeader(sf.state),
 		},
-		Traffic: sf.stdioMetrics(m.diag()), Conduct: sf.conductClient(l, m.diag())}
+		Traffic: sf.stdioMetrics(m.diag()), Conduct: live.ClientFor(sf.conduct, sf.registration, sf.hook, l.Config.Registration, m.diag())}
 	if sf.console {
 		oc.Console = m.Stderr
 	}
@@ -310,7 +314,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 		oc.Metrics = oc.Traffic.Gatherer() // pushed to the OTLP collector too
 	}
 	if u := sf.stdioUI(m.diag()); u != nil {
-		oc.View = u.hub // the live view, served from this audit side (ui.go)
+		oc.View = u.View() // the live view, served from this audit side
 	}
 	if r.out, err = output.Open(oc); err != nil {
 		return nil, err // best effort: not reached
@@ -400,4 +404,59 @@ func (r *stdioRun) writeSummary(w io.Writer, res stdio.Result) {
 		printable.Fprintf(w, "ahp-tap: %s\n", inject.Notice) // issue 25: every report says so
 	}
 	s.WriteText(w)
+}
+
+// stdioUI returns the live view of this audit side, serving it on --ui
+// the first time: one view for every link the process audits (the shared
+// audit process of per_event taps serves all of them). A listen that
+// fails is said once on diag, and the audit goes on without it; traffic
+// is never affected.
+func (sf *stdioFlags) stdioUI(diag io.Writer) *viewserve.Live {
+	if sf.uiAddr == "" || sf.uiTried {
+		return sf.ui
+	}
+	sf.uiTried = true
+	u, err := viewserve.OpenLive("stdio", sf.uiAddr, sf.allowRemote, version, sf.snapshot, io.Discard) // the forwarding process checked
+	if err != nil {
+		printable.Fprintf(diag, "ahp-tap: %v; the live view is not served, traffic is not affected\n", err)
+		return nil
+	}
+	u.SetDiag(diag)
+	u.Serve()
+	sf.ui = u
+	return u
+}
+
+// stdioMetrics returns the traffic metrics of this audit side, serving
+// them on --metrics the first time: one endpoint for every link the
+// process audits (the shared audit process of per_event taps serves all
+// of them). A listen that fails is said once on diag, and the audit goes
+// on without metrics; traffic is never affected.
+func (sf *stdioFlags) stdioMetrics(diag io.Writer) *tapmetrics.Traffic {
+	if sf.metricsTried {
+		return sf.traffic
+	}
+	if sf.metricsAddr == "" {
+		if otlpexport.Enabled(sf.otlp.endpoint) {
+			// Counted for the OTLP collector only (pushed by each
+			// link's exporter), not served.
+			sf.metricsTried = true
+			sf.traffic = tapmetrics.NewTraffic()
+			sf.traffic.ZeroFindings(tapmetrics.CheckIDs())
+		}
+		return sf.traffic
+	}
+	sf.metricsTried = true
+	ln, err := tapmetrics.Listen("stdio", sf.metricsAddr, sf.allowRemote, io.Discard) // the forwarding process warned
+	if err != nil {
+		printable.Fprintf(diag, "ahp-tap: %v; metrics are not served, traffic is not affected\n", err)
+		return nil
+	}
+	t := tapmetrics.NewTraffic()
+	t.ZeroFindings(tapmetrics.CheckIDs())
+	srv := &http.Server{Handler: t.Mux(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	printable.Fprintf(diag, "ahp-tap stdio: metrics on http://%s/metrics\n", ln.Addr())
+	sf.traffic = t
+	return t
 }
