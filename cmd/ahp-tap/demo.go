@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -13,9 +12,9 @@ import (
 	"github.com/ahp-tap/ahp-tap/examples"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/output"
-	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/stdio"
+	"github.com/ahp-tap/ahp-tap/stdiotap"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -106,7 +105,7 @@ The backend in this mode has deliberate faults; ahp-tap forwards every byte unch
 	if *logPath == "" {
 		s.FindingsTo = nil // printed above, as they came
 	}
-	s.Streams = streamsOf(res)
+	s.Streams = stdiotap.Streams(res)
 	fmt.Fprintln(out)
 	s.WriteText(out)
 	fmt.Fprint(out, demoEpilogue)
@@ -140,18 +139,6 @@ func startDemoHarness(ctx context.Context, self string, out io.Writer) (*exec.Cm
 		return nil, nil, nil, fmt.Errorf("demo: starting the example harness: %w", err)
 	}
 	return harness, toHarness, fromHarness, nil
-}
-
-// streamsOf is what a stdio tap forwarded each way, for a summary.
-func streamsOf(res stdio.Result) []report.Stream {
-	var out []report.Stream
-	for _, d := range []struct {
-		dir tap.Direction
-		st  stdio.DirStats
-	}{{tap.FromHarness, res.Harness}, {tap.FromBackend, res.Backend}} {
-		out = append(out, report.Stream{Dir: d.dir, Frames: uint64(d.st.Frames), Bytes: uint64(d.st.Bytes), SHA256: hex.EncodeToString(d.st.SHA256)})
-	}
-	return out
 }
 
 // lockedWriter serialises writes from the harness's stderr copier and the

@@ -10,16 +10,10 @@ import (
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
-// How long a command waits, at exit, for the collector to take the
-// findings still queued. A collector must never hold up a backend's exit
-// for long: a per-event harness counts the process's exit against its
-// deadline, and a collector on the same host answers in about a
-// millisecond. Offline commands can wait longer.
-const (
-	stdioCloseTimeout  = 200 * time.Millisecond
-	httpCloseTimeout   = time.Second
-	replayCloseTimeout = 10 * time.Second
-)
+// replayCloseTimeout is how long an offline command waits, at exit, for
+// the collector to take the findings still queued (the live taps wait
+// less: httptap, stdiotap).
+const replayCloseTimeout = 10 * time.Second
 
 // otlpFlags is --otlp-endpoint, shared by stdio, http and replay.
 type otlpFlags struct {
@@ -33,16 +27,10 @@ func (o *otlpFlags) register(fs *flag.FlagSet) {
 // open starts the exporter, or returns nil when no collector is named. A
 // bad URL is a usage error.
 func (o *otlpFlags) open(capture string, diag io.Writer) (*otlpexport.Exporter, error) {
-	return o.openHook(capture, "", diag)
-}
-
-// openHook is open for a link serving the registration's hook (the
-// spans' ahp.hook.id).
-func (o *otlpFlags) openHook(capture, hook string, diag io.Writer) (*otlpexport.Exporter, error) {
 	if !otlpexport.Enabled(o.endpoint) {
 		return nil, nil
 	}
-	x, err := otlpexport.New(otlpexport.Config{Endpoint: o.endpoint, Capture: capture, Version: version, Diag: diag, Hook: hook})
+	x, err := otlpexport.New(otlpexport.Config{Endpoint: o.endpoint, Capture: capture, Version: version, Diag: diag})
 	if err != nil {
 		return nil, usageError("--otlp-endpoint: %v", err)
 	}
