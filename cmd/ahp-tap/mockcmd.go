@@ -11,6 +11,7 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
+	"github.com/ahp-tap/ahp-tap/internal/syncwriter"
 	"github.com/ahp-tap/ahp-tap/internal/viewserve"
 	"github.com/ahp-tap/ahp-tap/mock"
 	"github.com/ahp-tap/ahp-tap/output"
@@ -127,7 +128,7 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 	}
 	cfg.Transport = transport
 	r := &mockRun{name: name, threshold: threshold}
-	r.Peer = mock.Peer{Rec: rec, Match: match, Ignore: mf.ignore, Diag: &lockedWriter{w: m.Stderr}, Audit: &r.audit}
+	r.Peer = mock.Peer{Rec: rec, Match: match, Ignore: mf.ignore, Diag: syncwriter.New(m.Stderr), Audit: &r.audit}
 	// The way out (package output): each finding a line on stderr, its
 	// credentials redacted as the audit copies are, and --log.
 	oc := output.Config{Name: name, Diag: m.Stderr, Log: mf.logPath, Redact: r.audit.Text}
