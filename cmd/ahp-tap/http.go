@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/x509"
 	"flag"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/httpproxy"
 	"github.com/ahp-tap/ahp-tap/httptap"
 	"github.com/ahp-tap/ahp-tap/inject"
@@ -156,41 +153,12 @@ func (h *httpRun) proxyConfig() (httpproxy.Config, error) {
 // trust reads each route's upstream, and sets the upstreams' CA pool and
 // the interception CA of cfg.
 func (h *httpRun) trust(cfg *httpproxy.Config) error {
-	h.upstreams = make([]*url.URL, len(h.routes))
-	for i, r := range h.routes {
-		if r.Upstream == "" {
-			continue // --forward
-		}
-		what := "--upstream"
-		if len(h.routeFlags) > 0 {
-			what = "--route on " + r.Listen + ": upstream"
-		}
-		u, err := url.Parse(r.Upstream)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usageError("http: %s %q is not an absolute http:// or https:// URL", what, httpaudit.URL(r.Upstream)) // credentials redacted
-		}
-		if u.User != nil {
-			return usageError("http: %s must not carry credentials; the harness sends its own Authorization header", what)
-		}
-		h.upstreams[i] = u
+	var err error
+	if h.upstreams, err = httptap.Upstreams(h.routes, len(h.routeFlags) > 0); err != nil {
+		return usageError("%v", err)
 	}
-	if h.upstreamCA != "" {
-		pem, err := os.ReadFile(h.upstreamCA)
-		if err != nil {
-			return usageError("http: --upstream-ca: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return usageError("http: --upstream-ca %s holds no PEM certificate", h.upstreamCA)
-		}
-		cfg.RootCAs = pool
-	}
-	if h.mitmCA != "" {
-		ca, err := httpproxy.LoadCA(h.mitmCA)
-		if err != nil {
-			return usageError("http: --mitm-ca: %v", err)
-		}
-		cfg.MITMCA = ca
+	if err := httptap.Trust(cfg, h.upstreamCA, h.mitmCA); err != nil {
+		return usageError("%v", err)
 	}
 	return nil
 }
@@ -247,31 +215,9 @@ func httpRoutes(fs *flag.FlagSet, ef *engineFlags, values []string, conductDir s
 	if len(clash) > 0 {
 		return nil, usageError("http: --route replaces %s: give listen=, upstream=, hook=, log= and capture= in each route", strings.Join(clash, ", "))
 	}
-	var routes []wrap.Route
-	hooks, files := map[string]bool{}, map[string]bool{}
-	for _, v := range values {
-		r, err := wrap.ParseRoute(v) // its errors never quote v: an upstream may carry credentials
-		if err != nil {
-			return nil, usageError("http: --route: %v", err)
-		}
-		switch {
-		case r.Hook == "" && ef.registration != "":
-			return nil, usageError("http: --route on %s: give hook=ID, the registration's hook this route is", r.Listen)
-		case r.Hook == "" && conductDir != "":
-			return nil, usageError("http: --conduct needs --registration and hook= in each route: the conduct timeline places each link by its hook")
-		case r.Hook != "" && ef.registration == "":
-			return nil, usageError("http: --route on %s: hook= needs --registration", r.Listen)
-		case hooks[r.Hook] && r.Hook != "":
-			return nil, usageError("http: --route: hook %q has two routes", r.Hook)
-		}
-		hooks[r.Hook] = true
-		for _, p := range []string{r.Log, r.Capture} {
-			if p != "" && p != "-" && files[p] {
-				return nil, usageError("http: --route: %s is given to two routes; each route writes its own log and capture", p)
-			}
-			files[p] = true
-		}
-		routes = append(routes, r)
+	routes, err := httptap.ParseRoutes(values, ef.registration, conductDir)
+	if err != nil {
+		return nil, usageError("%v", err)
 	}
 	if ef.registration != "" {
 		ef.hook = routes[0].Hook // the registration is loaded with the first; runHTTP checks the others
