@@ -122,3 +122,19 @@ func writeReport(w io.Writer, format string, h *report.JSONHeader, sources []rep
 	}
 	return report.WriteText(w, sources, sum)
 }
+
+// runRules lists every check and rule (report.WriteRules).
+func (m *Main) runRules(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("rules", flag.ContinueOnError)
+	format := fs.String("format", "text", "output `FORMAT`: text or json")
+	if err := parseFlags(fs, args, m.Stderr); err != nil {
+		return err
+	}
+	if err := checkFormat(*format); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("rules takes no arguments")
+	}
+	return report.WriteRules(m.Stdout, *format == "json")
+}
