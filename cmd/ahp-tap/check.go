@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"io"
 
 	"github.com/ahp-tap/ahp-tap/replay"
 	"github.com/ahp-tap/ahp-tap/report"
@@ -113,14 +112,6 @@ func checkFormat(f string) error {
 		return nil
 	}
 	return usageError("--format %q is not text or json", f)
-}
-
-// writeReport writes sources and their summary in the chosen format.
-func writeReport(w io.Writer, format string, h *report.JSONHeader, sources []report.Source, sum *report.Summary) error {
-	if format == "json" {
-		return report.WriteJSONWithHeader(w, h, sources, sum)
-	}
-	return report.WriteText(w, sources, sum)
 }
 
 // runRules lists every check and rule (report.WriteRules).

@@ -3,17 +3,9 @@ package main
 import (
 	"flag"
 	"io"
-	"time"
 
 	"github.com/ahp-tap/ahp-tap/otlpexport"
-	"github.com/ahp-tap/ahp-tap/report"
-	"github.com/ahp-tap/ahp-tap/tap"
 )
-
-// replayCloseTimeout is how long an offline command waits, at exit, for
-// the collector to take the findings still queued (the live taps wait
-// less: httptap, stdiotap).
-const replayCloseTimeout = 10 * time.Second
 
 // otlpFlags is --otlp-endpoint, shared by stdio, http and replay.
 type otlpFlags struct {
@@ -35,23 +27,4 @@ func (o *otlpFlags) open(capture string, diag io.Writer) (*otlpexport.Exporter, 
 		return nil, usageError("--otlp-endpoint: %v", err)
 	}
 	return x, nil
-}
-
-// exportSources sends every finding of an offline run to x, each with the
-// file it was found in, and returns sources with a TAP-1 source added when
-// some could not be exported (also written to lg).
-func exportSources(x *otlpexport.Exporter, sources []report.Source, lg *report.Log) []report.Source {
-	if x == nil {
-		return sources
-	}
-	for _, src := range sources {
-		for _, f := range src.Findings {
-			x.WriteWait(f, src.Name)
-		}
-	}
-	if f := x.Close(replayCloseTimeout); f != nil {
-		lg.WriteWait(*f)
-		sources = append(sources, report.Source{Name: "otlp", Findings: []tap.Finding{*f}})
-	}
-	return sources
 }
