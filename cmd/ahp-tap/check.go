@@ -72,7 +72,7 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		// files checked so far; the file in progress is abandoned.
 		run.StartInput(name)
 		src, ok := replay.CheckInterruptibly(ctx, func() report.Source { return ic.Check(name) })
-		run.EndInput(inputEnd(src))
+		run.EndInput(replay.InputEnd(src))
 		if !ok || ctx.Err() != nil {
 			break
 		}
