@@ -2,8 +2,10 @@ package viewserve
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 )
@@ -67,4 +69,36 @@ func TestOpenLiveServesThePage(t *testing.T) {
 	}
 	none.Serve()
 	none.Close()
+}
+
+func TestServeFileUntilCancelled(t *testing.T) {
+	path := t.TempDir() + "/page.html"
+	if err := os.WriteFile(path, []byte("<title>the page</title>"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen("127.0.0.1:0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ServeFile(ctx, ln, path, false) }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "the page") {
+		t.Errorf("served %q, want the file", body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("ServeFile after cancel = %v, want nil", err)
+	}
+	ln2, _ := Listen("127.0.0.1:0", false)
+	ln2.Close() // serving a closed listener fails at once
+	if err := ServeFile(context.Background(), ln2, path, false); err == nil {
+		t.Error("ServeFile on a closed listener = nil, want its error")
+	}
 }
