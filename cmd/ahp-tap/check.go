@@ -52,8 +52,7 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 	if ef.registration != "" {
 		sources = append(sources, report.Source{Name: ef.registration, Findings: l.RegistrationFindings()})
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set := flagsGiven(fs)
 	rs, err := rf.open(m, of.format, set["format"], &ef, l.Config.Snapshot, of.threshold)
 	if err != nil {
 		return err

@@ -120,3 +120,10 @@ func noArguments(fs *flag.FlagSet) error {
 	}
 	return nil
 }
+
+// flagsGiven is the set of the flags given on the command line.
+func flagsGiven(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}

@@ -94,8 +94,7 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 	if err != nil {
 		return nil, err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set := flagsGiven(fs)
 	r, err := mock.Open(mock.Config{Name: name, Version: version, Capture: capturePath, AllowRedacted: mf.allowRedacted,
 		Match: match, Ignore: mf.ignore, Threshold: threshold, Link: l, Overrides: replay.OverridesOf(set),
 		Transport: transport, Conn: conn, Log: mf.logPath, Quiet: mf.quiet, UI: mf.ui, Stderr: m.Stderr, Diag: m.diag()})

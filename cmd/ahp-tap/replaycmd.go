@@ -56,11 +56,9 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	otlpx, err := otlpf.open("", m.Stderr)
-	if err != nil {
+	if of.otlpx, err = otlpf.open("", m.Stderr); err != nil {
 		return err
 	}
-	of.otlpx = otlpx
 	if err := refuseInputsAsOutputs(&rf, &of, ef.registration, fs.Args()); err != nil {
 		return err
 	}
@@ -75,8 +73,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		return err
 	}
 	defer of.lg.Close() // idempotent; flushes on the error paths too
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set := flagsGiven(fs)
 	rs, err := rf.open(m, of.format, set["format"], &ef, l.Config.Snapshot, of.threshold)
 	if err != nil {
 		return err
@@ -84,15 +81,8 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	defer rs.Close()
 	run := rs.Run()
 	rp := &replay.Replayer{Config: l.Config, Rules: l.Options, Set: set, Dir: dir, Input: *input, Diag: m.diag(), Ctx: ctx, Run: run}
-
 	ic := replay.NewChecker("replay", rp, m.Stdin, m.Stderr, of.allowEmpty, false, !rf.quiet && isTerminal(m.Stderr))
-	var sources []report.Source
-	if ef.registration != "" {
-		if fds := l.RegistrationFindings(); len(fds) > 0 {
-			sources = append(sources, report.Source{Name: ef.registration, Findings: fds})
-		}
-	}
-	sources = append(sources, ic.CheckAll(ctx, names)...)
+	sources := append(registrationSources(ef.registration, l), ic.CheckAll(ctx, names)...)
 	if _, ok := interruption(ctx); ok {
 		return m.finishInterrupted(ctx, &of, rs, sources)
 	}
@@ -101,12 +91,8 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 			sources = append(sources, *src)
 		}
 	}
-	if *writeCapture != "" {
-		kept, err := rp.WriteSelection(selected, *writeCapture, selects, fs.Args(), m.Stdin, m.Stderr)
-		if err != nil {
-			return usageError("%v", err)
-		}
-		printable.Fprintf(m.Stderr, "ahp-tap replay: wrote %d selected exchange(s) to %s\n", kept, *writeCapture)
+	if err := m.writeSelection(rp, selected, *writeCapture, selects, fs.Args()); err != nil {
+		return err
 	}
 	return m.finishReports("replay", &of, rs, sources)
 }
@@ -166,4 +152,30 @@ func (m *Main) createSelected(path string, inputs []string) (*os.File, error) {
 		return nil, usageError("--write-capture: %v", err)
 	}
 	return f, nil
+}
+
+// writeSelection writes the --write-capture file (replay.WriteSelection),
+// when there is one, and says how many exchanges it kept.
+func (m *Main) writeSelection(rp *replay.Replayer, f *os.File, path string, terms []capture.SelectTerm, inputs []string) error {
+	if path == "" {
+		return nil
+	}
+	kept, err := rp.WriteSelection(f, path, terms, inputs, m.Stdin, m.Stderr)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	printable.Fprintf(m.Stderr, "ahp-tap replay: wrote %d selected exchange(s) to %s\n", kept, path)
+	return nil
+}
+
+// registrationSources is the --registration file's own findings as a
+// report source (none without a registration or a finding).
+func registrationSources(name string, l *loaded) []report.Source {
+	if name == "" {
+		return nil
+	}
+	if fds := l.RegistrationFindings(); len(fds) > 0 {
+		return []report.Source{{Name: name, Findings: fds}}
+	}
+	return nil
 }
