@@ -16,6 +16,7 @@ type Writer struct {
 // New returns a Writer in front of w.
 func New(w io.Writer) *Writer { return &Writer{W: w} }
 
+// Write writes p to W whole, after any write under way.
 func (l *Writer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
