@@ -69,15 +69,20 @@ func linkReader(c *Config) auditlink.ReaderConfig {
 	return auditlink.ReaderConfig{Bytes: b, Depth: int(max(int64(c.Queue), b/128))}
 }
 
+// IgnoreSignals makes an audit process deaf to the signals meant for the
+// forwarding process; a closed stderr is an error on write, not a death.
+// An audit process calls it first, before it reads its flags.
+func IgnoreSignals() {
+	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGQUIT)
+}
+
 // RunAuditProcess is the audit process of one forwarding process: it
 // reads the audit link on fd until it ends, feeding one tap.Session of
 // the link conn; a clean end is finished by the forwarding process's
 // deadline (its --drain), a killed link within Bound. readyFD (-1: none)
 // is told once the link is being read. Its errors are one line each.
 func RunAuditProcess(c Config, conn string, fd, readyFD int) error {
-	// Signals are for the forwarding process; a closed stderr is an
-	// error on write, not a death.
-	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGQUIT)
+	IgnoreSignals() // signals are for the forwarding process
 	link := os.NewFile(uintptr(fd), "audit-link")
 	if link == nil {
 		return fmt.Errorf("%s: no audit link on fd %d", WorkerCommand, fd)
@@ -173,7 +178,7 @@ func connectSharedAudit(c *Config, conn string, backlog int) (*auditlink.Link, e
 // link's notices go back to its tap's stderr; the server's own go to
 // c.Stderr.
 func RunAuditServer(c Config, key, sock, lock string, readyFD int) error {
-	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGQUIT)
+	IgnoreSignals()
 	var a aids
 	a.metrics(&c, c.Stderr)  // one endpoint for every link this process serves
 	a.liveView(&c, c.Stderr) // one live view for every link this process serves

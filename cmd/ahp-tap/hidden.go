@@ -36,6 +36,7 @@ func (m *Main) runConductServer(_ context.Context, args []string) error {
 // __audit-process --audit-conn CONN --audit-fd FD STDIO-FLAGS...`
 // (stdiotap.RunAuditProcess).
 func (m *Main) runAuditProcess(_ context.Context, args []string) error {
+	stdiotap.IgnoreSignals() // before anything: the signals are the forwarding process's
 	fs := flag.NewFlagSet("stdio", flag.ContinueOnError)
 	var sf stdioFlags
 	sf.register(fs, m.Stderr)
@@ -54,6 +55,7 @@ func (m *Main) runAuditProcess(_ context.Context, args []string) error {
 // `ahp-tap __audit-server --audit-key KEY --socket PATH --lock PATH
 // --ready-fd FD STDIO-FLAGS...` (stdiotap.RunAuditServer).
 func (m *Main) runAuditServer(_ context.Context, args []string) error {
+	stdiotap.IgnoreSignals()
 	fs := flag.NewFlagSet("stdio", flag.ContinueOnError)
 	var sf stdioFlags
 	sf.register(fs, io.Discard)
