@@ -56,6 +56,20 @@ func harnessView(x *tap.Exchange) (view *tap.Exchange, seen bool) {
 	return &v, true
 }
 
+// answeredAt is when the harness got the answer f to x: f's time, or
+// when the tap injected a fault that answered in the backend's place (the
+// backend's own answer, swallowed, can come much later).
+func answeredAt(f *tap.Frame, x *tap.Exchange) time.Time {
+	if x == nil || x.Injected == "" || x.InjectedAt.IsZero() || !x.InjectedAt.Before(f.Time) {
+		return f.Time
+	}
+	switch inject.Kind(x.Injected) {
+	case inject.Drop, inject.Delay, inject.Banner:
+		return f.Time
+	}
+	return x.InjectedAt
+}
+
 // Relevant reports whether a judged frame matters to a Timeline: a
 // hooks/intercept request, its answer, or a hooks/observe notification.
 // Only those need to be carried.
@@ -82,6 +96,7 @@ func FactOf(hook string, f *tap.Frame, x *tap.Exchange) Fact {
 		return ft
 	}
 	if _, ok := f.Msg.(*tap.Response); ok {
+		ft.Time = answeredAt(f, x)
 		x, _ = harnessView(x)
 	}
 	ft.Method, ft.Outcome, ft.DeadlineMs = x.Method, x.Outcome, x.Deadline.Milliseconds()

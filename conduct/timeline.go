@@ -290,7 +290,12 @@ func (t *Timeline) take(hookID string, f *tap.Frame, x *tap.Exchange) {
 		}
 	case *tap.Response:
 		if x != nil && x.Method == "hooks/intercept" { // x is set only for a response that matched
-			if v, seen := harnessView(x); seen { // an injected fault: what the harness got
+			if v, seen := harnessView(x); seen { // an injected fault: what the harness got, and when
+				if at := answeredAt(f, x); !at.Equal(f.Time) {
+					g := *f
+					g.Time = at
+					f = &g
+				}
 				t.answer(h, f, v)
 			}
 		}
