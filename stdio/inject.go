@@ -129,6 +129,12 @@ func (j *injector) runUp(c *copier) {
 			// the note, so the audit knows the answer is not the harness's.
 			j.note(tap.NoteInjected, f, req.ID, inject.Describe(f, req))
 		}
+		if hit && f.Kind == inject.Banner {
+			// Before the request reaches the backend, so before its
+			// answer: written after, it could follow the answer, and a
+			// harness done with the backend never read it.
+			j.write([]byte(inject.BannerLine+"\n"), nil)
+		}
 		if hit && f.Kind == inject.Crash {
 			// Killed before the request reaches it: a backend fast
 			// enough could otherwise answer between the write and the
@@ -185,8 +191,6 @@ func (j *injector) act(f inject.Fault, r inject.Request) {
 		j.closeHarness()
 	case inject.Close:
 		j.closeHarness()
-	case inject.Banner:
-		j.write([]byte(inject.BannerLine+"\n"), nil)
 	}
 }
 
