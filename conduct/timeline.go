@@ -419,9 +419,13 @@ func (t *Timeline) intercept(h *hook, f *tap.Frame, x *tap.Exchange) {
 	d := &delivery{hook: h, method: "hooks/intercept", ref: refOf(f, e.key.ID, e.typ), sent: f.Time,
 		deadline: x.Deadline, state: stateOf(f.Params().Get("state")), input: digestOf(ev.Path("tool", "input"))}
 	d.policy, _ = x.Subscription.Get("failurePolicy").Text()
+	var first *delivery
 	for _, o := range e.deliveries {
 		if o.method == "hooks/intercept" && o.hook == h {
-			d.retry = true // BASE-6 judges retries (identity, deadline)
+			d.retry = true // BASE-6 judges retries (identity), COND-10 their deadline
+			if first == nil {
+				first = o
+			}
 		}
 	}
 	if fresh && e.typ == "turn.finish.before" {
@@ -429,8 +433,77 @@ func (t *Timeline) intercept(h *hook, f *tap.Frame, x *tap.Exchange) {
 	}
 	if e.skip == "" && !d.retry {
 		t.judgeIntercept(e, d, f)
+		t.judgeGiveUp(e, d)
+	}
+	if d.retry {
+		t.judgeRetry(e, first, d)
 	}
 	e.deliveries = append(e.deliveries, d)
+}
+
+// giveUpSlack is how long after an unanswered intercept's deadline the
+// chain's next step may come (COND-10): a harness gives up at the deadline
+// and applies the failure policy at once; a second is far more than
+// scheduling takes, and far less than a harness that waits for the answer
+// anyway.
+const giveUpSlack = time.Second
+
+// originalDeadline is when the first intercept of e to h's backend ran
+// out (zero when its deadline is unknown): retries do not extend it
+// (AHP-FAIL-002).
+func originalDeadline(e *event, h *hook) time.Time {
+	for _, o := range e.deliveries {
+		if o.method == "hooks/intercept" && o.hook == h {
+			if o.deadline <= 0 {
+				return time.Time{}
+			}
+			return o.sent.Add(o.deadline)
+		}
+	}
+	return time.Time{}
+}
+
+// judgeRetry judges a retry d of an intercept first sent as first
+// (COND-10): it comes within the original deadline.
+func (t *Timeline) judgeRetry(e *event, first, d *delivery) {
+	limit := originalDeadline(e, d.hook)
+	if limit.IsZero() || e.skip != "" {
+		return
+	}
+	t.exercised[vocab.Cond10] = true
+	if late := d.sent.Sub(limit); late > t.cfg.Skew {
+		t.report(e, rules.CondRetryLate, d.ref, "",
+			"%s received event %q again as hooks/intercept %v after the first delivery, %v past its %v deadline; a retry stays within the original deadline (AHP-FAIL-002)",
+			d.hook.id, e.key.ID, d.sent.Sub(first.sent).Round(time.Millisecond), late.Round(time.Millisecond), first.deadline)
+	}
+}
+
+// judgeGiveUp judges d, the next step of e's chain, when the step before
+// it was an intercept whose answer the harness did not get by its
+// deadline (COND-10): the harness gave up then, so d comes soon after.
+func (t *Timeline) judgeGiveUp(e *event, d *delivery) {
+	var prev *delivery
+	for _, o := range e.deliveries {
+		if o != d && !o.sent.After(d.sent) && (prev == nil || !o.sent.Before(prev.sent)) {
+			prev = o
+		}
+	}
+	if prev == nil || prev.method != "hooks/intercept" || prev.hook == d.hook {
+		return
+	}
+	if prev.answered && prev.outcome != tap.OutcomeUnanswered && prev.outcome != tap.OutcomeLate {
+		return // answered in time: not a deadline matter
+	}
+	limit := originalDeadline(e, prev.hook)
+	if limit.IsZero() || d.sent.Before(limit) {
+		return // before the deadline: an overlap, which COND-1 and COND-4 judge
+	}
+	t.exercised[vocab.Cond10] = true
+	if late := d.sent.Sub(limit); late > giveUpSlack {
+		t.report(e, rules.CondGaveUpLate, d.ref, "",
+			"%s received event %q as %s %v after %s's deadline ran out with no answer the harness could take: a harness gives up at the deadline and applies the failure policy (%s) at once (AHP-FAIL-002)",
+			d.hook.id, e.key.ID, d.method, late.Round(time.Millisecond), prev.hook.id, prev.policy)
+	}
 }
 
 // judgeIntercept judges an intercept of e to a backend that had not had
@@ -609,6 +682,9 @@ func (t *Timeline) observe(h *hook, f *tap.Frame) {
 			"%s received event %q as hooks/observe after it was called with it as hooks/intercept, and has no observe subscription for %s; only uncalled intercept subscriptions get the short-circuit observe",
 			h.id, e.key.ID, e.typ)
 	}
+	if e.skip == "" {
+		t.judgeGiveUp(e, d)
+	}
 	// An intercept still outstanding is judged when it is answered
 	// (judgeOverlap); a later intercept, when it arrives (judgeIntercept).
 	e.deliveries = append(e.deliveries, d)
@@ -775,7 +851,14 @@ func (t *Timeline) lineage(e *event, ev *tap.Value, f *tap.Frame) {
 		t.exercised[vocab.Cond9] = true
 	}
 	if hasCall && e.typ == "tool.before" {
-		t.rememberCall(callID).before = e.key.ID
+		c := t.rememberCall(callID)
+		switch first, known := t.known[c.before]; {
+		case c.before == "":
+			c.before = e.key.ID
+		case c.before != e.key.ID && (!known || first.source == e.key.Source):
+			t.report(e, rules.CondSecondBefore, ref, "/params/event/id",
+				"a second tool.before (event %q) for call %q, which already had tool.before %q: a retry keeps the event id (AHP-CORE-004), and a call gets one tool.before", e.key.ID, callID, c.before)
+		}
 	}
 	if hasCall && e.typ == "tool.after" {
 		c := t.calls[callID]
@@ -957,15 +1040,16 @@ func (t *Timeline) exercise(e *event) {
 
 // conductNeeds says, per check, what traffic exercises it.
 var conductNeeds = map[vocab.CheckID]string{
-	vocab.Cond1: "no event matched two or more interceptors",
-	vocab.Cond2: "no chain was ended (deny, flow stop, fail-closed failure) before a later interceptor",
-	vocab.Cond3: "no fail-open failure before a later interceptor",
-	vocab.Cond4: "no hooks/observe of an intercepted event",
-	vocab.Cond5: "no two interceptors of one event both received params.state",
-	vocab.Cond6: "no chain was short-circuited before a later interceptor",
-	vocab.Cond7: "no turn had two judged turn.finish.before events",
-	vocab.Cond8: "no *.before event was denied",
-	vocab.Cond9: "no tool.after or parentEventId",
+	vocab.Cond1:  "no event matched two or more interceptors",
+	vocab.Cond2:  "no chain was ended (deny, flow stop, fail-closed failure) before a later interceptor",
+	vocab.Cond3:  "no fail-open failure before a later interceptor",
+	vocab.Cond4:  "no hooks/observe of an intercepted event",
+	vocab.Cond5:  "no two interceptors of one event both received params.state",
+	vocab.Cond6:  "no chain was short-circuited before a later interceptor",
+	vocab.Cond7:  "no turn had two judged turn.finish.before events",
+	vocab.Cond8:  "no *.before event was denied",
+	vocab.Cond9:  "no tool.after or parentEventId",
+	vocab.Cond10: "no intercept went unanswered past its deadline before a next step or a retry",
 }
 
 // Exercised says, per conduct check, why the judged events did not

@@ -712,3 +712,108 @@ func TestContinueAfterDenyFasterThanTheTolerance(t *testing.T) {
 		})
 	}
 }
+
+// An intercept left unanswered (a silent backend, or an answer ahp-tap
+// dropped on purpose): the harness gives up at the deadline (a's timeout
+// is 1000 ms) and goes on at once; retries stay within the original
+// deadline and keep the event id (COND-10, COND-9).
+func TestUnansweredIntercept(t *testing.T) {
+	ev := toolEvent("e1", "call-1", "")
+	for _, tc := range []struct {
+		name string
+		play func(r *rig)
+		rule string
+	}{
+		{"fail-open: next interceptor at the deadline", func(r *rig) {
+			r.send(hA, 0, intercept(ev, ""))
+			r.send(hB, 1002, intercept(ev, ""))
+			r.recv(hB, 1010, answer("e1"))
+			r.send(hC, 1011, intercept(ev, ""))
+			r.recv(hC, 1020, answer("e1"))
+		}, ""},
+		{"fail-open: next interceptor long after the deadline", func(r *rig) {
+			r.send(hA, 0, intercept(ev, ""))
+			r.send(hB, 2500, intercept(ev, ""))
+			r.recv(hB, 2510, answer("e1"))
+			r.send(hC, 2511, intercept(ev, ""))
+			r.recv(hC, 2520, answer("e1"))
+		}, "COND-10/gave-up-late"},
+		{"fail-closed: short-circuit observe at the deadline", func(r *rig) {
+			r.send(hA, 0, intercept(ev, ""))
+			r.recv(hA, 10, answer("e1"))
+			r.send(hB, 11, intercept(ev, ""))
+			r.send(hC, 1013, observe(ev))
+			r.send(hD, 1014, observe(ev))
+		}, ""},
+		{"fail-closed: short-circuit observe long after the deadline", func(r *rig) {
+			r.send(hA, 0, intercept(ev, ""))
+			r.recv(hA, 10, answer("e1"))
+			r.send(hB, 11, intercept(ev, ""))
+			r.send(hC, 3000, observe(ev))
+			r.send(hD, 3001, observe(ev))
+		}, "COND-10/gave-up-late"},
+		{"a late answer the harness waited for", func(r *rig) {
+			r.send(hA, 0, intercept(ev, ""))
+			r.recv(hA, 2400, answer("e1"))
+			r.send(hB, 2401, intercept(ev, ""))
+			r.recv(hB, 2410, answer("e1"))
+			r.send(hC, 2411, intercept(ev, ""))
+			r.recv(hC, 2420, answer("e1"))
+		}, "COND-10/gave-up-late"},
+		{"retry within the deadline", func(r *rig) {
+			r.send(hA, 0, intercept(ev, ""))
+			r.send(hA, 500, intercept(ev, ""))
+			r.send(hB, 1001, intercept(ev, ""))
+			r.recv(hB, 1010, answer("e1"))
+			r.send(hC, 1011, intercept(ev, ""))
+			r.recv(hC, 1020, answer("e1"))
+		}, ""},
+		{"retry after the deadline", func(r *rig) {
+			r.send(hA, 0, intercept(ev, ""))
+			r.send(hA, 1500, intercept(ev, ""))
+			r.send(hB, 1600, intercept(ev, ""))
+			r.recv(hB, 1610, answer("e1"))
+			r.send(hC, 1611, intercept(ev, ""))
+			r.recv(hC, 1620, answer("e1"))
+		}, "COND-10/retry-late"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, threeHooks, 0)
+			tc.play(r)
+			got := r.close()
+			wantOnly(t, got, tc.rule)
+			if tc.rule == "COND-10/gave-up-late" && got[tc.rule][0].Level != tap.Warn {
+				t.Errorf("level %s, want warn", got[tc.rule][0].Level)
+			}
+			if ex := r.tl.Exercised()["COND-10"]; ex != "" {
+				t.Errorf("COND-10 not exercised: %s", ex)
+			}
+		})
+	}
+	t.Run("retry under a new event id", func(t *testing.T) {
+		r := newRig(t, threeHooks, 0)
+		r.send(hA, 0, intercept(ev, ""))
+		r.send(hA, 500, intercept(toolEvent("e1-retry", "call-1", ""), ""))
+		r.send(hB, 1001, intercept(ev, ""))
+		r.recv(hB, 1010, answer("e1"))
+		r.send(hC, 1011, intercept(ev, ""))
+		r.recv(hC, 1020, answer("e1"))
+		got := r.close()
+		if fs := got["COND-9/second-before"]; len(fs) != 1 || fs[0].EventID != "e1-retry" || !strings.Contains(fs[0].Message, `already had tool.before "e1"`) {
+			t.Errorf("findings = %v, want one COND-9/second-before on e1-retry", got)
+		}
+	})
+	t.Run("answered in time", func(t *testing.T) {
+		r := newRig(t, threeHooks, 0)
+		r.send(hA, 0, intercept(ev, ""))
+		r.recv(hA, 10, errorAnswer("e1"))
+		r.send(hB, 3000, intercept(ev, "")) // slow, but not a deadline matter
+		r.recv(hB, 3010, answer("e1"))
+		r.send(hC, 3011, intercept(ev, ""))
+		r.recv(hC, 3020, answer("e1"))
+		wantOnly(t, r.close(), "")
+		if ex := r.tl.Exercised()["COND-10"]; ex == "" {
+			t.Errorf("COND-10 exercised by a chain with no unanswered intercept")
+		}
+	})
+}

@@ -256,8 +256,13 @@ func (f Fault) Check(t Transport) error {
 
 // Synthetic says whether the tap answers in the backend's place (the
 // backend's own answer is swallowed).
-func (f Fault) Synthetic() bool {
-	switch f.Kind {
+func (f Fault) Synthetic() bool { return f.Kind.Synthetic() }
+
+// Synthetic says whether the harness gets something other than the
+// backend's answer for a fault of kind k: the tap answers in the
+// backend's place, or never (drop).
+func (k Kind) Synthetic() bool {
+	switch k {
 	case Drop, Error, Status, Malformed, InvalidDeny, Unadvertised, Close, Partial:
 		return true
 	}
