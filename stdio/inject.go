@@ -39,6 +39,10 @@ const maxInjectPending = 1 << 16
 type held struct {
 	f  inject.Fault
 	id []byte
+	// n is how many answers to ID the fault still takes: a harness that
+	// retries with the same id before the backend answered sends the
+	// backend ID again, and each of its answers is the fault's.
+	n int
 }
 
 // injector is the state of one tap's injected faults.
@@ -171,7 +175,11 @@ func (j *injector) register(f inject.Fault, r inject.Request) bool {
 		}
 		return false
 	}
-	j.pending[key] = held{f, bytes.Clone(r.ID)}
+	h := j.pending[key]
+	if h.n > 0 && h.f.Kind != f.Kind {
+		return false // an answer to this id is already another fault's: one fault per id at a time
+	}
+	j.pending[key] = held{f, bytes.Clone(r.ID), h.n + 1}
 	return true
 }
 
@@ -251,7 +259,11 @@ func (j *injector) runDown(c *copier) {
 			if key := inject.ResponseID(line); key != "" {
 				j.mu.Lock()
 				h, ok := j.pending[key]
-				delete(j.pending, key)
+				if h.n--; h.n > 0 {
+					j.pending[key] = h
+				} else {
+					delete(j.pending, key)
+				}
 				j.mu.Unlock()
 				if ok && h.f.Kind == inject.Delay {
 					answer := bytes.Clone(line)

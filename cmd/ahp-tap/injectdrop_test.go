@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// dropRegistration writes a registration of two persistent example
+// backends, each behind `ahp-tap stdio` with --conduct and a capture in
+// the returned directory: com.example.a with policy and the faults specs,
+// its intercepts due in timeoutMs; com.example.b fail-closed, and an
+// observer of tool.after (so that a denied call that ran shows).
+func dropRegistration(t *testing.T, policy string, timeoutMs int, specs ...string) (reg, taps string) {
+	t.Helper()
+	dir := t.TempDir()
+	reg, taps = filepath.Join(dir, "hooks.json"), filepath.Join(dir, "taps")
+	if err := os.Mkdir(taps, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	hook := func(id, policy string, timeoutMs int, subs string, specs ...string) string {
+		args := []string{"stdio", "--registration", reg, "--hook", id, "--capture", filepath.Join(taps, id+".capture"),
+			"--conduct", filepath.Join(taps, "conduct")}
+		for _, s := range specs {
+			args = append(args, "--inject", s)
+		}
+		args = append(args, "--", tapBinary, "example-backend")
+		a, _ := json.Marshal(args)
+		b, _ := json.Marshal(map[string]any{"events": []string{"tool.before"}, "mode": "intercept", "timeoutMs": timeoutMs,
+			"failurePolicy": policy, "content": map[string]string{"default": "body"}})
+		return `{"id":"` + id + `","transport":{"type":"stdio","command":"` + tapBinary + `","args":` + string(a) + `,"lifecycle":"persistent"},` +
+			`"subscriptions":[` + string(b) + subs + `]}`
+	}
+	doc := `{"protocolVersion":"draft","hooks":[` + hook("com.example.a", policy, timeoutMs, "", specs...) + "," +
+		hook("com.example.b", "fail-closed", 5000, `,{"events":["tool.after"],"mode":"observe","content":{"default":"body"}}`) + `]}`
+	if err := os.WriteFile(reg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return reg, taps
+}
+
+// TestInjectDropVerdicts: an intercept whose answer the tap drops on
+// purpose (--inject drop) between the example harness and two real
+// backends. A harness that gives up at the deadline, retrying (if at all)
+// within it with the same event id, passes; each wrong reaction gets its
+// conduct finding, live (the conduct server's log) and on replay of the
+// captures alike: a retry under a new event id (COND-9), a retry after the
+// deadline (COND-10), going on long after the deadline (COND-10), taking
+// a fail-closed interceptor's silence as allow (COND-8). Nothing is
+// charged to the backends, whose answers the tap swallowed.
+func TestInjectDropVerdicts(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		policy, fault, want string
+	}{
+		{"fail-open", "none", ""},
+		{"fail-open", "retry", ""},
+		{"fail-open", "retry-new-id", "COND-9/second-before"},
+		{"fail-open", "retry-late", "COND-10/retry-late"},
+		{"fail-open", "give-up-late", "COND-10/gave-up-late"},
+		{"fail-closed", "none", ""},
+		{"fail-closed", "timeout-allow", "COND-8/ran-after-deny"},
+	} {
+		t.Run(c.policy+"/"+c.fault, func(t *testing.T) {
+			reg, taps := dropRegistration(t, c.policy, 1000, "drop,id=evt_conduct_1")
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, tapBinary, "example-harness", "--registration", reg, "--fault", c.fault)
+			cmd.Env = append(os.Environ(), conductIdleEnv+"=300ms")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("example-harness: %v\n%s", err, stderr.String())
+			}
+			said := stderr.String()
+			if c.fault != "timeout-allow" && c.fault != "retry-new-id" && !strings.Contains(said, "evt_conduct_1 → com.example.a: operational_failure: no response before the deadline") {
+				t.Fatalf("the harness never missed the dropped answer's deadline:\n%s", said)
+			}
+			if strings.HasPrefix(c.fault, "retry") && !strings.Contains(said, "re-sending it as") {
+				t.Fatalf("the harness never retried:\n%s", said)
+			}
+			live := waitConductServer(t, filepath.Join(taps, "conduct"))
+			replayed, nc, rr := replayConduct(t, "--conduct", "on", taps)
+			if nc != "" {
+				t.Errorf("not checked: %s", nc)
+			}
+			slices.Sort(live)
+			slices.Sort(replayed)
+			if strings.Join(live, " ") != strings.Join(replayed, " ") {
+				t.Errorf("live conduct findings %v, replay %v", live, replayed)
+			}
+			switch {
+			case c.want == "" && len(replayed) > 0:
+				t.Errorf("conduct findings %v for a harness that reacted rightly\n%s", replayed, said)
+			case c.want != "" && !slices.Contains(replayed, c.want):
+				t.Errorf("conduct findings %v, want %s\n%s\n%s", replayed, c.want, said, rr.stdout)
+			}
+			// The backends answered every request: nothing is theirs to
+			// answer for, and a retry within the deadline after a
+			// dropped answer is no BASE-6 (the harness never got it).
+			var doc struct{ Findings []struct{ Check, Level, Message string } }
+			json.Unmarshal([]byte(rr.stdout), &doc)
+			for _, f := range doc.Findings {
+				if f.Level != "info" && !strings.HasPrefix(f.Check, "COND-") && !(c.fault == "retry-late" && f.Check == "BASE-6") {
+					t.Errorf("per-link finding %s: %s", f.Check, f.Message)
+				}
+			}
+		})
+	}
+}
