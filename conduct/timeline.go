@@ -252,6 +252,8 @@ type event struct {
 
 	reported map[string]bool // rule IDs reported for this event
 	gone     bool            // judged and forgotten
+
+	failureNamed map[string]bool // backends a hook.failure named for this event (COND-11)
 }
 
 // take takes one frame a link judged.
@@ -668,6 +670,9 @@ func (t *Timeline) observe(h *hook, f *tap.Frame) {
 	}
 	if fresh {
 		t.lineage(e, ev, f)
+		if e.typ == "hook.failure" {
+			t.hookFailure(e, ev, f)
+		}
 	}
 	t.advance(e, f.Time)
 	d := &delivery{hook: h, method: "hooks/observe", ref: refOf(f, e.key.ID, e.typ), sent: f.Time, answered: true, at: f.Time}
@@ -688,6 +693,53 @@ func (t *Timeline) observe(h *hook, f *tap.Frame) {
 	// An intercept still outstanding is judged when it is answered
 	// (judgeOverlap); a later intercept, when it arrives (judgeIntercept).
 	e.deliveries = append(e.deliveries, d)
+}
+
+// hookFailure judges a hook.failure event e, on its first sight, against
+// the chain of the event it names (COND-11): the backend it names failed
+// for that event, under the policy it names.
+func (t *Timeline) hookFailure(e *event, ev *tap.Value, f *tap.Frame) {
+	parent, _ := ev.Get("parentEventId").Text()
+	backend, _ := ev.Path("failure", "backendId").Text()
+	policy, _ := ev.Path("failure", "policy").Text()
+	p := t.events[tap.EventKey{Source: e.key.Source, ID: parent}]
+	if p == nil || p.gone || p.skip != "" {
+		return // not held: not judged
+	}
+	t.exercised[vocab.Cond11] = true
+	if p.failureNamed == nil {
+		p.failureNamed = map[string]bool{}
+	}
+	p.failureNamed[backend] = true
+	ref := refOf(f, e.key.ID, e.typ)
+	var got *delivery
+	for _, d := range p.deliveries {
+		if d.method == "hooks/intercept" && d.hook.id == backend && !d.retry {
+			got = d
+			break
+		}
+	}
+	switch {
+	case got == nil:
+		t.report(e, rules.CondFailureNames, ref, "/params/event/failure/backendId",
+			"hook.failure names backend %q for event %q, which that backend never received as hooks/intercept; a hook.failure names the interceptor that failed", backend, parent)
+	case !t.failedBy(got, f.Time):
+		t.report(e, rules.CondFailureNames, ref, "/params/event/failure/backendId",
+			"hook.failure names backend %q for event %q, but its hooks/intercept did not fail (%s); a hook.failure reports an operational failure", backend, parent, got.outcome)
+	case got.policy != "" && policy != got.policy:
+		t.report(e, rules.CondFailureNames, ref, "/params/event/failure/policy",
+			"hook.failure for %q's failure on event %q names policy %q, but that subscription's failurePolicy is %q: the policy it names is the one applied (AHP-FAIL-001)", backend, parent, policy, got.policy)
+	}
+}
+
+// failedBy says whether intercept d had failed operationally by time at:
+// an answer the harness could not take, or its deadline passing (within
+// the clock tolerance: the harness's own clock ran out then).
+func (t *Timeline) failedBy(d *delivery, at time.Time) bool {
+	if d.failed {
+		return true
+	}
+	return !d.answered && d.deadline > 0 && !at.Before(d.sent.Add(d.deadline-t.cfg.Skew))
 }
 
 // contributionOf reads what an accepted intercept result adds to the
@@ -983,6 +1035,7 @@ func (t *Timeline) finish(e *event) {
 			failOpen = d
 		}
 	}
+	t.failureUnreported(e)
 	if failOpen != nil && e.endAt.IsZero() {
 		for _, i := range e.interceptors {
 			if i.hook.pos > failOpen.hook.pos && !i.filtered && !called[i.hook] {
@@ -996,6 +1049,28 @@ func (t *Timeline) finish(e *event) {
 	t.chains = append(t.chains, chainOf(e))
 	if len(t.chains) > maxChains {
 		t.chains = t.chains[len(t.chains)-maxChains:]
+	}
+}
+
+// failureUnreported notes, as information, each operational failure of an
+// intercept of e that no hook.failure named while a tapped hook observes
+// hook.failure (COND-11; AHP allows it).
+func (t *Timeline) failureUnreported(e *event) {
+	observed := slices.ContainsFunc(t.reg.hooks, func(h *hook) bool { return h.tapped && h.observes("hook.failure") })
+	if !observed {
+		return
+	}
+	for _, d := range e.deliveries {
+		if d.method != "hooks/intercept" || d.retry || !d.failed {
+			continue
+		}
+		t.exercised[vocab.Cond11] = true
+		if !e.failureNamed[d.hook.id] {
+			t.report(e, rules.CondFailureNone, d.ref, "",
+				"%s's hooks/intercept of event %q failed (%s, %s) and no hook.failure named it, though a tapped hook observes hook.failure; AHP lets a harness report the failure so (information only)",
+				d.hook.id, e.key.ID, d.outcome, d.policy)
+			return
+		}
 	}
 }
 
@@ -1050,6 +1125,7 @@ var conductNeeds = map[vocab.CheckID]string{
 	vocab.Cond8:  "no *.before event was denied",
 	vocab.Cond9:  "no tool.after or parentEventId",
 	vocab.Cond10: "no intercept went unanswered past its deadline before a next step or a retry",
+	vocab.Cond11: "no intercept failed while a tapped hook observes hook.failure, and no hook.failure named a held event",
 }
 
 // Exercised says, per conduct check, why the judged events did not

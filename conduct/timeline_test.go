@@ -817,3 +817,63 @@ func TestUnansweredIntercept(t *testing.T) {
 		}
 	})
 }
+
+// hookFailure is a hook.failure event about parent.
+func hookFailure(id, parent, backend, policy string) string {
+	return fmt.Sprintf(`{"id":%q,"source":"urn:example:harness","type":"hook.failure","time":"2026-01-01T00:00:01Z","harness":{"name":"x","version":"1"},"parentEventId":%q,"failure":{"backendId":%q,"reason":"timeout","policy":%q}}`, id, parent, backend, policy)
+}
+
+// A hook.failure, when the harness sends one, names the interceptor that
+// failed and its subscription's policy (COND-11, a warning); none sent
+// while a tapped hook observes hook.failure is information only.
+func TestHookFailure(t *testing.T) {
+	reg := strings.Replace(threeHooks, `{"events":["tool.*"],"mode":"observe"`, `{"events":["tool.*","hook.failure"],"mode":"observe"`, 1)
+	ev := toolEvent("e1", "call-1", "")
+	chain := func(r *rig, failAt float64) {
+		r.send(hA, 0, intercept(ev, ""))
+		if failAt > 0 {
+			r.recv(hA, failAt, errorAnswer("e1"))
+		}
+		r.send(hB, 1001, intercept(ev, ""))
+		r.recv(hB, 1010, answer("e1"))
+		r.send(hC, 1011, intercept(ev, ""))
+		r.recv(hC, 1020, answer("e1"))
+	}
+	for _, tc := range []struct {
+		name, failure string
+		failAt        float64 // 0: a's answer never comes (its 1000 ms deadline passes)
+		rule          string
+		level         tap.Level
+	}{
+		{"error named rightly", hookFailure("f1", "e1", hA, "fail-open"), 10, "", 0},
+		{"deadline named rightly", hookFailure("f1", "e1", hA, "fail-open"), 0, "", 0},
+		{"none sent", "", 10, "COND-11/none-sent", tap.Info},
+		{"another policy", hookFailure("f1", "e1", hA, "fail-closed"), 10, "COND-11/names", tap.Warn},
+		{"a backend that did not fail", hookFailure("f1", "e1", hB, "fail-closed"), 10, "COND-11/names", tap.Warn},
+		{"a backend never called", hookFailure("f1", "e1", "com.example.z", "fail-open"), 10, "COND-11/names", tap.Warn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, reg, 0)
+			chain(r, tc.failAt)
+			if tc.failure != "" {
+				r.send(hD, 1002, observe(tc.failure))
+			}
+			got := r.close()
+			if tc.failure != "" && !strings.Contains(tc.failure, `"backendId":"`+hA+`"`) {
+				delete(got, "COND-11/none-sent") // a's failure was not named: so it is
+			}
+			wantOnly(t, got, tc.rule)
+			if tc.rule != "" && got[tc.rule][0].Level != tc.level {
+				t.Errorf("level %s, want %s", got[tc.rule][0].Level, tc.level)
+			}
+			if ex := r.tl.Exercised()["COND-11"]; ex != "" {
+				t.Errorf("COND-11 not exercised: %s", ex)
+			}
+		})
+	}
+	t.Run("no observer of hook.failure", func(t *testing.T) {
+		r := newRig(t, threeHooks, 0)
+		chain(r, 10)
+		wantOnly(t, r.close(), "")
+	})
+}

@@ -21,7 +21,7 @@ const conductSource = "conduct"
 
 // conductChecks are the checks of the conduct timeline.
 var conductChecks = []vocab.CheckID{vocab.Cond1, vocab.Cond2, vocab.Cond3, vocab.Cond4, vocab.Cond5,
-	vocab.Cond6, vocab.Cond7, vocab.Cond8, vocab.Cond9, vocab.Cond10}
+	vocab.Cond6, vocab.Cond7, vocab.Cond8, vocab.Cond9, vocab.Cond10, vocab.Cond11}
 
 // conductResult is what judging the conduct of replayed captures gave.
 type conductResult struct {
