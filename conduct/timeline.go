@@ -254,6 +254,14 @@ type event struct {
 	gone     bool            // judged and forgotten
 
 	failureNamed map[string]bool // backends a hook.failure named for this event (COND-11)
+	claims       []failureClaim  // the hook.failure events naming this event, judged at finish
+}
+
+// failureClaim is what a hook.failure said of the event it names.
+type failureClaim struct {
+	ev              *event // the hook.failure event
+	ref             frameRef
+	backend, policy string
 }
 
 // take takes one frame a link judged.
@@ -711,35 +719,36 @@ func (t *Timeline) hookFailure(e *event, ev *tap.Value, f *tap.Frame) {
 		p.failureNamed = map[string]bool{}
 	}
 	p.failureNamed[backend] = true
-	ref := refOf(f, e.key.ID, e.typ)
-	var got *delivery
-	for _, d := range p.deliveries {
-		if d.method == "hooks/intercept" && d.hook.id == backend && !d.retry {
-			got = d
-			break
-		}
-	}
-	switch {
-	case got == nil:
-		t.report(e, rules.CondFailureNames, ref, "/params/event/failure/backendId",
-			"hook.failure names backend %q for event %q, which that backend never received as hooks/intercept; a hook.failure names the interceptor that failed", backend, parent)
-	case !t.failedBy(got, f.Time):
-		t.report(e, rules.CondFailureNames, ref, "/params/event/failure/backendId",
-			"hook.failure names backend %q for event %q, but its hooks/intercept did not fail (%s); a hook.failure reports an operational failure", backend, parent, got.outcome)
-	case got.policy != "" && policy != got.policy:
-		t.report(e, rules.CondFailureNames, ref, "/params/event/failure/policy",
-			"hook.failure for %q's failure on event %q names policy %q, but that subscription's failurePolicy is %q: the policy it names is the one applied (AHP-FAIL-001)", backend, parent, policy, got.policy)
-	}
+	// Judged when p is: the failure it names may reach the time line
+	// after the report of it (an answer ahp-tap injected reaches the
+	// harness before the backend's own, which the link audits).
+	p.claims = append(p.claims, failureClaim{ev: e, ref: refOf(f, e.key.ID, e.typ), backend: backend, policy: policy})
 }
 
-// failedBy says whether intercept d had failed operationally by time at:
-// an answer the harness could not take, or its deadline passing (within
-// the clock tolerance: the harness's own clock ran out then).
-func (t *Timeline) failedBy(d *delivery, at time.Time) bool {
-	if d.failed {
-		return true
+// judgeClaims judges the hook.failure events naming e, once e's chain is
+// complete (COND-11).
+func (t *Timeline) judgeClaims(e *event) {
+	for _, c := range e.claims {
+		var got *delivery
+		for _, d := range e.deliveries {
+			if d.method == "hooks/intercept" && d.hook.id == c.backend && !d.retry {
+				got = d
+				break
+			}
+		}
+		switch {
+		case got == nil:
+			t.report(c.ev, rules.CondFailureNames, c.ref, "/params/event/failure/backendId",
+				"hook.failure names backend %q for event %q, which that backend never received as hooks/intercept; a hook.failure names the interceptor that failed", c.backend, e.key.ID)
+		case !got.failed:
+			t.report(c.ev, rules.CondFailureNames, c.ref, "/params/event/failure/backendId",
+				"hook.failure names backend %q for event %q, but its hooks/intercept did not fail (%s); a hook.failure reports an operational failure", c.backend, e.key.ID, got.outcome)
+		case got.policy != "" && c.policy != got.policy:
+			t.report(c.ev, rules.CondFailureNames, c.ref, "/params/event/failure/policy",
+				"hook.failure for %q's failure on event %q names policy %q, but that subscription's failurePolicy is %q: the policy it names is the one applied (AHP-FAIL-001)", c.backend, e.key.ID, c.policy, got.policy)
+		}
 	}
-	return !d.answered && d.deadline > 0 && !at.Before(d.sent.Add(d.deadline-t.cfg.Skew))
+	e.claims = nil
 }
 
 // contributionOf reads what an accepted intercept result adds to the
@@ -1035,6 +1044,7 @@ func (t *Timeline) finish(e *event) {
 			failOpen = d
 		}
 	}
+	t.judgeClaims(e)
 	t.failureUnreported(e)
 	if failOpen != nil && e.endAt.IsZero() {
 		for _, i := range e.interceptors {

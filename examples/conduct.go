@@ -42,7 +42,13 @@ var Faults = []Fault{
 	{"retry-late", "give up on an unanswered intercept at its deadline, then re-send it half a deadline later and wait a deadline more", vocab.Cond10, needsUnanswered},
 	{"give-up-late", "wait for an unanswered intercept's answer 1.5 s and a deadline past its deadline before applying the failure policy", vocab.Cond10, needsUnanswered},
 	{"timeout-allow", "take an intercept left unanswered at its deadline as allow, even under fail-closed", vocab.Cond8, needsUnanswered},
+	// Need a failing interceptor and a hook observing hook.failure.
+	{"no-hook-failure", "send no hook.failure after an interceptor's failure, though a hook observes hook.failure (AHP allows it: information only)", vocab.Cond11, needsHookFailure},
+	{"wrong-hook-failure", "send hook.failure naming the other failure policy than the failed subscription's", vocab.Cond11, needsHookFailure},
 }
+
+// needsHookFailure is the Needs of the hook.failure faults.
+const needsHookFailure = "an interceptor that fails and a hook that observes hook.failure"
 
 // errDeadline is an intercept that got no answer within its deadline.
 var errDeadline = errors.New("no response before the deadline")
@@ -216,6 +222,7 @@ func (h *conductHarness) event(ev map[string]any) {
 	}
 	called := map[*dispatchHook]bool{}
 	denied, ended := false, ""
+	var failures []interceptor // the interceptors that failed, for hook.failure
 	if h.fault == "concurrent" {
 		answers := make([]answer, len(chain))
 		var wg sync.WaitGroup
@@ -230,6 +237,9 @@ func (h *conductHarness) event(ev map[string]any) {
 			if a.deny || (a.failed && chain[i].policy == "fail-closed") {
 				denied = true
 			}
+			if a.failed {
+				failures = append(failures, chain[i])
+			}
 		}
 	} else {
 		for _, ic := range chain {
@@ -239,6 +249,9 @@ func (h *conductHarness) event(ev map[string]any) {
 			called[ic.hook] = true
 			a := h.intercept(ic, ev)
 			fmt.Fprintf(h.say, "harness: %s %s → %s: %s\n", typ, ev["id"], ic.hook.id, a.what)
+			if a.failed {
+				failures = append(failures, ic)
+			}
 			switch {
 			case a.deny:
 				denied, ended = true, "denied by "+ic.hook.id
@@ -265,11 +278,36 @@ func (h *conductHarness) event(ev map[string]any) {
 			h.observe(dh, ev)
 		}
 	}
+	h.reportFailures(ev, failures)
 	if typ == "tool.before" {
 		after := afterOf(ev, denied && h.fault != "run-denied")
 		for _, dh := range h.hooks {
 			if tap.MatchSubscription(dh.entry, "tool.after", "observe") != nil {
 				h.observe(dh, after)
+			}
+		}
+	}
+}
+
+// reportFailures sends, for each interceptor that failed for ev, a
+// hook.failure to every hook that observes hook.failure (AHP lets a
+// harness surface an operational failure so): naming the backend, the
+// failed event and the policy applied.
+func (h *conductHarness) reportFailures(ev map[string]any, failures []interceptor) {
+	if h.fault == "no-hook-failure" {
+		return // the fault: nothing said
+	}
+	for i, ic := range failures {
+		policy := ic.policy
+		if h.fault == "wrong-hook-failure" { // the fault: the other policy
+			policy = map[string]string{"fail-open": "fail-closed", "fail-closed": "fail-open"}[policy]
+		}
+		fe := map[string]any{"id": fmt.Sprintf("%s_failure_%d", ev["id"], i+1), "source": ev["source"], "type": "hook.failure",
+			"time": ev["time"], "harness": ev["harness"], "session": ev["session"], "parentEventId": ev["id"],
+			"failure": map[string]any{"backendId": ic.hook.id, "reason": "the interceptor failed operationally", "policy": policy}}
+		for _, dh := range h.hooks {
+			if tap.MatchSubscription(dh.entry, "hook.failure", "observe") != nil {
+				h.observe(dh, fe)
 			}
 		}
 	}

@@ -269,6 +269,17 @@ func (k Kind) Synthetic() bool {
 	return false
 }
 
+// Answers says whether the tap sends the harness a JSON-RPC answer (or an
+// HTTP status) in the backend's place for a fault of kind k: the harness
+// has its answer, whenever the backend's comes.
+func (k Kind) Answers() bool {
+	switch k {
+	case Error, Status, Malformed, InvalidDeny, Unadvertised:
+		return true
+	}
+	return false
+}
+
 // A Request is what the decision reads of one request from the harness.
 type Request struct {
 	Method    string

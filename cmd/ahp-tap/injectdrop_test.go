@@ -17,8 +17,9 @@ import (
 // backends, each behind `ahp-tap stdio` with --conduct and a capture in
 // the returned directory: com.example.a with policy and the faults specs,
 // its intercepts due in timeoutMs; com.example.b fail-closed, and an
-// observer of tool.after (so that a denied call that ran shows).
-func dropRegistration(t *testing.T, policy string, timeoutMs int, specs ...string) (reg, taps string) {
+// observer of tool.after (so that a denied call that ran shows) and of
+// the events in observe.
+func dropRegistration(t *testing.T, policy string, timeoutMs int, observe []string, specs ...string) (reg, taps string) {
 	t.Helper()
 	dir := t.TempDir()
 	reg, taps = filepath.Join(dir, "hooks.json"), filepath.Join(dir, "taps")
@@ -39,11 +40,16 @@ func dropRegistration(t *testing.T, policy string, timeoutMs int, specs ...strin
 			`"subscriptions":[` + string(b) + subs + `]}`
 	}
 	doc := `{"protocolVersion":"draft","hooks":[` + hook("com.example.a", policy, timeoutMs, "", specs...) + "," +
-		hook("com.example.b", "fail-closed", 5000, `,{"events":["tool.after"],"mode":"observe","content":{"default":"body"}}`) + `]}`
+		hook("com.example.b", "fail-closed", 5000, `,{"events":`+jsonText(append([]string{"tool.after"}, observe...))+`,"mode":"observe","content":{"default":"body"}}`) + `]}`
 	if err := os.WriteFile(reg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return reg, taps
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // TestInjectDropVerdicts: an intercept whose answer the tap drops on
@@ -69,33 +75,15 @@ func TestInjectDropVerdicts(t *testing.T) {
 		{"fail-closed", "timeout-allow", "COND-8/ran-after-deny"},
 	} {
 		t.Run(c.policy+"/"+c.fault, func(t *testing.T) {
-			reg, taps := dropRegistration(t, c.policy, 1000, "drop,id=evt_conduct_1")
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, tapBinary, "example-harness", "--registration", reg, "--fault", c.fault)
-			cmd.Env = append(os.Environ(), conductIdleEnv+"=300ms")
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("example-harness: %v\n%s", err, stderr.String())
-			}
-			said := stderr.String()
-			if c.fault != "timeout-allow" && c.fault != "retry-new-id" && !strings.Contains(said, "evt_conduct_1 → com.example.a: operational_failure: no response before the deadline") {
+			reg, taps := dropRegistration(t, c.policy, 2000, nil, "drop,id=evt_conduct_3")
+			said := runConductHarness(t, reg, c.fault)
+			if c.fault != "timeout-allow" && c.fault != "retry-new-id" && !strings.Contains(said, "evt_conduct_3 → com.example.a: operational_failure: no response before the deadline") {
 				t.Fatalf("the harness never missed the dropped answer's deadline:\n%s", said)
 			}
 			if strings.HasPrefix(c.fault, "retry") && !strings.Contains(said, "re-sending it as") {
 				t.Fatalf("the harness never retried:\n%s", said)
 			}
-			live := waitConductServer(t, filepath.Join(taps, "conduct"))
-			replayed, nc, rr := replayConduct(t, "--conduct", "on", taps)
-			if nc != "" {
-				t.Errorf("not checked: %s", nc)
-			}
-			slices.Sort(live)
-			slices.Sort(replayed)
-			if strings.Join(live, " ") != strings.Join(replayed, " ") {
-				t.Errorf("live conduct findings %v, replay %v", live, replayed)
-			}
+			replayed, rr := liveAndReplayed(t, taps)
 			switch {
 			case c.want == "" && len(replayed) > 0:
 				t.Errorf("conduct findings %v for a harness that reacted rightly\n%s", replayed, said)
@@ -105,12 +93,97 @@ func TestInjectDropVerdicts(t *testing.T) {
 			// The backends answered every request: nothing is theirs to
 			// answer for, and a retry within the deadline after a
 			// dropped answer is no BASE-6 (the harness never got it).
-			var doc struct{ Findings []struct{ Check, Level, Message string } }
+			var doc struct {
+				Findings []struct{ Check, Level, Message string }
+			}
 			json.Unmarshal([]byte(rr.stdout), &doc)
 			for _, f := range doc.Findings {
-				if f.Level != "info" && !strings.HasPrefix(f.Check, "COND-") && !(c.fault == "retry-late" && f.Check == "BASE-6") {
+				if f.Level != "info" && !strings.HasPrefix(f.Check, "COND-") && !(c.fault == "retry-late" && f.Check == "BASE-6") &&
+					!(c.fault == "retry-new-id" && f.Check == "STDIO-3") { // its retry is a second intercept, the first one still the backend's
 					t.Errorf("per-link finding %s: %s", f.Check, f.Message)
 				}
+			}
+		})
+	}
+}
+
+// runConductHarness runs the example harness with fault against reg and
+// returns what it said.
+func runConductHarness(t *testing.T, reg, fault string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tapBinary, "example-harness", "--registration", reg, "--fault", fault)
+	cmd.Env = append(os.Environ(), conductIdleEnv+"=300ms")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("example-harness: %v\n%s", err, stderr.String())
+	}
+	return stderr.String()
+}
+
+// liveAndReplayed returns the conduct findings (rules) of the taps' live
+// conduct server, once it ended, after checking that the replay of the
+// captures has the same; and the replay's JSON report.
+func liveAndReplayed(t *testing.T, taps string) ([]string, result) {
+	t.Helper()
+	live := waitConductServer(t, filepath.Join(taps, "conduct"))
+	replayed, nc, rr := replayConduct(t, "--conduct", "on", taps)
+	if nc != "" {
+		t.Errorf("not checked: %s", nc)
+	}
+	slices.Sort(live)
+	slices.Sort(replayed)
+	if strings.Join(live, " ") != strings.Join(replayed, " ") {
+		t.Errorf("live conduct findings %v, replay %v", live, replayed)
+	}
+	return replayed, rr
+}
+
+// TestInjectHookFailureVerdicts: after an injected failure of the first
+// interceptor (an error in the backend's place, or a dropped answer), the
+// example harness reports it as hook.failure to com.example.b, which
+// observes hook.failure: naming the backend, the event and the policy, it
+// passes; naming the other policy is COND-11/names (a warning); saying
+// nothing is COND-11/none-sent, information only (AHP allows it). Live
+// and on replay alike.
+func TestInjectHookFailureVerdicts(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		spec, policy, fault, want, level string
+	}{
+		{"error,id=evt_conduct_3", "fail-open", "none", "", ""},
+		{"drop,id=evt_conduct_3", "fail-closed", "none", "", ""},
+		{"error,id=evt_conduct_3", "fail-closed", "wrong-hook-failure", "COND-11/names", "warn"},
+		{"error,id=evt_conduct_3", "fail-open", "no-hook-failure", "COND-11/none-sent", "info"},
+	} {
+		t.Run(c.spec+"/"+c.policy+"/"+c.fault, func(t *testing.T) {
+			reg, taps := dropRegistration(t, c.policy, 2000, []string{"hook.failure"}, c.spec)
+			said := runConductHarness(t, reg, c.fault)
+			sent := strings.Contains(said, "hook.failure evt_conduct_3_failure_1 → com.example.b: observed")
+			if sent == (c.fault == "no-hook-failure") {
+				t.Fatalf("--fault %s: hook.failure sent: %v\n%s", c.fault, sent, said)
+			}
+			replayed, rr := liveAndReplayed(t, taps)
+			var doc struct {
+				Findings []struct{ Check, Rule, Level, Message string }
+			}
+			json.Unmarshal([]byte(rr.stdout), &doc)
+			var levels []string
+			for _, f := range doc.Findings {
+				if f.Rule == c.want {
+					levels = append(levels, f.Level)
+				}
+				if f.Level != "info" && !strings.HasPrefix(f.Check, "COND-") {
+					t.Errorf("per-link finding %s: %s", f.Check, f.Message)
+				}
+			}
+			switch {
+			case c.want == "" && len(replayed) > 0:
+				t.Errorf("conduct findings %v for a harness that reported the failure rightly\n%s", replayed, said)
+			case c.want != "" && (len(replayed) != 1 || replayed[0] != c.want || strings.Join(levels, " ") != c.level):
+				t.Errorf("conduct findings %v (levels %v), want one %s (%s)\n%s", replayed, levels, c.want, c.level, said)
 			}
 		})
 	}
