@@ -65,3 +65,31 @@ func TestMergeByTime(t *testing.T) {
 		t.Errorf("replay of one: %s", got)
 	}
 }
+
+// A note the audit stamped later than the frames after it (a deadline it
+// judged, the time its clock vouched for) does not hold back that file's
+// earlier frames behind the other file's later ones: without the
+// lookahead to the next frame, b's frames at 30 and 31 ms came before
+// a's at 20 ms.
+func TestMergeNoteStampedLate(t *testing.T) {
+	a := captureText("a", 0, 20, 40)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := t0.Add(35 * time.Millisecond).Format(time.RFC3339Nano)
+	late := fmt.Sprintf(`{"type":"note","time":%q,"note":{"kind":"deadline","time":%q}}`+"\n", at, at)
+	lines := strings.SplitAfter(a, "\n")
+	a = lines[0] + lines[1] + late + strings.Join(lines[2:], "") // after a@0, before a@20
+	b := captureText("b", 10, 30, 31)
+	var seen []string
+	err := Merge([]*Reader{NewReader(strings.NewReader(a)), NewReader(strings.NewReader(b))},
+		func(i int, h *Header) (*tap.Session, error) {
+			return tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio}, Rules: rules.Set(rules.Options{}),
+				Watch: order{&seen}}), nil
+		}, func(s *tap.Session) { s.Close() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "a@00.000 b@00.010 a@00.020 b@00.030 b@00.031 a@00.040"
+	if got := strings.Join(seen, " "); got != want {
+		t.Errorf("merged order:\n got %s\nwant %s", got, want)
+	}
+}

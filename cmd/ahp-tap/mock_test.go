@@ -316,8 +316,12 @@ func TestMockHarnessBackendThatNeverEnds(t *testing.T) {
 	t.Parallel() // own temp dirs and ports: independent of the other tests
 	capturePath, _ := recordSession(t, "conforming")
 	logPath := filepath.Join(t.TempDir(), "played.jsonl")
-	out, err := selfCmd("mock", "harness", "--wait", "100ms", "--fail-on", "never", "--log", logPath, capturePath, "--",
-		os.Args[0], "helper", "trap").CombinedOutput()
+	// A shell traps SIGTERM within milliseconds of starting; the
+	// race-enabled test binary as the backend took longer than the whole
+	// mock session under load, and died of the SIGTERM before it printed.
+	trap := `trap 'echo got terminated; exit 7' TERM; echo ready; while :; do sleep 0.05; done`
+	out, err := selfCmd("mock", "harness", "--wait", "300ms", "--fail-on", "never", "--log", logPath, capturePath, "--",
+		"sh", "-c", trap).CombinedOutput()
 	if exitCode(err) != 1 {
 		t.Fatalf("mock harness: exit %d, want 1\n%s", exitCode(err), out)
 	}
