@@ -202,7 +202,7 @@ func (j *injector) act(f inject.Fault, r inject.Request) {
 // order with the frames.
 func (j *injector) note(kind tap.NoteKind, f inject.Fault, id []byte, detail string) {
 	n := tap.Note{Kind: kind, Time: time.Now(), Conn: j.t.cfg.Conn, Dir: tap.FromBackend, Fault: string(f.Kind),
-		ID: string(id), Detail: detail}
+		ID: string(id), Detail: detail, Scenario: f.Scenario}
 	if j.t.mirror(n) || j.t.aud == nil {
 		return
 	}
