@@ -329,11 +329,11 @@ func TestParsePlan(t *testing.T) {
 		t.Errorf("banner %q does not name the scenarios", b)
 	}
 	for plan, want := range map[string]string{
-		`not json`:                                       "not a plan",
-		`{"scenarios":[]}`:                               "no scenarios",
-		`{"scenario":[{"name":"a","inject":"drop"}]}`:    "not a plan",
-		`{"scenarios":[{"name":"a"}]}`:                   `needs a "name" and an "inject"`,
-		`{"scenarios":[{"name":"a b","inject":"drop"}]}`: "printable ASCII",
+		`not json`:         "not a plan",
+		`{"scenarios":[]}`: "no scenarios",
+		`{"scenario":[{"name":"a","inject":"drop"}]}`:                                "not a plan",
+		`{"scenarios":[{"name":"a"}]}`:                                               `needs a "name" and an "inject"`,
+		`{"scenarios":[{"name":"a b","inject":"drop"}]}`:                             "printable ASCII",
 		`{"scenarios":[{"name":"a","inject":"drop"},{"name":"a","inject":"error"}]}`: "given twice",
 		`{"scenarios":[{"name":"a","inject":"explode"}]}`:                            `scenario "a": --inject "explode": unknown fault`,
 		`{"scenarios":[{"name":"a","inject":"status=503"}]}`:                         "is an HTTP fault",
