@@ -389,6 +389,7 @@ func (h *httpRun) openLink(i int, k *httpLink, l *loaded, cfg httpproxy.Config, 
 	if plan != nil {
 		// Loud when on (issue 25): stderr now, the capture header, every report.
 		oc.Header.Injected, k.injected = plan.Banner(), true
+		oc.Scenarios = h.inj.scenarios()
 		fmt.Fprintf(m.diag(), "ahp-tap %s: %s\n", k.name, plan.Banner())
 	}
 	if i == 0 {

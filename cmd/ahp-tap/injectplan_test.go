@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,5 +64,37 @@ func TestInjectPlanFile(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr, want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 1 {
 			t.Errorf("--inject-plan %s: exit %d, stderr %q; want exit 2 and a line with %q", filepath.Base(file), r.code, r.stderr, want)
 		}
+	}
+}
+
+// TestInjectPlanSummary: with --inject-plan and --summary, the tap's
+// summary says per scenario how many faults it injected, how often the
+// harness re-sent a request a fault hit, and the link's verdict on those
+// requests: a retry within the deadline passes, one after it is BASE-6.
+func TestInjectPlanSummary(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ fault, want string }{
+		{"retry", "scenario drop-3: fault injected 2 times → the harness re-sent the request 1 time → verdict on this link: pass"},
+		{"retry-late", "scenario drop-3: fault injected 2 times → the harness re-sent the request 1 time → verdict on this link: BASE-6 ×1"},
+		{"none", "scenario drop-3: fault injected 1 time → the harness did not re-send the request → verdict on this link: pass"},
+	} {
+		t.Run(c.fault, func(t *testing.T) {
+			dir := t.TempDir()
+			plan := filepath.Join(dir, "plan.json")
+			os.WriteFile(plan, []byte(`{"scenarios":[{"name":"drop-3","inject":"drop,id=evt_conduct_3"},{"name":"unused","inject":"error,id=nothing"}]}`), 0o600)
+			reg := filepath.Join(dir, "hooks.json")
+			args, _ := json.Marshal([]string{"stdio", "--registration", reg, "--hook", "com.example.a", "--summary", "--inject-plan", plan,
+				"--", tapBinary, "example-backend"})
+			doc := `{"protocolVersion":"draft","hooks":[{"id":"com.example.a","transport":{"type":"stdio","command":"` + tapBinary + `","args":` + string(args) +
+				`,"lifecycle":"persistent"},"subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":2000,"failurePolicy":"fail-open","content":{"default":"body"}}]}]}`
+			os.WriteFile(reg, []byte(doc), 0o600)
+			said := runConductHarness(t, reg, c.fault)
+			if !strings.Contains(said, c.want) {
+				t.Errorf("--fault %s: the summary lacks %q:\n%s", c.fault, c.want, said)
+			}
+			if !strings.Contains(said, "scenario unused: fault never injected (no request matched)") {
+				t.Errorf("the summary does not say scenario unused never applied:\n%s", said)
+			}
+		})
 	}
 }

@@ -305,6 +305,7 @@ func (m *Main) prepareStdio(sf *stdioFlags, l *loaded, argv []string, prio stdio
 	}
 	if sf.inject.on() {
 		oc.Header.Injected = sf.inject.plan(sf.hook).Banner()
+		oc.Scenarios = sf.inject.scenarios()
 	}
 	if oc.Traffic != nil {
 		oc.Metrics = oc.Traffic.Gatherer() // pushed to the OTLP collector too
