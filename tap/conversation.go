@@ -542,6 +542,25 @@ func (c *Conversation) addPending(x *Exchange) {
 	c.pending[x.Key] = x
 	c.pendingBytes += x.cost
 	c.order = append(c.order, x)
+	// Answered entries leave the queue: from its head as they come, and
+	// all at once when they outnumber the pending ones behind an old
+	// request still unanswered. Kept, they held every exchange of a
+	// long-running tap (1 GB in 10 minutes of an HTTP tap at 5,000
+	// requests/s).
+	for c.pendingHead < len(c.pendingQueue) && !c.IsPending(c.pendingQueue[c.pendingHead]) {
+		c.pendingQueue[c.pendingHead] = nil
+		c.pendingHead++
+	}
+	if live := len(c.pendingQueue) - c.pendingHead; live > 2*len(c.pending)+1024 {
+		kept := c.pendingQueue[:0]
+		for _, p := range c.pendingQueue[c.pendingHead:] {
+			if p != nil && c.IsPending(p) {
+				kept = append(kept, p)
+			}
+		}
+		clear(c.pendingQueue[len(kept):])
+		c.pendingQueue, c.pendingHead = kept, 0
+	}
 	if c.pendingHead > 1024 && c.pendingHead > len(c.pendingQueue)/2 {
 		c.pendingQueue = append(c.pendingQueue[:0], c.pendingQueue[c.pendingHead:]...)
 		clear(c.pendingQueue[len(c.pendingQueue):cap(c.pendingQueue)])

@@ -1,6 +1,7 @@
 package tap
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -130,5 +131,29 @@ func TestEventPatternMatches(t *testing.T) {
 	}
 	if FindHook(nil, "x") != nil || MatchSubscription(nil, "tool.before", "intercept") != nil {
 		t.Error("absent registration or hook must match nothing")
+	}
+}
+
+// A long-running link answers every request: the queue of pending
+// requests holds only what is pending, not every request ever sent (it
+// held every exchange, 1 GB in 10 minutes of an HTTP tap). One request
+// left unanswered at the start does not keep the answered ones after it.
+func TestPendingQueueForgetsAnswered(t *testing.T) {
+	e := NewEngine(Config{}, nil)
+	e.Feed(&Frame{Raw: []byte(`{"jsonrpc":"2.0","id":"never","method":"hooks/intercept","params":{}}`)})
+	for i := range 20000 {
+		id := fmt.Sprintf(`"r%d"`, i)
+		e.Feed(&Frame{Raw: []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"hooks/intercept","params":{}}`)})
+		e.Feed(&Frame{Raw: []byte(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)})
+	}
+	c := e.Conversation()
+	if n := len(c.pendingQueue) - c.pendingHead; n > 2*len(c.pending)+1024+1 {
+		t.Errorf("the pending queue holds %d entries for %d pending requests", n, len(c.pending))
+	}
+	if p := c.Pending(); len(p) != 1 || p[0].Key != IDKey(&Value{Kind: String, Str: "never"}) {
+		t.Errorf("Pending() = %d exchanges, want only \"never\"", len(p))
+	}
+	if n := len(c.Exchanges()); n > 2*DefaultKeepAnswered+1 {
+		t.Errorf("the conversation holds %d exchanges, want at most about %d", n, DefaultKeepAnswered)
 	}
 }
