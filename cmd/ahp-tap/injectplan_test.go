@@ -73,17 +73,18 @@ func TestInjectPlanFile(t *testing.T) {
 // requests: a retry within the deadline passes, one after it is BASE-6.
 func TestInjectPlanSummary(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ fault, want string }{
-		{"retry", "scenario drop-3: fault injected 2 times → the harness re-sent the request 1 time → verdict on this link: pass"},
-		{"retry-late", "scenario drop-3: fault injected 2 times → the harness re-sent the request 1 time → verdict on this link: BASE-6 ×1"},
-		{"none", "scenario drop-3: fault injected 1 time → the harness did not re-send the request → verdict on this link: pass"},
+	for _, c := range []struct{ fault, want, replay string }{
+		{"retry", "scenario drop-3: fault injected 2 times → the harness re-sent the request 1 time → verdict on this link: pass", "verdict: pass"},
+		{"retry-late", "scenario drop-3: fault injected 2 times → the harness re-sent the request 1 time → verdict on this link: BASE-6 ×1", "verdict: COND-10/retry-late"},
+		{"none", "scenario drop-3: fault injected 1 time → the harness did not re-send the request → verdict on this link: pass", "verdict: pass"},
 	} {
 		t.Run(c.fault, func(t *testing.T) {
 			dir := t.TempDir()
 			plan := filepath.Join(dir, "plan.json")
 			os.WriteFile(plan, []byte(`{"scenarios":[{"name":"drop-3","inject":"drop,id=evt_conduct_3"},{"name":"unused","inject":"error,id=nothing"}]}`), 0o600)
 			reg := filepath.Join(dir, "hooks.json")
-			args, _ := json.Marshal([]string{"stdio", "--registration", reg, "--hook", "com.example.a", "--summary", "--inject-plan", plan,
+			capPath := filepath.Join(dir, "a.capture")
+			args, _ := json.Marshal([]string{"stdio", "--registration", reg, "--hook", "com.example.a", "--summary", "--inject-plan", plan, "--capture", capPath,
 				"--", tapBinary, "example-backend"})
 			doc := `{"protocolVersion":"draft","hooks":[{"id":"com.example.a","transport":{"type":"stdio","command":"` + tapBinary + `","args":` + string(args) +
 				`,"lifecycle":"persistent"},"subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":2000,"failurePolicy":"fail-open","content":{"default":"body"}}]}]}`
@@ -94,6 +95,19 @@ func TestInjectPlanSummary(t *testing.T) {
 			}
 			if !strings.Contains(said, "scenario unused: fault never injected (no request matched)") {
 				t.Errorf("the summary does not say scenario unused never applied:\n%s", said)
+			}
+			// replay --conduct of the capture: the conduct verdict per
+			// scenario, with what the harness did (the event's chain).
+			r := runTap(t, "", "replay", "--conduct", "on", capPath)
+			line := ""
+			for _, l := range strings.Split(r.stdout, "\n") {
+				if strings.HasPrefix(l, "scenario drop-3: ") {
+					line = l
+				}
+			}
+			if !strings.Contains(line, "(events evt_conduct_3) → the harness: event tool.before evt_conduct_3: +0s com.example.a intercept") ||
+				!strings.HasSuffix(line, c.replay) {
+				t.Errorf("--fault %s: replay's scenario line %q, want the event's chain and %q\n%s", c.fault, line, c.replay, r.stdout)
 			}
 		})
 	}
