@@ -27,6 +27,9 @@ type Fact struct {
 	DeadlineMs int64           `json:"deadlineMs,omitempty"`
 	Outcome    string          `json:"outcome,omitempty"`
 	Edit       *FactEdit       `json:"edit,omitempty"`
+	// AnsweredAt is when the harness got the answer, when not the frame's
+	// time (answeredAt).
+	AnsweredAt time.Time `json:"answeredAt,omitzero"`
 }
 
 // FactEdit is what the edit evaluator concluded of an intercept answer.
@@ -56,6 +59,17 @@ func harnessView(x *tap.Exchange) (view *tap.Exchange, seen bool) {
 	return &v, true
 }
 
+// answeredAt is when the harness got its answer to x, whose answer from
+// the backend is f: a stdio tap that answered in the backend's place
+// (--inject error, malformed, …) did so as it forwarded the request, not
+// when the backend's own (swallowed) answer came.
+func answeredAt(f *tap.Frame, x *tap.Exchange) time.Time {
+	if x != nil && inject.Kind(x.Injected).Answers() && f.Transport == tap.Stdio && x.Request != nil && !x.Request.Time.IsZero() && x.Request.Time.Before(f.Time) {
+		return x.Request.Time
+	}
+	return f.Time
+}
+
 // Relevant reports whether a judged frame matters to a Timeline: a
 // hooks/intercept request, its answer, or a hooks/observe notification.
 // Only those need to be carried.
@@ -82,6 +96,9 @@ func FactOf(hook string, f *tap.Frame, x *tap.Exchange) Fact {
 		return ft
 	}
 	if _, ok := f.Msg.(*tap.Response); ok {
+		if at := answeredAt(f, x); !at.Equal(f.Time) {
+			ft.AnsweredAt = at
+		}
 		x, _ = harnessView(x)
 	}
 	ft.Method, ft.Outcome, ft.DeadlineMs = x.Method, x.Outcome, x.Deadline.Milliseconds()
@@ -134,7 +151,7 @@ func (t *Timeline) Take(ft Fact) error {
 			x.Edit = res
 		}
 	}
-	t.take(ft.Hook, f, x)
+	t.takeAt(ft.Hook, f, x, ft.AnsweredAt)
 	return nil
 }
 

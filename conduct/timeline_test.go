@@ -877,3 +877,48 @@ func TestHookFailure(t *testing.T) {
 		wantOnly(t, r.close(), "")
 	})
 }
+
+// An answer a stdio tap injected in the backend's place (--inject error)
+// reached the harness as the request was forwarded: a harness that goes
+// on to the next interceptor at once did not overlap the first, however
+// late the backend's own (swallowed) answer comes; one that goes on after
+// a fail-closed injected failure is COND-2.
+func TestInjectedAnswerTime(t *testing.T) {
+	ev := toolEvent("e1", "call-1", "")
+	for _, tc := range []struct {
+		name, fault string
+		first       string // the hook the fault hits
+		rule        string
+	}{
+		{"fail-open error", "error", hA, ""},
+		{"fail-closed error", "error", hB, "COND-2/after-stop"},
+		{"fail-open drop", "drop", hA, ""}, // no answer reached the harness: judged at the deadline
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, threeHooks, 0)
+			if tc.first == hB {
+				r.send(hA, 0, intercept(ev, ""))
+				r.recv(hA, 5, answer("e1"))
+			}
+			r.send(tc.first, 10, intercept(ev, ""))
+			r.sessions[tc.first].Note(tap.Note{Kind: tap.NoteInjected, Time: r.t0.Add(11 * time.Millisecond), Conn: "stdio:" + tc.first,
+				Dir: tap.FromBackend, Fault: tc.fault, ID: `"e1"`})
+			next := hB
+			if tc.first == hB {
+				next = hC
+			}
+			at := 20.0
+			if tc.fault == "drop" {
+				at = 1015 // after the 1000 ms deadline
+			}
+			r.send(next, at, intercept(ev, ""))
+			r.recv(next, at+10, answer("e1"))
+			r.recv(tc.first, 1300, answer("e1")) // the backend's own answer, swallowed
+			if tc.first == hA {
+				r.send(hC, at+20, intercept(ev, ""))
+				r.recv(hC, at+30, answer("e1"))
+			}
+			wantOnly(t, r.close(), tc.rule)
+		})
+	}
+}
