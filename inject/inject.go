@@ -385,6 +385,18 @@ func NewPlan(faults []Fault, hook string, seed uint64) *Plan {
 // Faults are the plan's faults.
 func (p *Plan) Faults() []Fault { return p.faults }
 
+// Scenarios names the plan's --inject-plan scenarios, in order (nil:
+// none).
+func (p *Plan) Scenarios() []string {
+	var out []string
+	for _, f := range p.faults {
+		if f.Scenario != "" {
+			out = append(out, f.Scenario)
+		}
+	}
+	return out
+}
+
 // Seed is the plan's seed.
 func (p *Plan) Seed() uint64 { return p.seed }
 

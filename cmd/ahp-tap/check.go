@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"io"
 
 	"github.com/ahp-tap/ahp-tap/replay"
 	"github.com/ahp-tap/ahp-tap/report"
@@ -40,7 +39,7 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		l.cfg.EditContext = v
+		l.Config.EditContext = v
 	}
 	if err := refuseInputsAsOutputs(&rf, &of, ef.registration, fs.Args()); err != nil {
 		return err
@@ -51,11 +50,10 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 	defer of.lg.Close()
 	var sources []report.Source
 	if ef.registration != "" {
-		sources = append(sources, report.Source{Name: ef.registration, Findings: l.registrationFindings()})
+		sources = append(sources, report.Source{Name: ef.registration, Findings: l.RegistrationFindings()})
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	rs, err := rf.open(m, of.format, set["format"], &ef, l.cfg.Snapshot, of.threshold)
+	set := flagsGiven(fs)
+	rs, err := rf.open(m, of.format, set["format"], &ef, l.Config.Snapshot, of.threshold)
 	if err != nil {
 		return err
 	}
@@ -66,14 +64,14 @@ func (m *Main) runCheck(ctx context.Context, args []string) error {
 		run.Findings(sources[0].Findings)
 		run.EndInput(report.InputEnd{})
 	}
-	rp := &replay.Replayer{Config: l.cfg, Rules: l.opt, Set: set, Run: run}
+	rp := &replay.Replayer{Config: l.Config, Rules: l.Options, Set: set, Run: run}
 	ic := replay.NewChecker("check", rp, m.Stdin, m.Stderr, of.allowEmpty, true, !rf.quiet && isTerminal(m.Stderr))
 	for _, name := range fs.Args() {
 		// Issue 8 item 5: a SIGINT/SIGTERM stops the check with the
 		// files checked so far; the file in progress is abandoned.
 		run.StartInput(name)
 		src, ok := replay.CheckInterruptibly(ctx, func() report.Source { return ic.Check(name) })
-		run.EndInput(inputEnd(src))
+		run.EndInput(replay.InputEnd(src))
 		if !ok || ctx.Err() != nil {
 			break
 		}
@@ -115,10 +113,18 @@ func checkFormat(f string) error {
 	return usageError("--format %q is not text or json", f)
 }
 
-// writeReport writes sources and their summary in the chosen format.
-func writeReport(w io.Writer, format string, h *report.JSONHeader, sources []report.Source, sum *report.Summary) error {
-	if format == "json" {
-		return report.WriteJSONWithHeader(w, h, sources, sum)
+// runRules lists every check and rule (report.WriteRules).
+func (m *Main) runRules(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("rules", flag.ContinueOnError)
+	format := fs.String("format", "text", "output `FORMAT`: text or json")
+	if err := parseFlags(fs, args, m.Stderr); err != nil {
+		return err
 	}
-	return report.WriteText(w, sources, sum)
+	if err := checkFormat(*format); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("rules takes no arguments")
+	}
+	return report.WriteRules(m.Stdout, *format == "json")
 }

@@ -4,14 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/ahp-tap/ahp-tap/httpaudit"
-	"github.com/ahp-tap/ahp-tap/rules"
+	"github.com/ahp-tap/ahp-tap/internal/linkconf"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -34,65 +32,16 @@ func (ef *engineFlags) register(fs *flag.FlagSet) {
 }
 
 // loaded is what engineFlags resolve to.
-type loaded struct {
-	cfg tap.Config
-	opt rules.Options
-	// regDoc is the registration document as captures embed it: with the
-	// values of credential-like keys redacted (a registration must never
-	// hold a literal credential, but one that does must not leak through
-	// a capture).
-	regDoc []byte
-	// regFindings are the findings about the registration itself (BASE-5).
-	regFindings []tap.Finding
-}
+type loaded = linkconf.Loaded
 
-// load reads the files the flags name. Errors are usage/I-O errors (exit 2).
+// load reads the files the flags name. Errors are usage/I-O errors (exit
+// 2). Without --hook, the registration's only hook becomes ef.hook.
 func (ef *engineFlags) load() (*loaded, error) {
-	l := &loaded{cfg: tap.Config{Snapshot: ef.snapshot, Timeout: ef.timeout, HookID: ef.hook}}
-	if ef.hook != "" && ef.registration == "" {
-		return nil, usageError("--hook needs --registration")
+	l, err := linkconf.Load(linkconf.Files{Registration: ef.registration, Hook: ef.hook, Snapshot: ef.snapshot, Timeout: ef.timeout, Spec: ef.spec})
+	if err != nil {
+		return nil, usageError("%v", err)
 	}
-	if ef.timeout < 0 {
-		return nil, usageError("--timeout must not be negative")
-	}
-	if ef.registration != "" {
-		data, err := os.ReadFile(ef.registration)
-		if err != nil {
-			return nil, usageError("cannot read registration: %v", err)
-		}
-		reg, dups, err := tap.ParseJSON(tap.TrimBOM(data))
-		if err != nil {
-			return nil, usageError("registration %s is not JSON: %v", ef.registration, err)
-		}
-		if reg.Kind != tap.Object {
-			// Issue 21 item 7: an array said "no hook with id".
-			return nil, usageError("registration %s must be a JSON object with protocolVersion and hooks, not %s", ef.registration, kindName(reg))
-		}
-		if len(dups) > 0 {
-			// Issue 22: duplicate keys are invalid (BASE-5), and which one
-			// the harness uses is unknown, so no check could rely on it.
-			return nil, usageError("registration %s is invalid (BASE-5): member %q appears more than once at %s; duplicate keys give it no one meaning", ef.registration, dups[0].Key, dups[0].Pointer)
-		}
-		if ef.hook == "" {
-			if ef.hook, err = onlyHook(reg, ef.registration); err != nil {
-				return nil, err
-			}
-			l.cfg.HookID = ef.hook
-		}
-		l.regDoc = redactRegistration(reg)
-		l.cfg.Registration = reg
-		l.regFindings = rules.RegistrationFindingsFor(reg, ef.snapshot)
-		if ef.hook != "" && tap.FindHook(reg, ef.hook) == nil {
-			return nil, usageError("registration %s has no hook with id %q", ef.registration, ef.hook)
-		}
-	}
-	if ef.spec != "" {
-		s, err := rules.LoadSpec(ef.spec, ef.snapshot)
-		if err != nil {
-			return nil, usageError("--spec: %v", err)
-		}
-		l.opt.Spec = s
-	}
+	ef.hook = l.Config.HookID
 	return l, nil
 }
 
@@ -172,35 +121,9 @@ func noArguments(fs *flag.FlagSet) error {
 	return nil
 }
 
-// redactRegistration returns reg as canonical JSON with the secrets a
-// registration may hold replaced by tap.RedactedCredential
-// (httpaudit.RedactDocument: the schema's credential locations, secret-like
-// names, URL userinfo and query parameters). AHP-SEC-001: a registration
-// references credentials, never holds them; one that does must not leak
-// through a capture header.
-func redactRegistration(reg *tap.Value) []byte {
-	// Work on a copy: the engine keeps the original tree.
-	cp, _, err := tap.ParseJSON(reg.Canonical())
-	if err != nil {
-		return nil
-	}
-	httpaudit.RedactDocument(cp)
-	return cp.Canonical()
-}
-
-// kindName names a JSON value's kind with its article: "an array".
-func kindName(v *tap.Value) string {
-	switch v.Kind {
-	case tap.Array:
-		return "an array"
-	case tap.String:
-		return "a string"
-	case tap.Number:
-		return "a number"
-	case tap.Bool:
-		return "a boolean"
-	case tap.Null:
-		return "null"
-	}
-	return "an object"
+// flagsGiven is the set of the flags given on the command line.
+func flagsGiven(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
 }

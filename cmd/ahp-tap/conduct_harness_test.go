@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/ahp-tap/ahp-tap/conduct/live"
 	"github.com/ahp-tap/ahp-tap/examples"
 	"io"
 	"net/http"
@@ -209,7 +210,7 @@ func TestConductHarnessHTTPBackend(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("wrap: %s", r.stderr)
 			}
-			lt := startHTTPTapEnv(t, []string{conductIdleEnv + "=300ms"}, "--upstream", up.URL, "--registration", in, "--hook", "com.example.h",
+			lt := startHTTPTapEnv(t, []string{live.IdleEnv + "=300ms"}, "--upstream", up.URL, "--registration", in, "--hook", "com.example.h",
 				"--capture", filepath.Join(taps, "com.example.h.capture"), "--conduct", filepath.Join(taps, "conduct"))
 			addr := lt.waitFor(t, "listening on", "http://")
 			var doc map[string]any
@@ -221,7 +222,7 @@ func TestConductHarnessHTTPBackend(t *testing.T) {
 			os.WriteFile(tapped, tappedJSON, 0o600)
 
 			hc := exec.Command(tapBinary, "example-harness", "--registration", tapped, "--fault", tc.fault)
-			hc.Env = append(os.Environ(), conductIdleEnv+"=300ms")
+			hc.Env = append(os.Environ(), live.IdleEnv+"=300ms")
 			var hstderr strings.Builder
 			hc.Stderr = &hstderr
 			if err := hc.Run(); err != nil {

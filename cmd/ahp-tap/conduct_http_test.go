@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/conduct/live"
 )
 
 // startExampleHTTPBackend starts `ahp-tap example-backend --listen` on a
@@ -145,7 +146,7 @@ func conductHTTPRun(t *testing.T, fault string, hooks ...routeHook) (liveRules, 
 		t.Fatalf("the command has %d --route, want %d: %q", n, nHTTP, argv)
 	}
 	lt := &liveTap{cmd: exec.Command(argv[0], argv[1:]...), lines: make(chan string, 100), done: make(chan struct{})}
-	lt.cmd.Env = append(os.Environ(), conductIdleEnv+"=300ms")
+	lt.cmd.Env = append(os.Environ(), live.IdleEnv+"=300ms")
 	pipe, err := lt.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +174,7 @@ func conductHTTPRun(t *testing.T, fault string, hooks ...routeHook) (liveRules, 
 	}
 
 	hc := exec.Command(tapBinary, "example-harness", "--registration", tapped, "--fault", fault)
-	hc.Env = append(os.Environ(), conductIdleEnv+"=300ms")
+	hc.Env = append(os.Environ(), live.IdleEnv+"=300ms")
 	var hstderr strings.Builder
 	hc.Stderr = &hstderr
 	if err := hc.Run(); err != nil {

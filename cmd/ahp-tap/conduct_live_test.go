@@ -43,7 +43,7 @@ func TestConductLive(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, tapBinary, "example-harness", "--registration", tapped, "--fault", tc.fault)
-			cmd.Env = append(os.Environ(), conductIdleEnv+"=300ms")
+			cmd.Env = append(os.Environ(), live.IdleEnv+"=300ms")
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Run(); err != nil {

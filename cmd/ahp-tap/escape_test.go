@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/rs/zerolog"
+
+	"github.com/ahp-tap/ahp-tap/httptap"
 )
 
 // Issue 28 item 2: what the wire carries (keys, effect types, methods, ids,
@@ -302,7 +304,7 @@ func mustJSON(t *testing.T, s string) string {
 // and objects) from the wire come out printable.
 func TestHTTPDiagnosticsPrintable(t *testing.T) {
 	var out bytes.Buffer
-	log := zerolog.New(printableConsole(&out)).With().Str("tap", "http").Logger()
+	log := zerolog.New(httptap.PrintableConsole(&out)).With().Str("tap", "http").Logger()
 	log.Warn().Str("upstream", "http://x/"+escapePayload).Strs("hosts", []string{escapePayload}).
 		Str(escapePayload, "v").Err(errors.New("dial " + escapePayload)).Msg("upstream failed: " + escapePayload)
 	assertPrintable(t, "diagnostic log", out.String(), nil)

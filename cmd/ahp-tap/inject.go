@@ -119,15 +119,3 @@ func (f *injectFlags) seedArg() string {
 	}
 	return "--seed=" + strconv.FormatUint(f.seed, 10)
 }
-
-// scenarios names the --inject-plan scenarios, in the plan's order (nil:
-// none), for the per-scenario summary (output.Config.Scenarios).
-func (f *injectFlags) scenarios() []string {
-	var out []string
-	for _, fl := range f.faults {
-		if fl.Scenario != "" {
-			out = append(out, fl.Scenario)
-		}
-	}
-	return out
-}

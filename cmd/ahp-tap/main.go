@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -17,13 +16,18 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ahp-tap/ahp-tap/conduct/live"
+	tapmetrics "github.com/ahp-tap/ahp-tap/internal/metrics"
 	"github.com/ahp-tap/ahp-tap/internal/nbwriter"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/stdio"
+	"github.com/ahp-tap/ahp-tap/stdiotap"
 )
 
 // version is ahp-tap's version, set at build time with -ldflags.
 var version = "0.1.0-dev"
+
+func init() { tapmetrics.BuildVersion = version }
 
 // versionStamp is the version with what the build recorded: the commit
 // (and "modified" for a dirty tree) when built from a git checkout with
@@ -118,18 +122,6 @@ func interruptedError(sig syscall.Signal, what string) error {
 	return &exitError{code: 128 + int(sig), msg: fmt.Sprintf("%s: interrupted by %s; the report covers what was read before it", what, unix.SignalName(sig))}
 }
 
-// notifyUnignored relays the signals in sigs that were not ignored when
-// ahp-tap started. One ignored at start (nohup, a background job of a
-// non-interactive shell) stays ignored, for ahp-tap and for the backend it
-// starts, which inherits it (issue 8 item 7).
-func notifyUnignored(c chan<- os.Signal, sigs ...os.Signal) {
-	for _, s := range sigs {
-		if !signal.Ignored(s) {
-			signal.Notify(c, s)
-		}
-	}
-}
-
 // exitError carries an exit code out of a command. Code 2 is a usage or
 // I/O error, 1 a finding at or above the failure level.
 type exitError struct {
@@ -160,7 +152,7 @@ func main() {
 		// second one exits at once (issue 8 item 5). `ahp-tap stdio`
 		// handles signals itself: they are the backend's business.
 		sigs := make(chan os.Signal, 4)
-		notifyUnignored(sigs, syscall.SIGINT, syscall.SIGTERM)
+		stdiotap.NotifyUnignored(sigs, syscall.SIGINT, syscall.SIGTERM)
 		go func() {
 			s := (<-sigs).(syscall.Signal)
 			first := time.Now()
@@ -329,11 +321,11 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		return m.runTail(ctx, rest)
 	case "stdio":
 		return m.runStdio(ctx, rest)
-	case auditWorkerCommand: // auditworker.go: not for people
+	case stdiotap.WorkerCommand: // hidden.go: not for people
 		return m.runAuditProcess(ctx, rest)
-	case auditServerCommand: // sharedaudit.go: not for people
+	case stdiotap.ServerCommand: // hidden.go: not for people
 		return m.runAuditServer(ctx, rest)
-	case conductServerCommand: // conduct_live.go: not for people
+	case live.ServerCommand: // hidden.go: not for people
 		return m.runConductServer(ctx, rest)
 	case "demo":
 		return m.runDemo(ctx, rest)

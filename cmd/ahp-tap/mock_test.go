@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/examples"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -26,11 +27,11 @@ func recordSession(t *testing.T, mode string) (capturePath, logPath string) {
 	t.Helper()
 	dir := t.TempDir()
 	reg := filepath.Join(dir, "hooks.json")
-	if err := os.WriteFile(reg, []byte(demoRegistration), 0o600); err != nil {
+	if err := os.WriteFile(reg, []byte(examples.DemoRegistration), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	capturePath, logPath = filepath.Join(dir, "session.capture.jsonl"), filepath.Join(dir, "live.jsonl")
-	cmd := selfCmd("example-harness", "--", os.Args[0], "stdio", "--registration", reg, "--hook", demoHook,
+	cmd := selfCmd("example-harness", "--", os.Args[0], "stdio", "--registration", reg, "--hook", examples.DemoHook,
 		"--capture", capturePath, "--log", logPath, "--", os.Args[0], "example-backend", "--mode", mode)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("recording: %v\n%s", err, out)

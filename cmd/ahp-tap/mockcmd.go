@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
 	"os"
 	"time"
 
-	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
+	"github.com/ahp-tap/ahp-tap/internal/viewserve"
 	"github.com/ahp-tap/ahp-tap/mock"
-	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/replay"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -24,9 +22,6 @@ const mockUsage = `usage: ahp-tap mock backend [flags] (--stdio | --listen ADDR)
 // mockReadTimeout is how long a harness may take to send one request, head
 // and body, to mock backend --listen (--read-timeout).
 const mockReadTimeout = 30 * time.Second
-
-// mockClose bounds the flushing of a mock's log at its end.
-const mockClose = 10 * time.Second
 
 // mockFlags are the flags both sides of `ahp-tap mock` share.
 type mockFlags struct {
@@ -65,17 +60,6 @@ func (mf *mockFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&mf.ui, "ui", "", "serve the live view of the audited traffic (the HTML report's conversation, updated as it happens) at http://`ADDR`/ (loopback only)")
 }
 
-// mockRun is what both sides share once the flags are read: the peer
-// (the recording and the audit's session) and where findings go.
-type mockRun struct {
-	mock.Peer
-	name      string         // "mock backend" or "mock harness"
-	threshold tap.Level      // 0: never fail on findings
-	out       *output.Output // the way out: the findings' lines on stderr, --log, --ui
-	ui        *liveUI        // --ui, or nil
-	audit     httpaudit.Builder
-}
-
 // runMock dispatches `ahp-tap mock backend|harness`.
 func (m *Main) runMock(ctx context.Context, args []string) error {
 	if len(args) == 0 {
@@ -93,8 +77,9 @@ func (m *Main) runMock(ctx context.Context, args []string) error {
 	return usageError("mock: %q is not backend or harness (run 'ahp-tap mock -h')", args[0])
 }
 
-// prepare reads the capture and builds the audit session for transport.
-func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capturePath string, transport tap.Transport, conn string) (*mockRun, error) {
+// prepareMock reads the flags' files and opens the peer (mock.Open) on
+// capturePath, audited as transport.
+func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capturePath string, transport tap.Transport, conn string) (*mock.Run, error) {
 	match, err := mock.ParseMatch(mf.match)
 	if err != nil {
 		return nil, usageError("%s: %v", name, err)
@@ -109,67 +94,28 @@ func (m *Main) prepareMock(name string, fs *flag.FlagSet, mf *mockFlags, capture
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(capturePath)
+	set := flagsGiven(fs)
+	r, err := mock.Open(mock.Config{Name: name, Version: version, Capture: capturePath, AllowRedacted: mf.allowRedacted,
+		Match: match, Ignore: mf.ignore, Threshold: threshold, Link: l, Overrides: replay.OverridesOf(set),
+		Transport: transport, Conn: conn, Log: mf.logPath, Quiet: mf.quiet, UI: mf.ui, Stderr: m.Stderr, Diag: m.diag()})
 	if err != nil {
-		return nil, usageError("%s: %v", name, err)
+		return nil, usageError("%v", err)
 	}
-	rec, err := mock.Load(f, mf.allowRedacted) // f stays open: the recording reads its frames from it
-	if err != nil {
-		f.Close()
-		return nil, usageError("%s: %s: %v", name, capturePath, err)
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	cfg, err := rec.Header.Config(l.cfg, replay.OverridesOf(set))
-	if err != nil {
-		return nil, usageError("%s: %s: %v", name, capturePath, err)
-	}
-	cfg.Transport = transport
-	r := &mockRun{name: name, threshold: threshold}
-	r.Peer = mock.Peer{Rec: rec, Match: match, Ignore: mf.ignore, Diag: &lockedWriter{w: m.Stderr}, Audit: &r.audit}
-	// The way out (package output): each finding a line on stderr, its
-	// credentials redacted as the audit copies are, and --log.
-	oc := output.Config{Name: name, Diag: m.Stderr, Log: mf.logPath, Redact: r.audit.Text}
-	if !mf.quiet {
-		oc.Plain, oc.PlainPrefix = r.Diag, "ahp-tap "+name+" ▸ "
-	}
-	if r.ui, err = openUI(name, mf.ui, false, cfg.Snapshot, m.diag()); err != nil {
-		return nil, err
-	}
-	oc.View = r.ui.view() // the live view, fed as the taps' is (ui.go)
-	if r.out, err = output.Open(oc); err != nil {
-		r.ui.close()
-		return nil, usageError("%s: %v", name, err)
-	}
-	r.ui.serve()
-	// A line's audit copy is capped as the stdio tap's.
-	r.Session = l.newSession(r.out.SessionConfig(tap.SessionConfig{Config: cfg, Conn: conn, MaxLine: mock.MaxBody}))
 	return r, nil
 }
 
-// finish closes the audit, prints the summary line and returns the exit
-// error: 1 when the mock failed its job (failures > 0) or a finding at or
-// above --fail-on exists; err (the peer's own) is returned as it is.
-func (r *mockRun) finish(res mock.Result, err error) error {
-	r.Session.Close()
-	if cerr := r.out.Close(time.Now().Add(mockClose)); cerr != nil {
-		printable.Fprintf(r.Diag, "ahp-tap %s: %v\n", r.name, cerr)
+// finishMock is the exit of a mock peer's run: 1 when it failed.
+func finishMock(r *mock.Run) func(mock.Result, error) error {
+	return func(res mock.Result, err error) error {
+		failed, err := r.Finish(res, err)
+		if err != nil {
+			return err
+		}
+		if failed {
+			return &exitError{code: 1}
+		}
+		return nil
 	}
-	r.ui.close()
-	var se *mock.StartError
-	if errors.As(err, &se) {
-		return usageError("%s: %v", r.name, se)
-	}
-	if err != nil {
-		return err
-	}
-	lc := r.out.Levels()
-	printable.Fprintf(r.Diag, "ahp-tap %s: %s; audit: %d findings (%d error, %d warn, %d info)\n",
-		r.name, res.What, lc.Total(), lc.Error, lc.Warn, lc.Info)
-	if res.Failures > 0 || (r.threshold > 0 && lc.AtLeast(r.threshold) > 0) {
-		return &exitError{code: 1}
-	}
-	return nil
 }
 
 // runMockBackend serves the backend side of a capture.
@@ -196,7 +142,7 @@ func (m *Main) runMockBackend(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		return r.finish(r.ServeStdio(m.Stdin, m.Stdout, conn))
+		return finishMock(r)(r.ServeStdio(m.Stdin, m.Stdout, conn))
 	}
 	if *readTimeout <= 0 {
 		return usageError("mock backend: --read-timeout must be positive")
@@ -209,7 +155,7 @@ func (m *Main) runMockBackend(ctx context.Context, args []string) error {
 	// Issue 28 item 11: the recording holds tool inputs and file contents;
 	// off loopback it is served to everyone who can reach the address, so
 	// that takes --allow-remote, as the HTTP tap's --forward and --metrics do.
-	if !isLoopback(ln.Addr()) {
+	if !viewserve.IsLoopback(ln.Addr()) {
 		if !*allowRemote {
 			return usageError("mock backend: --listen on %s (not loopback) would serve the recording to everyone who can reach it; listen on 127.0.0.1, or give --allow-remote", ln.Addr())
 		}
@@ -219,7 +165,7 @@ func (m *Main) runMockBackend(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return r.finish(r.ServeHTTP(ctx, ln, *readTimeout))
+	return finishMock(r)(r.ServeHTTP(ctx, ln, *readTimeout))
 }
 
 // runMockHarness plays the harness side of a capture against a live
@@ -259,11 +205,11 @@ func (m *Main) runMockHarness(ctx context.Context, args []string) error {
 				return usageError("mock harness: --bearer-env: $%s is empty or not set", *bearerEnv)
 			}
 		}
-		return r.finish(r.PlayHTTP(ctx, *url, token, *wait))
+		return finishMock(r)(r.PlayHTTP(ctx, *url, token, *wait))
 	}
 	r, err := m.prepareMock("mock harness", fs, &mf, capturePath, tap.Stdio, "")
 	if err != nil {
 		return err
 	}
-	return r.finish(r.PlayStdio(ctx, argv, m.Stderr, *wait))
+	return finishMock(r)(r.PlayStdio(ctx, argv, m.Stderr, *wait))
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"io"
 
-	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/report"
@@ -62,63 +60,17 @@ func (of *offlineFlags) openLog(cmd string, stderr io.Writer) error {
 }
 
 // finishOffline writes the log, the report and the summary of check or
-// replay, and returns the exit status: bit 1 (exit 1) when a finding at or
-// above --fail-on exists, bit 2 (exit 2) when an input could not be
-// checked whole (unreadable, not traffic, empty, damaged records); 3 is
-// both.
+// replay (output.Offline), and returns the exit status: 1 for a finding at
+// or above --fail-on, 2 for an input not checked whole, 3 both.
 func (m *Main) finishOffline(cmd string, of *offlineFlags, sources []report.Source, notPossible []report.NotPossible) error {
-	for _, src := range sources {
-		for _, f := range src.Findings {
-			of.lg.WriteWait(f) // offline: wait rather than drop; a nil log discards
-		}
-	}
-	sources = exportSources(of.otlpx, sources, of.lg)
-	if err := of.lg.Close(); err != nil {
-		printable.Fprintf(m.Stderr, "ahp-tap %s: closing the log: %v\n", cmd, err)
-	}
-	sum := report.SummaryOf(sources)
-	sum.NotPossible = notPossible
-	outs := []output.Classic{{Format: of.format, W: m.Stdout}}
-	var header *report.JSONHeader
-	if of.reports != nil { // --report: text/json where the flags say (reports.go)
-		outs = of.reports.Classic()
-		sum.Baselined, sum.Claim = of.reports.End.Baselined, of.reports.End.Claim
-		header = of.reports.JSONHeader
-	}
-	for _, o := range outs {
-		if err := writeReport(o.W, o.Format, header, sources, sum); err != nil {
-			return usageError("%s: writing the report: %v", cmd, err)
-		}
-		if o.Format == "text" && sum.Baselined > 0 {
-			fmt.Fprintf(o.W, "  baselined: %d findings accepted by the baseline\n", sum.Baselined)
-		}
-		if o.Format == "text" && sum.Claim != nil {
-			sum.Claim.WriteText(o.W)
-		}
-	}
-	code := 0
-	if of.threshold != 0 && sum.Levels.AtLeast(of.threshold) > 0 {
-		code |= 1
-	}
-	bad := 0
-	for _, in := range sum.Inputs {
-		if in.Error != "" || in.Damaged > 0 {
-			bad++
-		}
-	}
-	if bad > 0 {
-		code |= 2
-		return &exitError{code: code, msg: fmt.Sprintf("%s: %d of %d %s not checked whole (see above)", cmd, bad, len(sum.Inputs), plural(len(sum.Inputs), "input", "inputs"))}
+	o := output.Offline{Cmd: cmd, Format: of.format, Stdout: m.Stdout, Stderr: m.Stderr, Reports: of.reports,
+		Log: of.lg, OTLP: of.otlpx, Threshold: of.threshold}
+	code, msg, err := o.Finish(sources, notPossible)
+	if err != nil {
+		return usageError("%v", err)
 	}
 	if code != 0 {
-		return &exitError{code: code}
+		return &exitError{code: code, msg: msg}
 	}
 	return nil
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

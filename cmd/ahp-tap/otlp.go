@@ -3,22 +3,8 @@ package main
 import (
 	"flag"
 	"io"
-	"time"
 
 	"github.com/ahp-tap/ahp-tap/otlpexport"
-	"github.com/ahp-tap/ahp-tap/report"
-	"github.com/ahp-tap/ahp-tap/tap"
-)
-
-// How long a command waits, at exit, for the collector to take the
-// findings still queued. A collector must never hold up a backend's exit
-// for long: a per-event harness counts the process's exit against its
-// deadline, and a collector on the same host answers in about a
-// millisecond. Offline commands can wait longer.
-const (
-	stdioCloseTimeout  = 200 * time.Millisecond
-	httpCloseTimeout   = time.Second
-	replayCloseTimeout = 10 * time.Second
 )
 
 // otlpFlags is --otlp-endpoint, shared by stdio, http and replay.
@@ -33,37 +19,12 @@ func (o *otlpFlags) register(fs *flag.FlagSet) {
 // open starts the exporter, or returns nil when no collector is named. A
 // bad URL is a usage error.
 func (o *otlpFlags) open(capture string, diag io.Writer) (*otlpexport.Exporter, error) {
-	return o.openHook(capture, "", diag)
-}
-
-// openHook is open for a link serving the registration's hook (the
-// spans' ahp.hook.id).
-func (o *otlpFlags) openHook(capture, hook string, diag io.Writer) (*otlpexport.Exporter, error) {
 	if !otlpexport.Enabled(o.endpoint) {
 		return nil, nil
 	}
-	x, err := otlpexport.New(otlpexport.Config{Endpoint: o.endpoint, Capture: capture, Version: version, Diag: diag, Hook: hook})
+	x, err := otlpexport.New(otlpexport.Config{Endpoint: o.endpoint, Capture: capture, Version: version, Diag: diag})
 	if err != nil {
 		return nil, usageError("--otlp-endpoint: %v", err)
 	}
 	return x, nil
-}
-
-// exportSources sends every finding of an offline run to x, each with the
-// file it was found in, and returns sources with a TAP-1 source added when
-// some could not be exported (also written to lg).
-func exportSources(x *otlpexport.Exporter, sources []report.Source, lg *report.Log) []report.Source {
-	if x == nil {
-		return sources
-	}
-	for _, src := range sources {
-		for _, f := range src.Findings {
-			x.WriteWait(f, src.Name)
-		}
-	}
-	if f := x.Close(replayCloseTimeout); f != nil {
-		lg.WriteWait(*f)
-		sources = append(sources, report.Source{Name: "otlp", Findings: []tap.Finding{*f}})
-	}
-	return sources
 }

@@ -18,6 +18,7 @@ import (
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/ahp-tap/ahp-tap/examples"
 	"github.com/ahp-tap/ahp-tap/otlpexport"
 	"github.com/ahp-tap/ahp-tap/otlpexport/otlptest"
 )
@@ -26,8 +27,8 @@ import (
 // `ahp-tap stdio` with extra flags, and returns the harness's output.
 func demoSession(t *testing.T, flags ...string) string {
 	t.Helper()
-	reg := writeFile(t, "hooks.json", demoRegistration)
-	args := append([]string{"example-harness", "--", tapBinary, "stdio", "--registration", reg, "--hook", demoHook}, flags...)
+	reg := writeFile(t, "hooks.json", examples.DemoRegistration)
+	args := append([]string{"example-harness", "--", tapBinary, "stdio", "--registration", reg, "--hook", examples.DemoHook}, flags...)
 	args = append(args, "--", tapBinary, "example-backend", "--mode", "demo")
 	out, err := exec.Command(tapBinary, args...).CombinedOutput()
 	if err != nil {
@@ -210,8 +211,8 @@ func TestStdioExportsTracesMetricsAndLogs(t *testing.T) {
 	spans := map[string]string{} // span id → request id
 	for _, sp := range rc.Spans() {
 		a := otlptest.KVs(sp.Attributes)
-		if sp.Name != a[otlpexport.AttrRPCMethod] || a[otlpexport.AttrRPCSystem] != "jsonrpc" || a[otlpexport.AttrHook] != demoHook || a[otlpexport.AttrNetTransport] != "pipe" {
-			t.Errorf("span %q: attributes %v, want rpc.system.name jsonrpc, the method as name, hook %s", sp.Name, a, demoHook)
+		if sp.Name != a[otlpexport.AttrRPCMethod] || a[otlpexport.AttrRPCSystem] != "jsonrpc" || a[otlpexport.AttrHook] != examples.DemoHook || a[otlpexport.AttrNetTransport] != "pipe" {
+			t.Errorf("span %q: attributes %v, want rpc.system.name jsonrpc, the method as name, hook %s", sp.Name, a, examples.DemoHook)
 		}
 		spans[hex.EncodeToString(sp.SpanId)] = a[otlpexport.AttrRequestID]
 	}

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ahp-tap/ahp-tap/examples"
 )
 
 // uEscape writes every byte of s as a \u00XX JSON escape.
@@ -164,7 +166,7 @@ func TestRegistrationSecretsNotCaptured(t *testing.T) {
 	   "headers":{"Authorization":"Bearer hdr-bearer-0123456789","X-Api-Key":"xk-apikey-0123456789"},
 	   "privateKey":"pk-private-0123456789","credentials":{"password":"cred-pass-0123456789"},
 	   "subscriptions":[{"events":["tool.before"],"mode":"observe","content":{"default":"metadata"}}]},
-	  {"id":"` + demoHook + `","transport":{"type":"stdio","command":"x","lifecycle":"persistent"},
+	  {"id":"` + examples.DemoHook + `","transport":{"type":"stdio","command":"x","lifecycle":"persistent"},
 	   "subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"fail-closed","content":{"default":"metadata"}},
 	     {"events":["tool.after","session.end"],"mode":"observe","content":{"default":"metadata"}}]}]}`
 	dir := t.TempDir()
@@ -172,7 +174,7 @@ func TestRegistrationSecretsNotCaptured(t *testing.T) {
 	if err := os.WriteFile(regPath, []byte(reg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := selfCmd("example-harness", "--", tapBinary, "stdio", "--registration", regPath, "--hook", demoHook,
+	cmd := selfCmd("example-harness", "--", tapBinary, "stdio", "--registration", regPath, "--hook", examples.DemoHook,
 		"--capture", capPath, "--log", logPath, "--", tapBinary, "example-backend", "--mode", "conforming")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"flag"
+	"os"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/conduct"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/output"
 	"github.com/ahp-tap/ahp-tap/replay"
 	"github.com/ahp-tap/ahp-tap/report"
@@ -46,7 +48,7 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err := of.validate(); err != nil {
 		return err
 	}
-	names, err := expandInputs(fs.Args())
+	names, err := replay.ExpandInputs(fs.Args())
 	if err != nil {
 		return usageError("replay: %v", err)
 	}
@@ -54,11 +56,9 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	otlpx, err := otlpf.open("", m.Stderr)
-	if err != nil {
+	if of.otlpx, err = otlpf.open("", m.Stderr); err != nil {
 		return err
 	}
-	of.otlpx = otlpx
 	if err := refuseInputsAsOutputs(&rf, &of, ef.registration, fs.Args()); err != nil {
 		return err
 	}
@@ -67,24 +67,22 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 		return err
 	}
 	if selected != nil {
-		defer selected.Close() // closed by writeSelected; idempotent on the error paths
+		defer selected.Close() // closed by WriteSelection; idempotent on the error paths
 	}
 	if err := of.openLog("replay", m.diag()); err != nil {
 		return err
 	}
 	defer of.lg.Close() // idempotent; flushes on the error paths too
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	rs, err := rf.open(m, of.format, set["format"], &ef, l.cfg.Snapshot, of.threshold)
+	set := flagsGiven(fs)
+	rs, err := rf.open(m, of.format, set["format"], &ef, l.Config.Snapshot, of.threshold)
 	if err != nil {
 		return err
 	}
 	defer rs.Close()
 	run := rs.Run()
-	rp := &replay.Replayer{Config: l.cfg, Rules: l.opt, Set: set, Dir: dir, Input: *input, Diag: m.diag(), Ctx: ctx, Run: run}
-
+	rp := &replay.Replayer{Config: l.Config, Rules: l.Options, Set: set, Dir: dir, Input: *input, Diag: m.diag(), Ctx: ctx, Run: run}
 	ic := replay.NewChecker("replay", rp, m.Stdin, m.Stderr, of.allowEmpty, false, !rf.quiet && isTerminal(m.Stderr))
-	sources := replayInputs(ctx, ic, l, names, ef.registration)
+	sources := append(registrationSources(ef.registration, l), ic.CheckAll(ctx, names)...)
 	if _, ok := interruption(ctx); ok {
 		return m.finishInterrupted(ctx, &of, rs, sources)
 	}
@@ -93,10 +91,8 @@ func (m *Main) runReplay(ctx context.Context, args []string) error {
 			sources = append(sources, *src)
 		}
 	}
-	if *writeCapture != "" {
-		if err := m.writeSelected(rp, selected, *writeCapture, selects, fs.Args()); err != nil {
-			return err
-		}
+	if err := m.writeSelection(rp, selected, *writeCapture, selects, fs.Args()); err != nil {
+		return err
 	}
 	return m.finishReports("replay", &of, rs, sources)
 }
@@ -141,29 +137,45 @@ func checkReplayFlags(selects, writeCapture bool, direction, input, conductMode 
 	return dir, nil
 }
 
-// replayInputs checks every input in turn (the registration first, when
-// given, with its own findings), each one a report source. Issue 8 item
-// 5: a SIGINT/SIGTERM stops the replay with what the inputs read so far
-// gave; a read that blocks is abandoned.
-func replayInputs(ctx context.Context, ic *replay.Checker, l *loaded, names []string, registration string) []report.Source {
-	var sources []report.Source
-	if registration != "" {
-		if fds := l.registrationFindings(); len(fds) > 0 {
-			sources = append(sources, report.Source{Name: registration, Findings: fds})
-		}
+// createSelected creates the --write-capture file (nil without one) before
+// the replay, so that a path refused (a symlink, a directory, one of the
+// inputs) is exit 2 at once.
+func (m *Main) createSelected(path string, inputs []string) (*os.File, error) {
+	if err := output.RefuseInputs([][2]string{{"--write-capture", path}}, inputs); err != nil {
+		return nil, usageError("%v", err)
 	}
-	run := ic.Replayer().Run
-	for _, name := range names {
-		run.StartInput(name)
-		src, ok := replay.CheckInterruptibly(ctx, func() report.Source { return ic.Check(name) })
-		run.EndInput(inputEnd(src))
-		if !ok {
-			break
-		}
-		sources = append(sources, src)
-		if ctx.Err() != nil {
-			break
-		}
+	if path == "" {
+		return nil, nil
 	}
-	return sources
+	f, err := output.CreateFile(path, m.Stderr)
+	if err != nil {
+		return nil, usageError("--write-capture: %v", err)
+	}
+	return f, nil
+}
+
+// writeSelection writes the --write-capture file (replay.WriteSelection),
+// when there is one, and says how many exchanges it kept.
+func (m *Main) writeSelection(rp *replay.Replayer, f *os.File, path string, terms []capture.SelectTerm, inputs []string) error {
+	if path == "" {
+		return nil
+	}
+	kept, err := rp.WriteSelection(f, path, terms, inputs, m.Stdin, m.Stderr)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	printable.Fprintf(m.Stderr, "ahp-tap replay: wrote %d selected exchange(s) to %s\n", kept, path)
+	return nil
+}
+
+// registrationSources is the --registration file's own findings as a
+// report source (none without a registration or a finding).
+func registrationSources(name string, l *loaded) []report.Source {
+	if name == "" {
+		return nil
+	}
+	if fds := l.RegistrationFindings(); len(fds) > 0 {
+		return []report.Source{{Name: name, Findings: fds}}
+	}
+	return nil
 }

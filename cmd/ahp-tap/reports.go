@@ -147,12 +147,3 @@ func (m *Main) finishReports(cmd string, of *offlineFlags, rs *output.Reports, s
 	}
 	return nil
 }
-
-// inputEnd is what the streaming reports learn of an input once checked:
-// its size and digest (its name and frames they counted themselves).
-func inputEnd(src report.Source) report.InputEnd {
-	if src.Input == nil {
-		return report.InputEnd{}
-	}
-	return report.InputEnd{Bytes: src.Input.Bytes, SHA256: src.Input.SHA256}
-}

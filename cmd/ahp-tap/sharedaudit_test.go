@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/auditlink"
+	"github.com/ahp-tap/ahp-tap/stdiotap"
 )
 
 // perEventScript is a per_event backend (one request, one answer, exit)
@@ -65,17 +66,17 @@ func runEvent(t *testing.T, req string, flags []string, backend string) string {
 // sharedServers returns the pids of shared audit processes of state dir.
 func sharedServers(state string) []int {
 	return processesRunning(func(cl []string) bool {
-		return len(cl) > 1 && cl[1] == auditServerCommand && slices.Contains(cl, state)
+		return len(cl) > 1 && cl[1] == stdiotap.ServerCommand && slices.Contains(cl, state)
 	})
 }
 
 // waitNoServer waits until no shared audit process of state runs: it
 // exits auditlink.Idle after its last link, each link finished within
-// auditBound; the bound here only stops a broken server from hanging the
+// stdiotap.Bound; the bound here only stops a broken server from hanging the
 // test.
 func waitNoServer(t *testing.T, state string) {
 	t.Helper()
-	limit := auditlink.Idle + auditBound + 30*time.Second
+	limit := auditlink.Idle + stdiotap.Bound + 30*time.Second
 	deadline := time.Now().Add(limit)
 	for len(sharedServers(state)) > 0 {
 		if time.Now().After(deadline) {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ahp-tap/ahp-tap/stdiotap"
 )
 
 func init() {
@@ -30,7 +32,7 @@ func init() {
 // forwarding process pid.
 func auditProcesses(pid int) []int {
 	return processesRunning(func(cl []string) bool {
-		return len(cl) > 3 && cl[1] == auditWorkerCommand && cl[3] == fmt.Sprintf("stdio:%d", pid)
+		return len(cl) > 3 && cl[1] == stdiotap.WorkerCommand && cl[3] == fmt.Sprintf("stdio:%d", pid)
 	})
 }
 
@@ -112,12 +114,12 @@ func TestStdioAuditSurvivesSIGKILLOfTheGroup(t *testing.T) {
 			if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 				t.Errorf("the forwarding process ended %v, want killed by SIGKILL (it shares the harness's fate)", cmd.ProcessState)
 			}
-			// The audit process exits within its bound (auditBound) of
+			// The audit process exits within its bound (stdiotap.Bound) of
 			// the link's end; this loop only waits that long.
-			deadline := time.Now().Add(auditBound + 2*time.Second)
+			deadline := time.Now().Add(stdiotap.Bound + 2*time.Second)
 			for len(auditProcesses(pid)) > 0 {
 				if time.Now().After(deadline) {
-					t.Fatalf("audit process %v still runs %v after the kill", auditProcesses(pid), auditBound+2*time.Second)
+					t.Fatalf("audit process %v still runs %v after the kill", auditProcesses(pid), stdiotap.Bound+2*time.Second)
 				}
 				time.Sleep(10 * time.Millisecond)
 			}

@@ -46,26 +46,6 @@ func checkEditContextKeys(v *tap.Value) error {
 	return nil
 }
 
-// onlyHook returns the id of the registration's only hook, for
-// --registration without --hook; with several hooks it refuses, naming
-// them, rather than ignoring the registration's subscriptions.
-func onlyHook(reg *tap.Value, file string) (string, error) {
-	hooks := reg.Get("hooks").Elems()
-	var ids []string
-	for _, h := range hooks {
-		if id, ok := h.Get("id").Text(); ok {
-			ids = append(ids, id)
-		}
-	}
-	switch len(ids) {
-	case 0:
-		return "", nil // BASE-5 reports a registration without hooks
-	case 1:
-		return ids[0], nil
-	}
-	return "", usageError("registration %s has %d hooks (%s): choose one with --hook ID", file, len(ids), strings.Join(ids, ", "))
-}
-
 // checkExampleMode refuses an unknown example-backend mode.
 func checkExampleMode(cmd, mode string) error {
 	var names []string

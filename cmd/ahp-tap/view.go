@@ -6,9 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/internal/viewserve"
@@ -89,20 +87,8 @@ func (m *Main) runView(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "http://%s/\n", ln.Addr())
 	printable.Fprintf(m.diag(), "ahp-tap view: serving %s on http://%s/ (Ctrl-C stops)\n", path, ln.Addr())
-	srv := viewserve.Server(viewserve.Page(path, *allowRemote))
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-	case err := <-done:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return &exitError{code: 2, msg: fmt.Sprintf("view: serving: %v", err)}
-		}
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if srv.Shutdown(sctx) != nil {
-		srv.Close()
+	if err := viewserve.ServeFile(ctx, ln, path, *allowRemote); err != nil {
+		return &exitError{code: 2, msg: fmt.Sprintf("view: serving: %v", err)}
 	}
 	return nil
 }

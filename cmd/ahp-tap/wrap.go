@@ -4,15 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/ahp-tap/ahp-tap/auditlink"
-	"github.com/ahp-tap/ahp-tap/conduct/live"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/ahp-tap/ahp-tap/internal/printable"
-	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 	"github.com/ahp-tap/ahp-tap/wrap"
 )
@@ -69,8 +65,12 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 		return usageError("wrap: %v", err)
 	}
 
-	if err := m.refuseInvalidRegistration(in, doc, *snapshot, *spec); err != nil {
-		return err
+	// BASE-5: a registration is valid before it is used; wrapping an
+	// invalid one would only hide that (exit 1, its findings listed).
+	if invalid, err := wrap.CheckRegistration(m.Stderr, in, doc, *snapshot, *spec); err != nil {
+		return usageError("%v", err)
+	} else if invalid {
+		return &exitError{code: 1, msg: fmt.Sprintf("wrap: %s is not a valid registration (findings above); nothing was written", in)}
 	}
 	wrapped, changes, err := wrap.Wrap(doc, o)
 	if err != nil {
@@ -82,82 +82,12 @@ func (m *Main) runWrap(ctx context.Context, args []string) error {
 	if err := m.writeWrapped(*out, wrapped, info); err != nil {
 		return usageError("wrap: %v", err)
 	}
-	m.sayWrapped(changes, o)
+	wrap.Describe(m.Stderr, changes, o)
 	if o.Conduct != "" {
-		return m.tapConduct(o.Conduct, changes)
-	}
-	return nil
-}
-
-// refuseInvalidRegistration refuses (exit 1) a registration with an error
-// finding, listing its findings on stderr. BASE-5: a registration is valid
-// before it is used; wrapping an invalid one would only hide that.
-func (m *Main) refuseInvalidRegistration(in string, doc []byte, snapshot, spec string) error {
-	reg, _, err := tap.ParseJSON(doc)
-	if err != nil {
-		return usageError("wrap: %s is not JSON: %v", in, err)
-	}
-	fds := rules.RegistrationFindingsFor(reg, snapshot)
-	if spec != "" {
-		s, err := rules.LoadSpec(spec, snapshot)
-		if err != nil {
-			return usageError("wrap: --spec: %v", err)
-		}
-		fds = append(fds, s.RegistrationFindings(reg)...)
-	}
-	invalid := false
-	for _, f := range fds {
-		printable.Fprintf(m.Stderr, "%s: %s\n", in, f)
-		invalid = invalid || f.Level == tap.Error
-	}
-	if invalid {
-		return &exitError{code: 1, msg: fmt.Sprintf("wrap: %s is not a valid registration (findings above); nothing was written", in)}
-	}
-	return nil
-}
-
-// sayWrapped says on stderr what wrap did to each hook.
-func (m *Main) sayWrapped(changes []wrap.Change, o wrap.Options) {
-	for _, c := range changes {
-		printable.Fprintf(m.Stderr, "ahp-tap wrap: %s (%s): %s", c.Hook, c.Transport, c.Action)
-		if c.Detail != "" {
-			printable.Fprintf(m.Stderr, ": %s", c.Detail)
-		}
-		fmt.Fprintln(m.Stderr)
-		if c.Command != nil {
-			printable.Fprintf(m.Stderr, "  the harness now posts to http://%s\n", c.Listen)
-		}
-		if o.Conduct != "" && c.Action != "wrapped" {
-			fmt.Fprintf(m.Stderr, "ahp-tap wrap: note: %s is not tapped with --conduct: the live conduct timeline does not judge the events it intercepts\n", c.Hook)
+		if err := wrap.PrepareConduct(m.Stderr, o.Conduct, changes); err != nil {
+			return usageError("%v", err)
 		}
 	}
-	// One `ahp-tap http` for every HTTP backend (one --route each): one
-	// process sees them all, one link per hook (issue 23).
-	if cmd := wrap.HTTPCommand(o, changes); cmd != nil {
-		what := ""
-		if slices.Contains(cmd, "--route") {
-			what = " (one process for every HTTP backend, one --route each)"
-		}
-		printable.Fprintf(m.Stderr, "ahp-tap wrap: start the HTTP tap before the harness%s:\n    %s\n", what, wrap.ShellQuote(cmd))
-	}
-}
-
-// tapConduct prepares the --conduct directory dir: the hooks its taps
-// feed, for the live conduct timeline.
-func (m *Main) tapConduct(dir string, changes []wrap.Change) error {
-	var tapped []string
-	for _, c := range changes {
-		if c.Action == "wrapped" {
-			tapped = append(tapped, c.Hook)
-		}
-	}
-	if err := auditlink.CheckDir(dir); err != nil {
-		return usageError("wrap: --conduct: %v", err)
-	}
-	if err := live.WriteTapped(live.PathsFor(dir).Tapped, tapped); err != nil {
-		return usageError("wrap: --conduct: %v", err)
-	}
-	fmt.Fprintf(m.Stderr, "ahp-tap wrap: conduct findings across the backends in %s\n", live.PathsFor(dir).Log)
 	return nil
 }
 

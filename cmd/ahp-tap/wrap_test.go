@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ahp-tap/ahp-tap/examples"
 )
 
 // registrationCases are the upstream registration fixtures, by manifest id,
@@ -128,7 +130,7 @@ func TestWrapUsage(t *testing.T) {
 func TestWrappedRegistrationDrivesALiveSession(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	reg := strings.Replace(demoRegistration, `"command": "ahp-tap"`, `"command": "`+tapBinary+`"`, 1)
+	reg := strings.Replace(examples.DemoRegistration, `"command": "ahp-tap"`, `"command": "`+tapBinary+`"`, 1)
 	in := filepath.Join(dir, "hooks.json")
 	if err := os.WriteFile(in, []byte(reg), 0o600); err != nil {
 		t.Fatal(err)
@@ -158,7 +160,7 @@ func TestWrappedRegistrationDrivesALiveSession(t *testing.T) {
 	if !strings.Contains(string(out), "explicit_deny") {
 		t.Errorf("the session did not go through the tap:\n%s", out)
 	}
-	log, err := os.ReadFile(filepath.Join(logs, demoHook+".violations.log"))
+	log, err := os.ReadFile(filepath.Join(logs, examples.DemoHook+".violations.log"))
 	if err != nil {
 		t.Fatalf("the wrapped tap wrote no log: %v", err)
 	}
@@ -167,7 +169,7 @@ func TestWrappedRegistrationDrivesALiveSession(t *testing.T) {
 			t.Errorf("violation log lacks %s:\n%s", want, log)
 		}
 	}
-	capture := filepath.Join(logs, demoHook+".capture")
+	capture := filepath.Join(logs, examples.DemoHook+".capture")
 	rp := runTap(t, "", "replay", "--format", "json", capture)
 	if rp.code != 1 {
 		t.Fatalf("replay of the wrapped tap's capture: exit %d, want 1: %s", rp.code, rp.stderr)
@@ -225,7 +227,7 @@ func TestWrapOutputFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	reg := filepath.Join(dir, "hooks.json")
-	if err := os.WriteFile(reg, []byte(demoRegistration), 0o600); err != nil {
+	if err := os.WriteFile(reg, []byte(examples.DemoRegistration), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "tapped.json")
@@ -262,9 +264,9 @@ func TestWrapOutputFile(t *testing.T) {
 func TestWrappedPerEventBackendSharesState(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	reg := strings.Replace(demoRegistration, `"command": "ahp-tap", "args": ["example-backend", "--mode", "demo"], "lifecycle": "persistent"`,
+	reg := strings.Replace(examples.DemoRegistration, `"command": "ahp-tap", "args": ["example-backend", "--mode", "demo"], "lifecycle": "persistent"`,
 		`"command": "`+tapBinary+`", "args": ["example-backend"], "lifecycle": "per_event"`, 1)
-	if reg == demoRegistration {
+	if reg == examples.DemoRegistration {
 		t.Fatal("the demo registration changed; update this test")
 	}
 	in := filepath.Join(dir, "hooks.json")
@@ -284,7 +286,7 @@ func TestWrappedPerEventBackendSharesState(t *testing.T) {
 	}
 	json.Unmarshal([]byte(r.stdout), &d)
 	tr := d.Hooks[0].Transport
-	if !strings.Contains(strings.Join(tr.Args, " "), "--state "+filepath.Join(logs, demoHook+".state")) {
+	if !strings.Contains(strings.Join(tr.Args, " "), "--state "+filepath.Join(logs, examples.DemoHook+".state")) {
 		t.Fatalf("wrapped per_event args %q lack --state", tr.Args)
 	}
 	event := func(command string) string {
@@ -298,7 +300,7 @@ func TestWrappedPerEventBackendSharesState(t *testing.T) {
 			t.Fatalf("per-event process: %v, answered %q", err, out)
 		}
 	}
-	log, _ := os.ReadFile(filepath.Join(logs, demoHook+".violations.log"))
+	log, _ := os.ReadFile(filepath.Join(logs, examples.DemoHook+".violations.log"))
 	if logCounts(t, log)["BASE-6"] == 0 {
 		t.Errorf("no BASE-6 for the event re-sent with other content across processes:\n%s", log)
 	}

@@ -5,6 +5,8 @@
 package viewserve
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -102,4 +104,26 @@ func LoopbackHost(host string) bool {
 // Server returns an http.Server for h with bounded header and idle times.
 func Server(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
+}
+
+// ServeFile serves the page at path on ln (see Page) until ctx ends, then
+// shuts the server down within two seconds. Its error is one the server
+// met while serving.
+func ServeFile(ctx context.Context, ln net.Listener, path string, allowRemote bool) error {
+	srv := Server(Page(path, allowRemote))
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-done:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if srv.Shutdown(sctx) != nil {
+		srv.Close()
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package replay
 
 import (
 	"fmt"
@@ -7,10 +7,10 @@ import (
 	"strings"
 )
 
-// expandInputs replaces each directory among names by the captures in it
+// ExpandInputs replaces each directory among names by the captures in it
 // (files named *.capture or *.capture.gz, as `wrap --dir` writes them),
 // in name order. A directory with none is an error.
-func expandInputs(names []string) ([]string, error) {
+func ExpandInputs(names []string) ([]string, error) {
 	var out []string
 	for _, n := range names {
 		st, err := os.Stat(n)
