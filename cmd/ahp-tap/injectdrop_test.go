@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ahp-tap/ahp-tap/conduct/live"
 )
 
 // dropRegistration writes a registration of two persistent example
@@ -114,7 +118,7 @@ func runConductHarness(t *testing.T, reg, fault string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tapBinary, "example-harness", "--registration", reg, "--fault", fault)
-	cmd.Env = append(os.Environ(), conductIdleEnv+"=300ms")
+	cmd.Env = append(os.Environ(), live.IdleEnv+"=300ms")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -184,6 +188,69 @@ func TestInjectHookFailureVerdicts(t *testing.T) {
 				t.Errorf("conduct findings %v for a harness that reported the failure rightly\n%s", replayed, said)
 			case c.want != "" && (len(replayed) != 1 || replayed[0] != c.want || strings.Join(levels, " ") != c.level):
 				t.Errorf("conduct findings %v (levels %v), want one %s (%s)\n%s", replayed, levels, c.want, c.level, said)
+			}
+		})
+	}
+}
+
+// TestInjectDropVerdictsHTTP: the dropped answer on an HTTP backend (the
+// tap keeps the harness's POST open, swallowing the backend's answer):
+// a harness that gives up at the deadline and goes on to the next
+// interceptor passes; one that waits well past it is COND-10, live and
+// on replay alike.
+func TestInjectDropVerdictsHTTP(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ fault, want string }{{"none", ""}, {"give-up-late", "COND-10/gave-up-late"}} {
+		t.Run(c.fault, func(t *testing.T) {
+			dir := t.TempDir()
+			taps := filepath.Join(dir, "taps")
+			os.MkdirAll(filepath.Join(taps, "conduct"), 0o700)
+			// Both hooks are tapped (as wrap --conduct says): the HTTP one too.
+			if err := live.WriteTapped(live.PathsFor(filepath.Join(taps, "conduct")).Tapped, []string{"com.example.a", "com.example.b"}); err != nil {
+				t.Fatal(err)
+			}
+			reg := filepath.Join(dir, "hooks.json")
+			b, _ := json.Marshal([]string{"stdio", "--registration", reg, "--hook", "com.example.b", "--capture", filepath.Join(taps, "com.example.b.capture"),
+				"--conduct", filepath.Join(taps, "conduct"), "--", tapBinary, "example-backend"})
+			doc := func(url string) string {
+				return `{"protocolVersion":"draft","hooks":[` +
+					`{"id":"com.example.a","transport":{"type":"http","url":"` + url + `"},"subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":2000,"failurePolicy":"fail-open","content":{"default":"body"}}]},` +
+					`{"id":"com.example.b","transport":{"type":"stdio","command":"` + tapBinary + `","args":` + string(b) + `,"lifecycle":"persistent"},"subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"fail-closed","content":{"default":"body"}}]}]}`
+			}
+			os.WriteFile(reg, []byte(doc("http://127.0.0.1:9/agent-hooks")), 0o600)
+			backend := freePort(t)
+			be := exec.Command(tapBinary, "example-backend", "--listen", backend)
+			if err := be.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { be.Process.Kill(); be.Wait() }()
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if c, err := net.Dial("tcp", backend); err == nil {
+					c.Close()
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the example backend does not listen on %s", backend)
+				}
+			}
+			lt := startHTTPTapEnv(t, []string{live.IdleEnv + "=300ms"}, "--upstream", "http://"+backend, "--registration", reg, "--hook", "com.example.a",
+				"--capture", filepath.Join(taps, "com.example.a.capture"), "--conduct", filepath.Join(taps, "conduct"), "--inject", "drop,id=evt_conduct_3")
+			addr := lt.waitFor(t, "listening on", "http://")
+			harnessReg := filepath.Join(dir, "hooks.harness.json")
+			os.WriteFile(harnessReg, []byte(doc("http://"+addr+"/agent-hooks")), 0o600)
+			said := runConductHarness(t, harnessReg, c.fault)
+			if !strings.Contains(said, "evt_conduct_3 → com.example.a: operational_failure") {
+				t.Fatalf("the harness never missed the dropped answer:\n%s", said)
+			}
+			lt.cmd.Process.Signal(syscall.SIGTERM)
+			<-lt.done
+			lt.cmd.Wait()
+			replayed, _ := liveAndReplayed(t, taps)
+			switch {
+			case c.want == "" && len(replayed) > 0:
+				t.Errorf("conduct findings %v for a harness that gave up at the deadline\n%s", replayed, said)
+			case c.want != "" && !slices.Contains(replayed, c.want):
+				t.Errorf("conduct findings %v, want %s\n%s", replayed, c.want, said)
 			}
 		})
 	}
