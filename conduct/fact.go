@@ -27,9 +27,6 @@ type Fact struct {
 	DeadlineMs int64           `json:"deadlineMs,omitempty"`
 	Outcome    string          `json:"outcome,omitempty"`
 	Edit       *FactEdit       `json:"edit,omitempty"`
-	// AnsweredAt is when the harness got the answer, when not the frame's
-	// time (answeredAt).
-	AnsweredAt time.Time `json:"answeredAt,omitzero"`
 }
 
 // FactEdit is what the edit evaluator concluded of an intercept answer.
@@ -59,15 +56,18 @@ func harnessView(x *tap.Exchange) (view *tap.Exchange, seen bool) {
 	return &v, true
 }
 
-// answeredAt is when the harness got its answer to x, whose answer from
-// the backend is f: a stdio tap that answered in the backend's place
-// (--inject error, malformed, …) did so as it forwarded the request, not
-// when the backend's own (swallowed) answer came.
+// answeredAt is when the harness got the answer f to x: f's time, or
+// when the tap injected a fault that answered in the backend's place (the
+// backend's own answer, swallowed, can come much later).
 func answeredAt(f *tap.Frame, x *tap.Exchange) time.Time {
-	if x != nil && inject.Kind(x.Injected).Answers() && f.Transport == tap.Stdio && x.Request != nil && !x.Request.Time.IsZero() && x.Request.Time.Before(f.Time) {
-		return x.Request.Time
+	if x == nil || x.Injected == "" || x.InjectedAt.IsZero() || !x.InjectedAt.Before(f.Time) {
+		return f.Time
 	}
-	return f.Time
+	switch inject.Kind(x.Injected) {
+	case inject.Drop, inject.Delay, inject.Banner:
+		return f.Time
+	}
+	return x.InjectedAt
 }
 
 // Relevant reports whether a judged frame matters to a Timeline: a
@@ -96,9 +96,7 @@ func FactOf(hook string, f *tap.Frame, x *tap.Exchange) Fact {
 		return ft
 	}
 	if _, ok := f.Msg.(*tap.Response); ok {
-		if at := answeredAt(f, x); !at.Equal(f.Time) {
-			ft.AnsweredAt = at
-		}
+		ft.Time = answeredAt(f, x)
 		x, _ = harnessView(x)
 	}
 	ft.Method, ft.Outcome, ft.DeadlineMs = x.Method, x.Outcome, x.Deadline.Milliseconds()
@@ -151,7 +149,7 @@ func (t *Timeline) Take(ft Fact) error {
 			x.Edit = res
 		}
 	}
-	t.takeAt(ft.Hook, f, x, ft.AnsweredAt)
+	t.take(ft.Hook, f, x)
 	return nil
 }
 

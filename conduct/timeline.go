@@ -266,12 +266,6 @@ type failureClaim struct {
 
 // take takes one frame a link judged.
 func (t *Timeline) take(hookID string, f *tap.Frame, x *tap.Exchange) {
-	t.takeAt(hookID, f, x, time.Time{})
-}
-
-// takeAt is take, with when the harness got the answer f carries when it
-// is not f's time (zero: answeredAt tells, from the exchange).
-func (t *Timeline) takeAt(hookID string, f *tap.Frame, x *tap.Exchange, at time.Time) {
 	if f == nil || f.Unchecked() || f.Msg == nil {
 		return
 	}
@@ -306,11 +300,13 @@ func (t *Timeline) takeAt(hookID string, f *tap.Frame, x *tap.Exchange, at time.
 		}
 	case *tap.Response:
 		if x != nil && x.Method == "hooks/intercept" { // x is set only for a response that matched
-			if v, seen := harnessView(x); seen { // an injected fault: what the harness got
-				if at.IsZero() {
-					at = answeredAt(f, x)
+			if v, seen := harnessView(x); seen { // an injected fault: what the harness got, and when
+				if at := answeredAt(f, x); !at.Equal(f.Time) {
+					g := *f
+					g.Time = at
+					f = &g
 				}
-				t.answer(h, f, v, at)
+				t.answer(h, f, v)
 			}
 		}
 	}
@@ -561,7 +557,7 @@ func (t *Timeline) judgeIntercept(e *event, d *delivery, f *tap.Frame) {
 }
 
 // answer takes h's answer to an intercept.
-func (t *Timeline) answer(h *hook, f *tap.Frame, x *tap.Exchange, at time.Time) {
+func (t *Timeline) answer(h *hook, f *tap.Frame, x *tap.Exchange) {
 	id, _ := x.Event.Get("id").Text()
 	src, _ := x.Event.Get("source").Text()
 	e := t.events[tap.EventKey{Source: src, ID: id}]
@@ -581,7 +577,7 @@ func (t *Timeline) answer(h *hook, f *tap.Frame, x *tap.Exchange, at time.Time) 
 	gaveUp := d.answered // advance already ended it at its deadline
 	d.answered, d.outcome = true, x.Outcome
 	if !gaveUp {
-		d.at = at
+		d.at = f.Time
 	}
 	res, hasEdit := x.Edit.(rules.EditResult)
 	switch x.Outcome {

@@ -922,3 +922,22 @@ func TestInjectedAnswerTime(t *testing.T) {
 		})
 	}
 }
+
+// A fault the tap injected in a's place (an invalid deny, a JSON-RPC
+// error) answered the harness when it was injected: the harness going on
+// to b then is not concurrent with a, although a's own answer, swallowed,
+// came later. Judged by that later answer it was COND-1.
+func TestInjectedAnswerSettlesAtInjection(t *testing.T) {
+	r := newRig(t, threeHooks, 0)
+	ev := toolEvent("e1", "call-1", "")
+	r.send(hA, 0, intercept(ev, `{"permission":"none","candidate":null}`))
+	r.sessions[hA].Note(tap.Note{Kind: tap.NoteInjected, Time: r.t0.Add(time.Millisecond), Conn: "stdio:" + hA,
+		Dir: tap.FromBackend, Fault: "invalid-deny", ID: `"e1"`})
+	r.send(hB, 10, intercept(ev, `{"permission":"none","candidate":null}`))
+	r.recv(hB, 20, answer("e1"))
+	r.send(hC, 21, intercept(ev, `{"permission":"none","candidate":null}`))
+	r.recv(hA, 25, answer("e1", deny)) // a's own answer, swallowed by the tap
+	r.recv(hC, 30, answer("e1"))
+	r.send(hD, 31, observe(ev))
+	wantOnly(t, r.close(), "")
+}

@@ -38,6 +38,10 @@ type Exchange struct {
 	// (--inject: a NoteInjected; package inject), "" for none. Outcome and
 	// Edit stay the backend's own; what the harness got is the fault's.
 	Injected string
+	// InjectedAt is when the tap injected it (the NoteInjected's time):
+	// for a fault that answers in the backend's place, when the harness
+	// got its answer.
+	InjectedAt time.Time
 	// Edit holds what the edit evaluator concluded for the response
 	// (an effective value per target, or the reasons it was rejected).
 	Edit any

@@ -124,7 +124,7 @@ func (e *Engine) Note(n Note) (out []Finding) {
 		if key := inject.IDKey(json.RawMessage(n.ID)); key != "" {
 			for _, x := range e.conv.Pending() {
 				if x.Key == key && x.Request != nil && x.Request.Conn == n.Conn {
-					x.Injected = n.Fault
+					x.Injected, x.InjectedAt = n.Fault, n.Time
 				}
 			}
 		}
