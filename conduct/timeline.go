@@ -252,6 +252,16 @@ type event struct {
 
 	reported map[string]bool // rule IDs reported for this event
 	gone     bool            // judged and forgotten
+
+	failureNamed map[string]bool // backends a hook.failure named for this event (COND-11)
+	claims       []failureClaim  // the hook.failure events naming this event, judged at finish
+}
+
+// failureClaim is what a hook.failure said of the event it names.
+type failureClaim struct {
+	ev              *event // the hook.failure event
+	ref             frameRef
+	backend, policy string
 }
 
 // take takes one frame a link judged.
@@ -424,9 +434,13 @@ func (t *Timeline) intercept(h *hook, f *tap.Frame, x *tap.Exchange) {
 	d := &delivery{hook: h, method: "hooks/intercept", ref: refOf(f, e.key.ID, e.typ), sent: f.Time,
 		deadline: x.Deadline, state: stateOf(f.Params().Get("state")), input: digestOf(ev.Path("tool", "input"))}
 	d.policy, _ = x.Subscription.Get("failurePolicy").Text()
+	var first *delivery
 	for _, o := range e.deliveries {
 		if o.method == "hooks/intercept" && o.hook == h {
-			d.retry = true // BASE-6 judges retries (identity, deadline)
+			d.retry = true // BASE-6 judges retries (identity), COND-10 their deadline
+			if first == nil {
+				first = o
+			}
 		}
 	}
 	if fresh && e.typ == "turn.finish.before" {
@@ -434,8 +448,77 @@ func (t *Timeline) intercept(h *hook, f *tap.Frame, x *tap.Exchange) {
 	}
 	if e.skip == "" && !d.retry {
 		t.judgeIntercept(e, d, f)
+		t.judgeGiveUp(e, d)
+	}
+	if d.retry {
+		t.judgeRetry(e, first, d)
 	}
 	e.deliveries = append(e.deliveries, d)
+}
+
+// giveUpSlack is how long after an unanswered intercept's deadline the
+// chain's next step may come (COND-10): a harness gives up at the deadline
+// and applies the failure policy at once; a second is far more than
+// scheduling takes, and far less than a harness that waits for the answer
+// anyway.
+const giveUpSlack = time.Second
+
+// originalDeadline is when the first intercept of e to h's backend ran
+// out (zero when its deadline is unknown): retries do not extend it
+// (AHP-FAIL-002).
+func originalDeadline(e *event, h *hook) time.Time {
+	for _, o := range e.deliveries {
+		if o.method == "hooks/intercept" && o.hook == h {
+			if o.deadline <= 0 {
+				return time.Time{}
+			}
+			return o.sent.Add(o.deadline)
+		}
+	}
+	return time.Time{}
+}
+
+// judgeRetry judges a retry d of an intercept first sent as first
+// (COND-10): it comes within the original deadline.
+func (t *Timeline) judgeRetry(e *event, first, d *delivery) {
+	limit := originalDeadline(e, d.hook)
+	if limit.IsZero() || e.skip != "" {
+		return
+	}
+	t.exercised[vocab.Cond10] = true
+	if late := d.sent.Sub(limit); late > t.cfg.Skew {
+		t.report(e, rules.CondRetryLate, d.ref, "",
+			"%s received event %q again as hooks/intercept %v after the first delivery, %v past its %v deadline; a retry stays within the original deadline (AHP-FAIL-002)",
+			d.hook.id, e.key.ID, d.sent.Sub(first.sent).Round(time.Millisecond), late.Round(time.Millisecond), first.deadline)
+	}
+}
+
+// judgeGiveUp judges d, the next step of e's chain, when the step before
+// it was an intercept whose answer the harness did not get by its
+// deadline (COND-10): the harness gave up then, so d comes soon after.
+func (t *Timeline) judgeGiveUp(e *event, d *delivery) {
+	var prev *delivery
+	for _, o := range e.deliveries {
+		if o != d && !o.sent.After(d.sent) && (prev == nil || !o.sent.Before(prev.sent)) {
+			prev = o
+		}
+	}
+	if prev == nil || prev.method != "hooks/intercept" || prev.hook == d.hook {
+		return
+	}
+	if prev.answered && prev.outcome != tap.OutcomeUnanswered && prev.outcome != tap.OutcomeLate {
+		return // answered in time: not a deadline matter
+	}
+	limit := originalDeadline(e, prev.hook)
+	if limit.IsZero() || d.sent.Before(limit) {
+		return // before the deadline: an overlap, which COND-1 and COND-4 judge
+	}
+	t.exercised[vocab.Cond10] = true
+	if late := d.sent.Sub(limit); late > giveUpSlack {
+		t.report(e, rules.CondGaveUpLate, d.ref, "",
+			"%s received event %q as %s %v after %s's deadline ran out with no answer the harness could take: a harness gives up at the deadline and applies the failure policy (%s) at once (AHP-FAIL-002)",
+			d.hook.id, e.key.ID, d.method, late.Round(time.Millisecond), prev.hook.id, prev.policy)
+	}
 }
 
 // judgeIntercept judges an intercept of e to a backend that had not had
@@ -600,6 +683,9 @@ func (t *Timeline) observe(h *hook, f *tap.Frame) {
 	}
 	if fresh {
 		t.lineage(e, ev, f)
+		if e.typ == "hook.failure" {
+			t.hookFailure(e, ev, f)
+		}
 	}
 	t.advance(e, f.Time)
 	d := &delivery{hook: h, method: "hooks/observe", ref: refOf(f, e.key.ID, e.typ), sent: f.Time, answered: true, at: f.Time}
@@ -614,9 +700,60 @@ func (t *Timeline) observe(h *hook, f *tap.Frame) {
 			"%s received event %q as hooks/observe after it was called with it as hooks/intercept, and has no observe subscription for %s; only uncalled intercept subscriptions get the short-circuit observe",
 			h.id, e.key.ID, e.typ)
 	}
+	if e.skip == "" {
+		t.judgeGiveUp(e, d)
+	}
 	// An intercept still outstanding is judged when it is answered
 	// (judgeOverlap); a later intercept, when it arrives (judgeIntercept).
 	e.deliveries = append(e.deliveries, d)
+}
+
+// hookFailure judges a hook.failure event e, on its first sight, against
+// the chain of the event it names (COND-11): the backend it names failed
+// for that event, under the policy it names.
+func (t *Timeline) hookFailure(e *event, ev *tap.Value, f *tap.Frame) {
+	parent, _ := ev.Get("parentEventId").Text()
+	backend, _ := ev.Path("failure", "backendId").Text()
+	policy, _ := ev.Path("failure", "policy").Text()
+	p := t.events[tap.EventKey{Source: e.key.Source, ID: parent}]
+	if p == nil || p.gone || p.skip != "" {
+		return // not held: not judged
+	}
+	t.exercised[vocab.Cond11] = true
+	if p.failureNamed == nil {
+		p.failureNamed = map[string]bool{}
+	}
+	p.failureNamed[backend] = true
+	// Judged when p is: the failure it names may reach the time line
+	// after the report of it (an answer ahp-tap injected reaches the
+	// harness before the backend's own, which the link audits).
+	p.claims = append(p.claims, failureClaim{ev: e, ref: refOf(f, e.key.ID, e.typ), backend: backend, policy: policy})
+}
+
+// judgeClaims judges the hook.failure events naming e, once e's chain is
+// complete (COND-11).
+func (t *Timeline) judgeClaims(e *event) {
+	for _, c := range e.claims {
+		var got *delivery
+		for _, d := range e.deliveries {
+			if d.method == "hooks/intercept" && d.hook.id == c.backend && !d.retry {
+				got = d
+				break
+			}
+		}
+		switch {
+		case got == nil:
+			t.report(c.ev, rules.CondFailureNames, c.ref, "/params/event/failure/backendId",
+				"hook.failure names backend %q for event %q, which that backend never received as hooks/intercept; a hook.failure names the interceptor that failed", c.backend, e.key.ID)
+		case !got.failed:
+			t.report(c.ev, rules.CondFailureNames, c.ref, "/params/event/failure/backendId",
+				"hook.failure names backend %q for event %q, but its hooks/intercept did not fail (%s); a hook.failure reports an operational failure", c.backend, e.key.ID, got.outcome)
+		case got.policy != "" && c.policy != got.policy:
+			t.report(c.ev, rules.CondFailureNames, c.ref, "/params/event/failure/policy",
+				"hook.failure for %q's failure on event %q names policy %q, but that subscription's failurePolicy is %q: the policy it names is the one applied (AHP-FAIL-001)", c.backend, e.key.ID, c.policy, got.policy)
+		}
+	}
+	e.claims = nil
 }
 
 // contributionOf reads what an accepted intercept result adds to the
@@ -780,7 +917,14 @@ func (t *Timeline) lineage(e *event, ev *tap.Value, f *tap.Frame) {
 		t.exercised[vocab.Cond9] = true
 	}
 	if hasCall && e.typ == "tool.before" {
-		t.rememberCall(callID).before = e.key.ID
+		c := t.rememberCall(callID)
+		switch first, known := t.known[c.before]; {
+		case c.before == "":
+			c.before = e.key.ID
+		case c.before != e.key.ID && (!known || first.source == e.key.Source):
+			t.report(e, rules.CondSecondBefore, ref, "/params/event/id",
+				"a second tool.before (event %q) for call %q, which already had tool.before %q: a retry keeps the event id (AHP-CORE-004), and a call gets one tool.before", e.key.ID, callID, c.before)
+		}
 	}
 	if hasCall && e.typ == "tool.after" {
 		c := t.calls[callID]
@@ -905,6 +1049,8 @@ func (t *Timeline) finish(e *event) {
 			failOpen = d
 		}
 	}
+	t.judgeClaims(e)
+	t.failureUnreported(e)
 	if failOpen != nil && e.endAt.IsZero() {
 		for _, i := range e.interceptors {
 			if i.hook.pos > failOpen.hook.pos && !i.filtered && !called[i.hook] {
@@ -918,6 +1064,28 @@ func (t *Timeline) finish(e *event) {
 	t.chains = append(t.chains, chainOf(e))
 	if len(t.chains) > maxChains {
 		t.chains = t.chains[len(t.chains)-maxChains:]
+	}
+}
+
+// failureUnreported notes, as information, each operational failure of an
+// intercept of e that no hook.failure named while a tapped hook observes
+// hook.failure (COND-11; AHP allows it).
+func (t *Timeline) failureUnreported(e *event) {
+	observed := slices.ContainsFunc(t.reg.hooks, func(h *hook) bool { return h.tapped && h.observes("hook.failure") })
+	if !observed {
+		return
+	}
+	for _, d := range e.deliveries {
+		if d.method != "hooks/intercept" || d.retry || !d.failed {
+			continue
+		}
+		t.exercised[vocab.Cond11] = true
+		if !e.failureNamed[d.hook.id] {
+			t.report(e, rules.CondFailureNone, d.ref, "",
+				"%s's hooks/intercept of event %q failed (%s, %s) and no hook.failure named it, though a tapped hook observes hook.failure; AHP lets a harness report the failure so (information only)",
+				d.hook.id, e.key.ID, d.outcome, d.policy)
+			return
+		}
 	}
 }
 
@@ -962,15 +1130,17 @@ func (t *Timeline) exercise(e *event) {
 
 // conductNeeds says, per check, what traffic exercises it.
 var conductNeeds = map[vocab.CheckID]string{
-	vocab.Cond1: "no event matched two or more interceptors",
-	vocab.Cond2: "no chain was ended (deny, flow stop, fail-closed failure) before a later interceptor",
-	vocab.Cond3: "no fail-open failure before a later interceptor",
-	vocab.Cond4: "no hooks/observe of an intercepted event",
-	vocab.Cond5: "no two interceptors of one event both received params.state",
-	vocab.Cond6: "no chain was short-circuited before a later interceptor",
-	vocab.Cond7: "no turn had two judged turn.finish.before events",
-	vocab.Cond8: "no *.before event was denied",
-	vocab.Cond9: "no tool.after or parentEventId",
+	vocab.Cond1:  "no event matched two or more interceptors",
+	vocab.Cond2:  "no chain was ended (deny, flow stop, fail-closed failure) before a later interceptor",
+	vocab.Cond3:  "no fail-open failure before a later interceptor",
+	vocab.Cond4:  "no hooks/observe of an intercepted event",
+	vocab.Cond5:  "no two interceptors of one event both received params.state",
+	vocab.Cond6:  "no chain was short-circuited before a later interceptor",
+	vocab.Cond7:  "no turn had two judged turn.finish.before events",
+	vocab.Cond8:  "no *.before event was denied",
+	vocab.Cond9:  "no tool.after or parentEventId",
+	vocab.Cond10: "no intercept went unanswered past its deadline before a next step or a retry",
+	vocab.Cond11: "no intercept failed while a tapped hook observes hook.failure, and no hook.failure named a held event",
 }
 
 // Exercised says, per conduct check, why the judged events did not

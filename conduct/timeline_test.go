@@ -713,6 +713,216 @@ func TestContinueAfterDenyFasterThanTheTolerance(t *testing.T) {
 	}
 }
 
+// An intercept left unanswered (a silent backend, or an answer ahp-tap
+// dropped on purpose): the harness gives up at the deadline (a's timeout
+// is 1000 ms) and goes on at once; retries stay within the original
+// deadline and keep the event id (COND-10, COND-9).
+func TestUnansweredIntercept(t *testing.T) {
+	ev := toolEvent("e1", "call-1", "")
+	for _, tc := range []struct {
+		name string
+		play func(r *rig)
+		rule string
+	}{
+		{"fail-open: next interceptor at the deadline", func(r *rig) {
+			r.send(hA, 0, intercept(ev, ""))
+			r.send(hB, 1002, intercept(ev, ""))
+			r.recv(hB, 1010, answer("e1"))
+			r.send(hC, 1011, intercept(ev, ""))
+			r.recv(hC, 1020, answer("e1"))
+		}, ""},
+		{"fail-open: next interceptor long after the deadline", func(r *rig) {
+			r.send(hA, 0, intercept(ev, ""))
+			r.send(hB, 2500, intercept(ev, ""))
+			r.recv(hB, 2510, answer("e1"))
+			r.send(hC, 2511, intercept(ev, ""))
+			r.recv(hC, 2520, answer("e1"))
+		}, "COND-10/gave-up-late"},
+		{"fail-closed: short-circuit observe at the deadline", func(r *rig) {
+			r.send(hA, 0, intercept(ev, ""))
+			r.recv(hA, 10, answer("e1"))
+			r.send(hB, 11, intercept(ev, ""))
+			r.send(hC, 1013, observe(ev))
+			r.send(hD, 1014, observe(ev))
+		}, ""},
+		{"fail-closed: short-circuit observe long after the deadline", func(r *rig) {
+			r.send(hA, 0, intercept(ev, ""))
+			r.recv(hA, 10, answer("e1"))
+			r.send(hB, 11, intercept(ev, ""))
+			r.send(hC, 3000, observe(ev))
+			r.send(hD, 3001, observe(ev))
+		}, "COND-10/gave-up-late"},
+		{"a late answer the harness waited for", func(r *rig) {
+			r.send(hA, 0, intercept(ev, ""))
+			r.recv(hA, 2400, answer("e1"))
+			r.send(hB, 2401, intercept(ev, ""))
+			r.recv(hB, 2410, answer("e1"))
+			r.send(hC, 2411, intercept(ev, ""))
+			r.recv(hC, 2420, answer("e1"))
+		}, "COND-10/gave-up-late"},
+		{"retry within the deadline", func(r *rig) {
+			r.send(hA, 0, intercept(ev, ""))
+			r.send(hA, 500, intercept(ev, ""))
+			r.send(hB, 1001, intercept(ev, ""))
+			r.recv(hB, 1010, answer("e1"))
+			r.send(hC, 1011, intercept(ev, ""))
+			r.recv(hC, 1020, answer("e1"))
+		}, ""},
+		{"retry after the deadline", func(r *rig) {
+			r.send(hA, 0, intercept(ev, ""))
+			r.send(hA, 1500, intercept(ev, ""))
+			r.send(hB, 1600, intercept(ev, ""))
+			r.recv(hB, 1610, answer("e1"))
+			r.send(hC, 1611, intercept(ev, ""))
+			r.recv(hC, 1620, answer("e1"))
+		}, "COND-10/retry-late"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, threeHooks, 0)
+			tc.play(r)
+			got := r.close()
+			wantOnly(t, got, tc.rule)
+			if tc.rule == "COND-10/gave-up-late" && got[tc.rule][0].Level != tap.Warn {
+				t.Errorf("level %s, want warn", got[tc.rule][0].Level)
+			}
+			if ex := r.tl.Exercised()["COND-10"]; ex != "" {
+				t.Errorf("COND-10 not exercised: %s", ex)
+			}
+		})
+	}
+	t.Run("retry under a new event id", func(t *testing.T) {
+		r := newRig(t, threeHooks, 0)
+		r.send(hA, 0, intercept(ev, ""))
+		r.send(hA, 500, intercept(toolEvent("e1-retry", "call-1", ""), ""))
+		r.send(hB, 1001, intercept(ev, ""))
+		r.recv(hB, 1010, answer("e1"))
+		r.send(hC, 1011, intercept(ev, ""))
+		r.recv(hC, 1020, answer("e1"))
+		got := r.close()
+		if fs := got["COND-9/second-before"]; len(fs) != 1 || fs[0].EventID != "e1-retry" || !strings.Contains(fs[0].Message, `already had tool.before "e1"`) {
+			t.Errorf("findings = %v, want one COND-9/second-before on e1-retry", got)
+		}
+	})
+	t.Run("answered in time", func(t *testing.T) {
+		r := newRig(t, threeHooks, 0)
+		r.send(hA, 0, intercept(ev, ""))
+		r.recv(hA, 10, errorAnswer("e1"))
+		r.send(hB, 3000, intercept(ev, "")) // slow, but not a deadline matter
+		r.recv(hB, 3010, answer("e1"))
+		r.send(hC, 3011, intercept(ev, ""))
+		r.recv(hC, 3020, answer("e1"))
+		wantOnly(t, r.close(), "")
+		if ex := r.tl.Exercised()["COND-10"]; ex == "" {
+			t.Errorf("COND-10 exercised by a chain with no unanswered intercept")
+		}
+	})
+}
+
+// hookFailure is a hook.failure event about parent.
+func hookFailure(id, parent, backend, policy string) string {
+	return fmt.Sprintf(`{"id":%q,"source":"urn:example:harness","type":"hook.failure","time":"2026-01-01T00:00:01Z","harness":{"name":"x","version":"1"},"parentEventId":%q,"failure":{"backendId":%q,"reason":"timeout","policy":%q}}`, id, parent, backend, policy)
+}
+
+// A hook.failure, when the harness sends one, names the interceptor that
+// failed and its subscription's policy (COND-11, a warning); none sent
+// while a tapped hook observes hook.failure is information only.
+func TestHookFailure(t *testing.T) {
+	reg := strings.Replace(threeHooks, `{"events":["tool.*"],"mode":"observe"`, `{"events":["tool.*","hook.failure"],"mode":"observe"`, 1)
+	ev := toolEvent("e1", "call-1", "")
+	chain := func(r *rig, failAt float64) {
+		r.send(hA, 0, intercept(ev, ""))
+		if failAt > 0 {
+			r.recv(hA, failAt, errorAnswer("e1"))
+		}
+		r.send(hB, 1001, intercept(ev, ""))
+		r.recv(hB, 1010, answer("e1"))
+		r.send(hC, 1011, intercept(ev, ""))
+		r.recv(hC, 1020, answer("e1"))
+	}
+	for _, tc := range []struct {
+		name, failure string
+		failAt        float64 // 0: a's answer never comes (its 1000 ms deadline passes)
+		rule          string
+		level         tap.Level
+	}{
+		{"error named rightly", hookFailure("f1", "e1", hA, "fail-open"), 10, "", 0},
+		{"deadline named rightly", hookFailure("f1", "e1", hA, "fail-open"), 0, "", 0},
+		{"none sent", "", 10, "COND-11/none-sent", tap.Info},
+		{"another policy", hookFailure("f1", "e1", hA, "fail-closed"), 10, "COND-11/names", tap.Warn},
+		{"a backend that did not fail", hookFailure("f1", "e1", hB, "fail-closed"), 10, "COND-11/names", tap.Warn},
+		{"a backend never called", hookFailure("f1", "e1", "com.example.z", "fail-open"), 10, "COND-11/names", tap.Warn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, reg, 0)
+			chain(r, tc.failAt)
+			if tc.failure != "" {
+				r.send(hD, 1002, observe(tc.failure))
+			}
+			got := r.close()
+			if tc.failure != "" && !strings.Contains(tc.failure, `"backendId":"`+hA+`"`) {
+				delete(got, "COND-11/none-sent") // a's failure was not named: so it is
+			}
+			wantOnly(t, got, tc.rule)
+			if tc.rule != "" && got[tc.rule][0].Level != tc.level {
+				t.Errorf("level %s, want %s", got[tc.rule][0].Level, tc.level)
+			}
+			if ex := r.tl.Exercised()["COND-11"]; ex != "" {
+				t.Errorf("COND-11 not exercised: %s", ex)
+			}
+		})
+	}
+	t.Run("no observer of hook.failure", func(t *testing.T) {
+		r := newRig(t, threeHooks, 0)
+		chain(r, 10)
+		wantOnly(t, r.close(), "")
+	})
+}
+
+// An answer a stdio tap injected in the backend's place (--inject error)
+// reached the harness as the request was forwarded: a harness that goes
+// on to the next interceptor at once did not overlap the first, however
+// late the backend's own (swallowed) answer comes; one that goes on after
+// a fail-closed injected failure is COND-2.
+func TestInjectedAnswerTime(t *testing.T) {
+	ev := toolEvent("e1", "call-1", "")
+	for _, tc := range []struct {
+		name, fault string
+		first       string // the hook the fault hits
+		rule        string
+	}{
+		{"fail-open error", "error", hA, ""},
+		{"fail-closed error", "error", hB, "COND-2/after-stop"},
+		{"fail-open drop", "drop", hA, ""}, // no answer reached the harness: judged at the deadline
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, threeHooks, 0)
+			if tc.first == hB {
+				r.send(hA, 0, intercept(ev, ""))
+				r.recv(hA, 5, answer("e1"))
+			}
+			r.send(tc.first, 10, intercept(ev, ""))
+			r.sessions[tc.first].Note(tap.Note{Kind: tap.NoteInjected, Time: r.t0.Add(11 * time.Millisecond), Conn: "stdio:" + tc.first,
+				Dir: tap.FromBackend, Fault: tc.fault, ID: `"e1"`})
+			next := hB
+			if tc.first == hB {
+				next = hC
+			}
+			at := 20.0
+			if tc.fault == "drop" {
+				at = 1015 // after the 1000 ms deadline
+			}
+			r.send(next, at, intercept(ev, ""))
+			r.recv(next, at+10, answer("e1"))
+			r.recv(tc.first, 1300, answer("e1")) // the backend's own answer, swallowed
+			if tc.first == hA {
+				r.send(hC, at+20, intercept(ev, ""))
+				r.recv(hC, at+30, answer("e1"))
+			}
+			wantOnly(t, r.close(), tc.rule)
+		})
+	}
+}
+
 // A fault the tap injected in a's place (an invalid deny, a JSON-RPC
 // error) answered the harness when it was injected: the harness going on
 // to b then is not concurrent with a, although a's own answer, swallowed,

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,24 +25,50 @@ import (
 // example-harness --registration FILE --fault NAME` (issue 23): each makes
 // the finding of its check when the registration's backends are tapped.
 var Faults = []Fault{
-	{"none", "dispatch as AHP says: serial, in registration order, stop on deny or fail-closed failure, continue after a fail-open failure, short-circuit observes to uncalled interceptors (default)", ""},
-	{"out-of-order", "run the interceptors of each event in the reverse of the registration's order", vocab.Cond1},
-	{"concurrent", "send each event to every interceptor at once, then read the answers", vocab.Cond1},
-	{"continue-after-deny", "go on to the next interceptors after an accepted deny", vocab.Cond2},
-	{"fail-open-stop", "end the chain at a fail-open failure instead of going on", vocab.Cond3},
-	{"second-copy", "after a short circuit, send the hooks/observe of the event to the called interceptors too", vocab.Cond6},
-	{"run-denied", "run a denied tool call anyway: its tool.after says ok and executed", vocab.Cond8},
+	{"none", "dispatch as AHP says: serial, in registration order, stop on deny or fail-closed failure, continue after a fail-open failure, short-circuit observes to uncalled interceptors (default)", "", ""},
+	{"out-of-order", "run the interceptors of each event in the reverse of the registration's order", vocab.Cond1, ""},
+	{"concurrent", "send each event to every interceptor at once, then read the answers", vocab.Cond1, ""},
+	{"continue-after-deny", "go on to the next interceptors after an accepted deny", vocab.Cond2, ""},
+	{"fail-open-stop", "end the chain at a fail-open failure instead of going on", vocab.Cond3, ""},
+	{"second-copy", "after a short circuit, send the hooks/observe of the event to the called interceptors too", vocab.Cond6, ""},
+	{"run-denied", "run a denied tool call anyway: its tool.after says ok and executed", vocab.Cond8, ""},
 	// Needs an invalid deny to take: `ahp-tap stdio --inject invalid-deny` in front of a backend
 	// (docs/inject.md); then a fail-open chain stops where it should go on (COND-3).
-	{"accept-invalid-deny", "take a deny from a response AHP rejects whole (a deny beside an invalid effect) instead of failing the interceptor", ""},
+	{"accept-invalid-deny", "take a deny from a response AHP rejects whole (a deny beside an invalid effect) instead of failing the interceptor", "", "an invalid deny, e.g. from a tap with --inject invalid-deny"},
+	// Need an intercept left unanswered, e.g. `ahp-tap stdio --inject drop` in front of a
+	// persistent stdio backend (the retries are made on persistent stdio backends only).
+	{"retry", "conforming: re-send an intercept not answered within half its deadline once, identical, and give up at the original deadline", "", needsUnanswered},
+	{"retry-new-id", "re-send an intercept not answered within half its deadline under a new event id", vocab.Cond9, needsUnanswered},
+	{"retry-late", "give up on an unanswered intercept at its deadline, then re-send it half a deadline later and wait a deadline more", vocab.Cond10, needsUnanswered},
+	{"give-up-late", "wait for an unanswered intercept's answer 1.5 s and a deadline past its deadline before applying the failure policy", vocab.Cond10, needsUnanswered},
+	{"timeout-allow", "take an intercept left unanswered at its deadline as allow, even under fail-closed", vocab.Cond8, needsUnanswered},
+	// Need a failing interceptor and a hook observing hook.failure.
+	{"no-hook-failure", "send no hook.failure after an interceptor's failure, though a hook observes hook.failure (AHP allows it: information only)", vocab.Cond11, needsHookFailure},
+	{"wrong-hook-failure", "send hook.failure naming the other failure policy than the failed subscription's", vocab.Cond11, needsHookFailure},
+}
+
+// needsHookFailure is the Needs of the hook.failure faults.
+const needsHookFailure = "an interceptor that fails and a hook that observes hook.failure"
+
+// errDeadline is an intercept that got no answer within its deadline.
+var errDeadline = errors.New("no response before the deadline")
+
+// missedDeadline says whether err is an intercept's deadline passing.
+func missedDeadline(err error) bool {
+	return errors.Is(err, errDeadline) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // A Fault is one deliberate fault of the dispatching harness and the
-// check that finds it ("" for none).
+// check that finds it ("" for none). Needs says what the backends must do
+// for the fault to show ("": nothing); without it, the harness conforms.
 type Fault struct {
 	Name, Help string
 	Check      vocab.CheckID
+	Needs      string
 }
+
+// needsUnanswered is the Needs of the deadline faults.
+const needsUnanswered = "an intercept left unanswered, e.g. behind a tap with --inject drop"
 
 // FaultHelp lists the faults, one per line, for a flag's help.
 func FaultHelp() string {
@@ -194,6 +222,7 @@ func (h *conductHarness) event(ev map[string]any) {
 	}
 	called := map[*dispatchHook]bool{}
 	denied, ended := false, ""
+	var failures []interceptor // the interceptors that failed, for hook.failure
 	if h.fault == "concurrent" {
 		answers := make([]answer, len(chain))
 		var wg sync.WaitGroup
@@ -208,6 +237,9 @@ func (h *conductHarness) event(ev map[string]any) {
 			if a.deny || (a.failed && chain[i].policy == "fail-closed") {
 				denied = true
 			}
+			if a.failed {
+				failures = append(failures, chain[i])
+			}
 		}
 	} else {
 		for _, ic := range chain {
@@ -217,6 +249,9 @@ func (h *conductHarness) event(ev map[string]any) {
 			called[ic.hook] = true
 			a := h.intercept(ic, ev)
 			fmt.Fprintf(h.say, "harness: %s %s → %s: %s\n", typ, ev["id"], ic.hook.id, a.what)
+			if a.failed {
+				failures = append(failures, ic)
+			}
 			switch {
 			case a.deny:
 				denied, ended = true, "denied by "+ic.hook.id
@@ -243,11 +278,36 @@ func (h *conductHarness) event(ev map[string]any) {
 			h.observe(dh, ev)
 		}
 	}
+	h.reportFailures(ev, failures)
 	if typ == "tool.before" {
 		after := afterOf(ev, denied && h.fault != "run-denied")
 		for _, dh := range h.hooks {
 			if tap.MatchSubscription(dh.entry, "tool.after", "observe") != nil {
 				h.observe(dh, after)
+			}
+		}
+	}
+}
+
+// reportFailures sends, for each interceptor that failed for ev, a
+// hook.failure to every hook that observes hook.failure (AHP lets a
+// harness surface an operational failure so): naming the backend, the
+// failed event and the policy applied.
+func (h *conductHarness) reportFailures(ev map[string]any, failures []interceptor) {
+	if h.fault == "no-hook-failure" {
+		return // the fault: nothing said
+	}
+	for i, ic := range failures {
+		policy := ic.policy
+		if h.fault == "wrong-hook-failure" { // the fault: the other policy
+			policy = map[string]string{"fail-open": "fail-closed", "fail-closed": "fail-open"}[policy]
+		}
+		fe := map[string]any{"id": fmt.Sprintf("%s_failure_%d", ev["id"], i+1), "source": ev["source"], "type": "hook.failure",
+			"time": ev["time"], "harness": ev["harness"], "session": ev["session"], "parentEventId": ev["id"],
+			"failure": map[string]any{"backendId": ic.hook.id, "reason": "the interceptor failed operationally", "policy": policy}}
+		for _, dh := range h.hooks {
+			if tap.MatchSubscription(dh.entry, "hook.failure", "observe") != nil {
+				h.observe(dh, fe)
 			}
 		}
 	}
@@ -268,7 +328,10 @@ func (h *conductHarness) message(method string, ev map[string]any, id bool) []by
 // intercept sends ev to ic's backend and waits for its answer, at most
 // the subscription's timeout.
 func (h *conductHarness) intercept(ic interceptor, ev map[string]any) answer {
-	line, err := ic.hook.call(h, h.message("hooks/intercept", ev, true), ev["id"].(string), ic.timeout)
+	line, err := h.send(ic, ev)
+	if err != nil && missedDeadline(err) && h.fault == "timeout-allow" {
+		return answer{what: "no_effect: no answer before the deadline, taken as allow (" + ic.policy + ")"}
+	}
 	if err != nil {
 		return answer{what: "operational_failure: " + err.Error() + " (" + ic.policy + ")", failed: true}
 	}
@@ -291,6 +354,53 @@ func (h *conductHarness) intercept(ic interceptor, ev map[string]any) answer {
 		return answer{what: what + " (" + ic.policy + ")", failed: true}
 	}
 	return answer{what: what}
+}
+
+// send sends ev to ic's backend as hooks/intercept and returns the line of
+// its answer: within the subscription's deadline, with the retry and
+// deadline faults of the harness.
+func (h *conductHarness) send(ic interceptor, ev map[string]any) ([]byte, error) {
+	id, msg, timeout := ev["id"].(string), h.message("hooks/intercept", ev, true), ic.timeout
+	dh := ic.hook
+	if h.fault == "give-up-late" {
+		timeout = 2*timeout + 1500*time.Millisecond // the fault: waits past the deadline
+	}
+	retries := h.fault == "retry" || h.fault == "retry-new-id" || h.fault == "retry-late"
+	if !retries || dh.kind != "stdio" || dh.lifecycle == vocab.LifecyclePerEvent {
+		return dh.call(h, msg, id, timeout)
+	}
+	lines, err := dh.persistent(msg)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	first := timeout / 2
+	if h.fault == "retry-late" {
+		first = timeout
+	}
+	line, err := awaitLine(lines, id, first)
+	if !missedDeadline(err) {
+		return line, err
+	}
+	if h.fault == "retry-late" {
+		time.Sleep(timeout / 2) // the fault: clearly past the deadline
+	}
+	again, againID := msg, id
+	if h.fault == "retry-new-id" {
+		ev2 := maps.Clone(ev)
+		againID = id + "_retry" // the fault: a retry keeps the event id
+		ev2["id"] = againID
+		again = h.message("hooks/intercept", ev2, true)
+	}
+	fmt.Fprintf(h.say, "harness: %s %s → %s: no answer after %v, re-sending it as %s\n", ev["type"], id, dh.id, time.Since(start).Round(time.Millisecond), againID)
+	if lines, err = dh.persistent(again); err != nil {
+		return nil, err
+	}
+	rest := timeout - time.Since(start) // a retry stays within the original deadline
+	if h.fault == "retry-late" {
+		rest = timeout // the fault: a deadline more
+	}
+	return awaitLine(lines, againID, rest)
 }
 
 // observe sends ev to dh as hooks/observe.
@@ -433,7 +543,7 @@ func awaitLine(lines <-chan []byte, id string, timeout time.Duration) ([]byte, e
 	for {
 		select {
 		case <-deadline.C:
-			return nil, fmt.Errorf("no response before the deadline (%v)", timeout)
+			return nil, fmt.Errorf("%w (%v)", errDeadline, timeout)
 		case line, ok := <-lines:
 			if !ok {
 				return nil, fmt.Errorf("the backend closed stdout")

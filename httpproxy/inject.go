@@ -31,7 +31,7 @@ var injectDecisions atomic.Int64
 
 // injectedNote is the note of fault f injected for r on the exchange x.
 func (x *exchange) injected(kind tap.NoteKind, f inject.Fault, r inject.Request, detail string) *tap.Note {
-	return &tap.Note{Kind: kind, Time: time.Now(), Conn: x.conn, Dir: tap.FromBackend, Fault: string(f.Kind), ID: string(r.ID), Detail: detail}
+	return &tap.Note{Kind: kind, Time: time.Now(), Conn: x.conn, Dir: tap.FromBackend, Fault: string(f.Kind), ID: string(r.ID), Detail: detail, Scenario: f.Scenario}
 }
 
 // decideBody reads up to maxInjectBody of the request body and decides on

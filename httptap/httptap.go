@@ -271,6 +271,7 @@ func (r *run) openLink(i int, k *link, cfg httpproxy.Config, metrics *httpproxy.
 	if plan != nil {
 		// Loud when on (issue 25): stderr now, the capture header, every report.
 		oc.Header.Injected, k.injected = plan.Banner(), true
+		oc.Scenarios = plan.Scenarios()
 		fmt.Fprintf(r.Diag, "ahp-tap %s: %s\n", k.name, plan.Banner())
 	}
 	if i == 0 {

@@ -114,6 +114,9 @@ type Fault struct {
 	P                       float64 // 0: not probabilistic
 	// Spec is the text it was parsed from.
 	Spec string
+	// Scenario names the --inject-plan scenario the fault is ("": an
+	// --inject SPEC).
+	Scenario string
 }
 
 // DefaultErrorCode is the JSON-RPC error code of a bare "error".
@@ -256,9 +259,25 @@ func (f Fault) Check(t Transport) error {
 
 // Synthetic says whether the tap answers in the backend's place (the
 // backend's own answer is swallowed).
-func (f Fault) Synthetic() bool {
-	switch f.Kind {
+func (f Fault) Synthetic() bool { return f.Kind.Synthetic() }
+
+// Synthetic says whether the harness gets something other than the
+// backend's answer for a fault of kind k: the tap answers in the
+// backend's place, or never (drop).
+func (k Kind) Synthetic() bool {
+	switch k {
 	case Drop, Error, Status, Malformed, InvalidDeny, Unadvertised, Close, Partial:
+		return true
+	}
+	return false
+}
+
+// Answers says whether the tap sends the harness a JSON-RPC answer (or an
+// HTTP status) in the backend's place for a fault of kind k: the harness
+// has its answer, whenever the backend's comes.
+func (k Kind) Answers() bool {
+	switch k {
+	case Error, Status, Malformed, InvalidDeny, Unadvertised:
 		return true
 	}
 	return false
@@ -366,6 +385,18 @@ func NewPlan(faults []Fault, hook string, seed uint64) *Plan {
 // Faults are the plan's faults.
 func (p *Plan) Faults() []Fault { return p.faults }
 
+// Scenarios names the plan's --inject-plan scenarios, in order (nil:
+// none).
+func (p *Plan) Scenarios() []string {
+	var out []string
+	for _, f := range p.faults {
+		if f.Scenario != "" {
+			out = append(out, f.Scenario)
+		}
+	}
+	return out
+}
+
 // Seed is the plan's seed.
 func (p *Plan) Seed() uint64 { return p.seed }
 
@@ -430,6 +461,9 @@ func (p *Plan) Banner() string {
 	specs := make([]string, len(p.faults))
 	for i, f := range p.faults {
 		specs[i] = f.Spec
+		if f.Scenario != "" {
+			specs[i] = f.Scenario + ": " + f.Spec
+		}
 	}
 	s := fmt.Sprintf("%s (--inject %s)", Notice, strings.Join(specs, "; "))
 	if p.Probabilistic() {
@@ -559,4 +593,89 @@ func ResponseID(msg []byte) string {
 		return ""
 	}
 	return IDKey(m.ID)
+}
+
+// MaxPlanBytes bounds an --inject-plan file.
+const MaxPlanBytes = 1 << 20
+
+// maxScenarios bounds the scenarios of a plan, and maxScenarioName the
+// length of a scenario's name.
+const (
+	maxScenarios    = 256
+	maxScenarioName = 64
+)
+
+// ParsePlan parses an --inject-plan file: a JSON object whose
+// "scenarios" list names each fault,
+//
+//	{"scenarios": [{"name": "drop-first", "inject": "drop,id=evt_1"}, …]}
+//
+// each "inject" a SPEC as --inject takes it, checked for transport t.
+// Names are unique, 1 to 64 printable ASCII characters. Its error is one
+// line, for a usage error.
+func ParsePlan(data []byte, t Transport) ([]Fault, error) {
+	var doc struct {
+		Scenarios []struct {
+			Name   *string `json:"name"`
+			Inject *string `json:"inject"`
+		} `json:"scenarios"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("--inject-plan: not a plan: %s (want {\"scenarios\": [{\"name\": …, \"inject\": SPEC}, …]})", oneLine(err.Error()))
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("--inject-plan: more than one JSON value")
+	}
+	switch {
+	case len(doc.Scenarios) == 0:
+		return nil, fmt.Errorf("--inject-plan: no scenarios")
+	case len(doc.Scenarios) > maxScenarios:
+		return nil, fmt.Errorf("--inject-plan: %d scenarios, at most %d", len(doc.Scenarios), maxScenarios)
+	}
+	seen := map[string]bool{}
+	var out []Fault
+	for i, sc := range doc.Scenarios {
+		if sc.Name == nil || sc.Inject == nil {
+			return nil, fmt.Errorf("--inject-plan: scenario %d needs a \"name\" and an \"inject\" SPEC", i+1)
+		}
+		name := *sc.Name
+		if err := scenarioName(name); err != nil {
+			return nil, fmt.Errorf("--inject-plan: scenario %d: %v", i+1, err)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("--inject-plan: scenario %q given twice", name)
+		}
+		seen[name] = true
+		f, err := Parse(*sc.Inject)
+		if err == nil {
+			err = f.Check(t)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--inject-plan: scenario %q: %v", name, err)
+		}
+		f.Scenario = name
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// scenarioName checks a scenario's name.
+func scenarioName(name string) error {
+	if name == "" || len(name) > maxScenarioName {
+		return fmt.Errorf("a name is 1 to %d characters", maxScenarioName)
+	}
+	for _, r := range name {
+		if r < 0x21 || r > 0x7e {
+			return fmt.Errorf("name %q: printable ASCII without spaces only", name)
+		}
+	}
+	return nil
+}
+
+// oneLine keeps the first line of s, clipped.
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return clip(s)
 }

@@ -314,3 +314,37 @@ func TestIDKeys(t *testing.T) {
 		t.Error("ResponseID takes a request for a response or misses a response")
 	}
 }
+
+// A plan file names each fault; a bad one is refused with one line.
+func TestParsePlan(t *testing.T) {
+	faults, err := ParsePlan([]byte(`{"scenarios":[{"name":"drop-first","inject":"drop,id=evt_1"},{"name":"errors","inject":"error=-32000,event=tool.before,every=2"}]}`), Stdio)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(faults) != 2 || faults[0].Scenario != "drop-first" || faults[0].Kind != Drop || faults[0].ID != "evt_1" ||
+		faults[1].Scenario != "errors" || faults[1].Code != -32000 || faults[1].Every != 2 {
+		t.Errorf("faults = %+v", faults)
+	}
+	if b := NewPlan(faults, "", 1).Banner(); !strings.Contains(b, "drop-first: drop,id=evt_1; errors: error=-32000") {
+		t.Errorf("banner %q does not name the scenarios", b)
+	}
+	for plan, want := range map[string]string{
+		`not json`:         "not a plan",
+		`{"scenarios":[]}`: "no scenarios",
+		`{"scenario":[{"name":"a","inject":"drop"}]}`:                                "not a plan",
+		`{"scenarios":[{"name":"a"}]}`:                                               `needs a "name" and an "inject"`,
+		`{"scenarios":[{"name":"a b","inject":"drop"}]}`:                             "printable ASCII",
+		`{"scenarios":[{"name":"a","inject":"drop"},{"name":"a","inject":"error"}]}`: "given twice",
+		`{"scenarios":[{"name":"a","inject":"explode"}]}`:                            `scenario "a": --inject "explode": unknown fault`,
+		`{"scenarios":[{"name":"a","inject":"status=503"}]}`:                         "is an HTTP fault",
+		`{"scenarios":[{"name":"a","inject":"drop"}]} {}`:                            "more than one JSON value",
+	} {
+		_, err := ParsePlan([]byte(plan), Stdio)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParsePlan(%s) = %v, want one line with %q", plan, err, want)
+		}
+	}
+	if _, err := ParsePlan([]byte(`{"scenarios":[{"name":"a","inject":"status=503,retry-after=1"}]}`), HTTP); err != nil {
+		t.Errorf("an HTTP plan on HTTP: %v", err)
+	}
+}

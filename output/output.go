@@ -87,6 +87,11 @@ type Config struct {
 	// finding (Sink), every transport note (through Recorder) and every
 	// judged frame with its exchange (through Watch).
 	View View
+	// Scenarios names the --inject-plan scenarios of the link's faults, in
+	// the plan's order: the summary says, per scenario, how many faults
+	// were injected, how often the harness re-sent a request a fault hit,
+	// and the findings about those requests (nil: no plan).
+	Scenarios []string
 }
 
 // A View is a live view of a link (viewserve.Hub). Its methods run on the
@@ -106,6 +111,7 @@ type Output struct {
 	capture   *capture.Writer
 	sink      tap.MultiSink
 	others    tap.MultiSink // every sink but the exporter
+	scenarios *scenarioTally
 	closed    bool
 }
 
@@ -153,6 +159,10 @@ func Open(cfg Config) (*Output, error) {
 	if cfg.View != nil {
 		o.sink = append(o.sink, cfg.View)
 	}
+	if len(cfg.Scenarios) > 0 {
+		o.scenarios = newScenarioTally(cfg.Scenarios)
+		o.sink = append(o.sink, o.scenarios)
+	}
 	o.others = o.sink
 	if cfg.OTLP != nil {
 		o.sink = append(o.sink, cfg.OTLP)
@@ -191,6 +201,9 @@ func (o *Output) Recorder() tap.Recorder {
 	if o.cfg.Traffic != nil {
 		rec = o.cfg.Traffic.Recorder(rec)
 	}
+	if o.scenarios != nil {
+		rec = tallyRecorder{next: rec, tally: o.scenarios}
+	}
 	if o.cfg.View != nil {
 		return ViewRecorder(rec, o.cfg.View)
 	}
@@ -216,7 +229,11 @@ func (o *Output) Watcher() tap.Watcher {
 	if o.cfg.View != nil {
 		v = o.cfg.View
 	}
-	return Watchers(c, t, o.cfg.OTLP.Watcher(), v)
+	var sc tap.Watcher
+	if o.scenarios != nil {
+		sc = o.scenarios
+	}
+	return Watchers(c, t, o.cfg.OTLP.Watcher(), v, sc)
 }
 
 // Watch is Watcher with w (nil: none) first.
@@ -342,6 +359,9 @@ func (o *Output) Summary(notAudited uint64, s *tap.Session) *report.Summary {
 		for _, n := range s.NotChecked() {
 			sum.NotPossible = append(sum.NotPossible, report.NotPossible{Check: n.Check, Reason: n.Reason})
 		}
+	}
+	if o.scenarios != nil {
+		sum.Scenarios = o.scenarios.summary()
 	}
 	sum.LogDropped = o.log.Dropped()
 	sum.FindingsTo = FindingsTo(o.cfg.Log, o.log.Failed(), o.console != nil)

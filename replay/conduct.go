@@ -21,7 +21,7 @@ const conductSource = "conduct"
 
 // conductChecks are the checks of the conduct timeline.
 var conductChecks = []vocab.CheckID{vocab.Cond1, vocab.Cond2, vocab.Cond3, vocab.Cond4, vocab.Cond5,
-	vocab.Cond6, vocab.Cond7, vocab.Cond8, vocab.Cond9}
+	vocab.Cond6, vocab.Cond7, vocab.Cond8, vocab.Cond9, vocab.Cond10, vocab.Cond11}
 
 // conductResult is what judging the conduct of replayed captures gave.
 type conductResult struct {
@@ -31,6 +31,7 @@ type conductResult struct {
 	links       []string // the hooks judged together
 	judged      bool     // a timeline ran
 	exercised   map[string]string
+	scenarios   []report.ConductScenario
 }
 
 // conductLink is one capture of the links judged together.
@@ -73,9 +74,11 @@ func (rp *Replayer) judgeConduct(names []string, skew time.Duration, always bool
 	}
 	tl := conduct.New(conduct.Config{Registration: reg, Tapped: tapped, Skew: skew,
 		Sink: tap.SinkFunc(func(f tap.Finding) { res.findings = append(res.findings, f) })})
-	rp.feedTimeline(tl, reg, links)
+	sc := newScenarios()
+	rp.feedTimeline(tl, reg, links, sc)
 	tl.Close()
 	res.judged, res.links, res.chains, res.exercised = true, tapped, tl.Chains(), tl.Exercised()
+	res.scenarios = sc.judge(res.findings, res.chains)
 	res.notPossible = notPossible(tl.NotChecked())
 	return res
 }
@@ -118,7 +121,7 @@ func (rp *Replayer) conductLinks(names []string) (reg *tap.Value, links []conduc
 
 // feedTimeline replays the links' captures merged by time, one session
 // per segment, each watched by the timeline.
-func (rp *Replayer) feedTimeline(tl *conduct.Timeline, reg *tap.Value, links []conductLink) {
+func (rp *Replayer) feedTimeline(tl *conduct.Timeline, reg *tap.Value, links []conductLink, sc *scenarios) {
 	var readers []*capture.Reader
 	var closers []func()
 	defer func() {
@@ -148,7 +151,7 @@ func (rp *Replayer) feedTimeline(tl *conduct.Timeline, reg *tap.Value, links []c
 		cfg.Events = stores.For(h)
 		return tap.NewSession(tap.SessionConfig{Config: cfg, Rules: rules.Set(rp.Rules), Sink: discard,
 			RegistrationReported: true, SharedEvents: h.State != "", MaxLine: MaxLine,
-			Watch: tl.Link(h.Hook)}), nil
+			Watch: watchers{tl.Link(h.Hook), sc}, Recorder: sc}), nil
 	}, func(s *tap.Session) { s.Close() })
 	if err != nil && !rp.Interrupted() {
 		fmt.Fprintf(rp.Diag, "ahp-tap: replay: conduct timeline: %v\n", err)
@@ -212,7 +215,8 @@ func (rp *Replayer) Conduct(names []string, skew time.Duration, always bool) *re
 	rp.Run.Chains(res.chains)
 	rp.Run.Findings(res.findings)
 	rp.Run.EndInput(report.InputEnd{})
-	return &report.Source{Name: conductSource, Findings: res.findings, Chains: res.chains, ConductNotChecked: res.notPossible}
+	return &report.Source{Name: conductSource, Findings: res.findings, Chains: res.chains, ConductNotChecked: res.notPossible,
+		Scenarios: res.scenarios}
 }
 
 // notPossible turns a timeline's NotChecked list into the report's.

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ahp-tap/ahp-tap/conduct"
+	"github.com/ahp-tap/ahp-tap/internal/printable"
 )
 
 // maxTextChains is how many chains a text report shows in full when no
@@ -160,4 +161,40 @@ func writeChainsHTML(bw io.StringWriter, chains []conduct.Chain) {
 		bw.WriteString("</td></tr>\n")
 	}
 	bw.WriteString("</tbody></table></section>\n")
+}
+
+// A ConductScenario is what one --inject-plan scenario's faults did across
+// a registration's links, as replay --conduct judged them.
+type ConductScenario struct {
+	Name string
+	// Injected is how many faults of the scenario the captures note, and
+	// Events the events (ids) they hit, in order (at most 16 kept).
+	Injected int
+	Events   []string
+	// Harness is what the harness did with the first event hit: its
+	// chain (ChainText), "" when no chain of it was judged.
+	Harness string
+	// Verdict lists the conduct rules reported about the events hit
+	// (none: pass).
+	Verdict []string
+}
+
+// writeScenariosText writes one line per scenario: scenario → fault
+// injected → what the harness did → verdict.
+func writeScenariosText(w io.StringWriter, sources []Source) {
+	for _, src := range sources {
+		for _, sc := range src.Scenarios {
+			verdict := "pass"
+			if len(sc.Verdict) > 0 {
+				verdict = strings.Join(sc.Verdict, ", ")
+			}
+			harness := "no chain of it was judged"
+			if sc.Harness != "" {
+				harness = sc.Harness
+			}
+			w.WriteString(printable.Line(fmt.Sprintf("scenario %s: fault injected %d %s (events %s) → the harness: %s → verdict: %s",
+				sc.Name, sc.Injected, plural(sc.Injected, "time", "times"), strings.Join(sc.Events, ", "), harness, verdict)))
+			w.WriteString("\n")
+		}
+	}
 }

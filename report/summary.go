@@ -52,6 +52,27 @@ type Summary struct {
 	// OlderDrafts names the earlier states of the draft whose shapes the
 	// findings matched (an SDK pinned to an older schema revision).
 	OlderDrafts []string `json:"olderDrafts,omitempty"`
+	// Scenarios is, for a live tap with --inject-plan, what each
+	// scenario's faults did on the link.
+	Scenarios []Scenario `json:"scenarios,omitempty"`
+}
+
+// A Scenario is what one --inject-plan scenario's faults did on a link:
+// how many were injected, how often the harness re-sent a request a fault
+// hit, and the findings about those requests (none: the link's checks
+// passed; the conduct checks are judged across links, by replay --conduct
+// or the conduct server).
+type Scenario struct {
+	Name     string   `json:"name"`
+	Injected int      `json:"injected"`
+	Resent   int      `json:"resent"`
+	Findings []CheckN `json:"findings,omitempty"`
+}
+
+// CheckN is a count of findings under one check.
+type CheckN struct {
+	Check string `json:"check"`
+	N     int    `json:"n"`
 }
 
 // An Input is one file given to check or replay.
@@ -190,6 +211,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if s.LogDropped > 0 {
 		printable.Fprintf(&b, "  findings not logged: %d (log buffer full)\n", s.LogDropped)
 	}
+	for _, sc := range s.Scenarios {
+		writeScenario(&b, sc)
+	}
 	for _, to := range s.FindingsTo {
 		printable.Fprintf(&b, "  findings written to %s\n", to)
 	}
@@ -223,4 +247,27 @@ func other(d tap.Direction) string {
 		return "harness"
 	}
 	return "unknown"
+}
+
+// writeScenario is one scenario's line: scenario → fault injected → what
+// the harness did → verdict.
+func writeScenario(b *strings.Builder, sc Scenario) {
+	if sc.Injected == 0 {
+		printable.Fprintf(b, "  scenario %s: fault never injected (no request matched)\n", sc.Name)
+		return
+	}
+	did := "did not re-send the request"
+	if sc.Resent > 0 {
+		did = fmt.Sprintf("re-sent the request %d %s", sc.Resent, plural(sc.Resent, "time", "times"))
+	}
+	verdict := "pass"
+	if len(sc.Findings) > 0 {
+		var vs []string
+		for _, f := range sc.Findings {
+			vs = append(vs, fmt.Sprintf("%s ×%d", f.Check, f.N))
+		}
+		verdict = strings.Join(vs, ", ")
+	}
+	printable.Fprintf(b, "  scenario %s: fault injected %d %s → the harness %s → verdict on this link: %s\n",
+		sc.Name, sc.Injected, plural(sc.Injected, "time", "times"), did, verdict)
 }

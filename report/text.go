@@ -37,6 +37,9 @@ type Source struct {
 	// ConductNotChecked says which conduct checks the timeline could not
 	// make, and why (a link of the registration not given, say).
 	ConductNotChecked []NotPossible `json:"-"`
+	// Scenarios says, per --inject-plan scenario of the captures, what its
+	// faults did across the links (the conduct source).
+	Scenarios []ConductScenario `json:"-"`
 }
 
 // WriteText writes one line per finding, prefixed with its source's name,
@@ -68,6 +71,7 @@ func WriteText(w io.Writer, sources []Source, s *Summary) error {
 		}
 	}
 	writeChainsText(bw, sources)
+	writeScenariosText(bw, sources)
 	if s != nil {
 		if err := s.WriteText(bw); err != nil {
 			return err

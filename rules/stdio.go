@@ -4,8 +4,10 @@ import (
 	"github.com/ahp-tap/ahp-tap/vocab"
 
 	"bytes"
+	"encoding/json"
 	"fmt"
 
+	"github.com/ahp-tap/ahp-tap/inject"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -299,6 +301,18 @@ func (r *persistentRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding 
 			delete(st.outstanding, tap.IDKey(m.ID))
 		}
 	}
+	return nil
+}
+
+// Note takes an answer the tap sent in the backend's place (--inject) as
+// the end of the intercept for the harness: it may send the next one,
+// whenever the backend's own (swallowed) answer comes.
+func (r *persistentRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
+	if n.Kind != tap.NoteInjected || !inject.Kind(n.Fault).Answers() || !applies(c, vocab.LifecyclePersistent) {
+		return nil
+	}
+	st := c.RuleState(r.info.ID, func() any { return &persistentState{outstanding: map[string]outstandingIntercept{}} }).(*persistentState)
+	delete(st.outstanding, inject.IDKey(json.RawMessage(n.ID)))
 	return nil
 }
 

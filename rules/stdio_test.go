@@ -149,6 +149,25 @@ func TestPersistentRule(t *testing.T) {
 	wantFindings(t, runSteps(stdioConfig("persistent"), h(stdioIntercept), h(stdioObserve), b(stdioAnswer1)), "STDIO-3", 0)
 }
 
+// An answer ahp-tap sent in the backend's place (--inject error, …)
+// answered the harness: its next intercept is not a second one
+// outstanding, whenever the backend's swallowed answer comes. A dropped
+// answer (the harness got none) answers nothing.
+func TestPersistentRuleInjectedAnswer(t *testing.T) {
+	injected := func(fault string) step {
+		return step{note: &tap.Note{Kind: tap.NoteInjected, Dir: tap.FromBackend, Fault: fault, ID: `"e1"`}}
+	}
+	for _, tc := range []struct {
+		fault string
+		want  int
+	}{{"error", 0}, {"invalid-deny", 0}, {"drop", 1}, {"delay", 1}} {
+		steps := []step{h(stdioIntercept), injected(tc.fault), h(stdioIntercept2), b(stdioAnswer1), b(stdioAnswer2)}
+		if fs := withCheck(runSteps(stdioConfig("persistent"), steps...), "STDIO-3"); len(fs) != tc.want {
+			t.Errorf("--inject %s: %d STDIO-3 findings, want %d:%s", tc.fault, len(fs), tc.want, dump(fs))
+		}
+	}
+}
+
 func TestPersistentRuleFromRegistration(t *testing.T) {
 	reg, _, err := tap.ParseJSON([]byte(`{"protocolVersion":"draft","hooks":[{"id":"com.example.p","transport":{"type":"stdio","command":"x","lifecycle":"persistent"},"subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":500,"failurePolicy":"fail-open","content":{"default":"metadata"}}]}]}`))
 	if err != nil {

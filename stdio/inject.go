@@ -39,6 +39,10 @@ const maxInjectPending = 1 << 16
 type held struct {
 	f  inject.Fault
 	id []byte
+	// n is how many answers to ID the fault still takes: a harness that
+	// retries with the same id before the backend answered sends the
+	// backend ID again, and each of its answers is the fault's.
+	n int
 }
 
 // injector is the state of one tap's injected faults.
@@ -177,7 +181,11 @@ func (j *injector) register(f inject.Fault, r inject.Request) bool {
 		}
 		return false
 	}
-	j.pending[key] = held{f, bytes.Clone(r.ID)}
+	h := j.pending[key]
+	if h.n > 0 && h.f.Kind != f.Kind {
+		return false // an answer to this id is already another fault's: one fault per id at a time
+	}
+	j.pending[key] = held{f, bytes.Clone(r.ID), h.n + 1}
 	return true
 }
 
@@ -198,7 +206,7 @@ func (j *injector) act(f inject.Fault, r inject.Request) {
 // order with the frames.
 func (j *injector) note(kind tap.NoteKind, f inject.Fault, id []byte, detail string) {
 	n := tap.Note{Kind: kind, Time: time.Now(), Conn: j.t.cfg.Conn, Dir: tap.FromBackend, Fault: string(f.Kind),
-		ID: string(id), Detail: detail}
+		ID: string(id), Detail: detail, Scenario: f.Scenario}
 	if j.t.mirror(n) || j.t.aud == nil {
 		return
 	}
@@ -255,7 +263,11 @@ func (j *injector) runDown(c *copier) {
 			if key := inject.ResponseID(line); key != "" {
 				j.mu.Lock()
 				h, ok := j.pending[key]
-				delete(j.pending, key)
+				if h.n--; h.n > 0 {
+					j.pending[key] = h
+				} else {
+					delete(j.pending, key)
+				}
 				j.mu.Unlock()
 				if ok && h.f.Kind == inject.Delay {
 					answer := bytes.Clone(line)

@@ -92,6 +92,7 @@ func (a *aids) openLink(c *Config, conn string, diag, stderr io.Writer) (*linkRu
 	if c.Inject != nil {
 		if p := c.Inject(hook); p != nil {
 			oc.Header.Injected = p.Banner()
+			oc.Scenarios = p.Scenarios()
 		}
 	}
 	if oc.Traffic != nil {

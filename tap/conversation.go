@@ -1,6 +1,7 @@
 package tap
 
 import (
+	"github.com/ahp-tap/ahp-tap/inject"
 	"github.com/ahp-tap/ahp-tap/vocab"
 
 	"cmp"
@@ -456,6 +457,12 @@ func (c *Conversation) end(f *Frame) {
 		if k, ok := eventKey(x.Event); ok {
 			if r, ok := c.events.Load(k); ok {
 				r.Outcome = x.Outcome
+				if inject.Kind(x.Injected).Synthetic() {
+					// The harness never got this answer (an injected
+					// fault took its place): a retry after it is not one
+					// after a deny or an empty success (BASE-6).
+					r.Outcome = OutcomeFailure
+				}
 				c.events.Store(k, r)
 			}
 		}

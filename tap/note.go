@@ -39,6 +39,9 @@ type Note struct {
 	// request it was injected for, as sent.
 	Fault string `json:"fault,omitempty"`
 	ID    string `json:"id,omitempty"`
+	// Scenario names the --inject-plan scenario of a NoteInjected or a
+	// NoteSwallowed ("" for an --inject SPEC).
+	Scenario string `json:"scenario,omitempty"`
 }
 
 // NoteKind says what a Note reports.

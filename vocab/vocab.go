@@ -56,15 +56,17 @@ const (
 	Edit8  CheckID = "EDIT-8"
 	// The conduct checks judge one harness's dispatch across the links of
 	// a registration (the conduct package).
-	Cond1 CheckID = "COND-1"
-	Cond2 CheckID = "COND-2"
-	Cond3 CheckID = "COND-3"
-	Cond4 CheckID = "COND-4"
-	Cond5 CheckID = "COND-5"
-	Cond6 CheckID = "COND-6"
-	Cond7 CheckID = "COND-7"
-	Cond8 CheckID = "COND-8"
-	Cond9 CheckID = "COND-9"
+	Cond1  CheckID = "COND-1"
+	Cond2  CheckID = "COND-2"
+	Cond3  CheckID = "COND-3"
+	Cond4  CheckID = "COND-4"
+	Cond5  CheckID = "COND-5"
+	Cond6  CheckID = "COND-6"
+	Cond7  CheckID = "COND-7"
+	Cond8  CheckID = "COND-8"
+	Cond9  CheckID = "COND-9"
+	Cond10 CheckID = "COND-10"
+	Cond11 CheckID = "COND-11"
 	// Tap1 and Tap2 are ahp-tap's own facts about the audit, never about
 	// the traffic.
 	Tap1 CheckID = "TAP-1"
@@ -77,7 +79,7 @@ var Checks = []CheckID{
 	Base2, Base3, Base4, Base5, Base6, Base7, Base8, Base9,
 	Corr1, Corr2, Corr3, Cap1, Cap2, Evt1, Eff1,
 	Edit1, Edit2, Edit3, Edit4, Edit5, Edit6, Edit7, Edit8,
-	Cond1, Cond2, Cond3, Cond4, Cond5, Cond6, Cond7, Cond8, Cond9,
+	Cond1, Cond2, Cond3, Cond4, Cond5, Cond6, Cond7, Cond8, Cond9, Cond10, Cond11,
 	Tap1, Tap2,
 }
 

@@ -99,7 +99,7 @@ func replayConduct(t *testing.T, args ...string) (rules []string, notChecked str
 	junit := filepath.Join(t.TempDir(), "r.xml")
 	runTap(t, "", append([]string{"replay", "--report", "junit=" + junit}, args...)...)
 	data, _ := os.ReadFile(junit)
-	for _, m := range regexp.MustCompile(`(COND-[0-9])[^>]*>\s*<skipped message="not checked: ([^"]*)"`).FindAllStringSubmatch(string(data), -1) {
+	for _, m := range regexp.MustCompile(`(COND-[0-9]+)[^>]*>\s*<skipped message="not checked: ([^"]*)"`).FindAllStringSubmatch(string(data), -1) {
 		notChecked += m[1] + " (" + m[2] + ")\n"
 	}
 	return rules, notChecked, r

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ahp-tap/ahp-tap/inject"
+	"github.com/ahp-tap/ahp-tap/internal/safefile"
 )
 
 // injectFlags are --inject SPEC (repeatable) and --seed N of the taps
@@ -23,6 +24,7 @@ type injectFlags struct {
 func (f *injectFlags) register(fs *flag.FlagSet, t inject.Transport) {
 	f.transport = t
 	fs.Var((*injectSpecs)(f), "inject", "inject a backend fault `SPEC` on purpose (repeatable; off by default): FAULT[,SELECTOR…], e.g. drop,event=tool.before; see docs/inject.md")
+	fs.Var((*injectPlanFile)(f), "inject-plan", "inject the faults of the named scenarios of `FILE` on purpose, as --inject does (JSON: {\"scenarios\": [{\"name\": NAME, \"inject\": SPEC}, …]}); see docs/inject.md")
 	fs.Var((*injectSeed)(f), "seed", "with --inject p=…: the random `N` that makes the faults' choice reproducible (default: a new one, printed in the banner)")
 }
 
@@ -49,6 +51,26 @@ func (s *injectSpecs) Set(v string) error {
 		return err
 	}
 	s.faults = append(s.faults, f)
+	return nil
+}
+
+// injectPlanFile is --inject-plan as a flag.Value: the file is read (no
+// symbolic link, at most inject.MaxPlanBytes) and its scenarios parsed as
+// given.
+type injectPlanFile injectFlags
+
+func (p *injectPlanFile) String() string { return "" }
+
+func (p *injectPlanFile) Set(v string) error {
+	data, err := safefile.ReadSmall(v, inject.MaxPlanBytes)
+	if err != nil {
+		return fmt.Errorf("--inject-plan: %v", err)
+	}
+	faults, err := inject.ParsePlan(data, p.transport)
+	if err != nil {
+		return err
+	}
+	p.faults = append(p.faults, faults...)
 	return nil
 }
 

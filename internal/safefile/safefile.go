@@ -7,6 +7,7 @@ package safefile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -205,4 +206,30 @@ func SameFile(path string, others []string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// ReadSmall reads a small input file the user named (an --inject-plan):
+// without following a symbolic link at path, refusing anything but a
+// regular file, and at most max bytes (a larger file is an error).
+func ReadSmall(path string, max int64) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("%s is a symbolic link; ahp-tap does not follow it (give the real path)", path)
+		}
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	if err := checkRegular(fd, path); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return data, nil
 }
