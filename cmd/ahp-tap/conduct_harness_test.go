@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"github.com/ahp-tap/ahp-tap/conduct/live"
@@ -257,32 +256,9 @@ func TestConductHarnessHTTPBackend(t *testing.T) {
 // startHTTPTapEnv is startHTTPTap with env added to the tap's environment.
 func startHTTPTapEnv(t *testing.T, env []string, args ...string) *liveTap {
 	t.Helper()
-	lt := &liveTap{cmd: exec.Command(tapBinary, append([]string{"http", "--listen", "127.0.0.1:0"}, args...)...),
-		lines: make(chan string, 100), done: make(chan struct{})}
-	lt.cmd.Env = append(os.Environ(), env...)
-	pipe, err := lt.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lt.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(lt.done)
-		defer close(lt.lines)
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			lt.mu.Lock()
-			lt.stderr.WriteString(sc.Text() + "\n")
-			lt.mu.Unlock()
-			select {
-			case lt.lines <- sc.Text():
-			default:
-			}
-		}
-	}()
-	t.Cleanup(func() { lt.cmd.Process.Kill(); lt.cmd.Wait() })
-	return lt
+	cmd := exec.Command(tapBinary, append([]string{"http", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	return startLiveTap(t, cmd)
 }
 
 func sorted(s []string) []string {

@@ -145,30 +145,9 @@ func conductHTTPRun(t *testing.T, fault string, hooks ...routeHook) (liveRules, 
 	if n := strings.Count(strings.Join(argv, " "), "--route "); n != nHTTP {
 		t.Fatalf("the command has %d --route, want %d: %q", n, nHTTP, argv)
 	}
-	lt := &liveTap{cmd: exec.Command(argv[0], argv[1:]...), lines: make(chan string, 100), done: make(chan struct{})}
-	lt.cmd.Env = append(os.Environ(), live.IdleEnv+"=300ms")
-	pipe, err := lt.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lt.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(lt.done)
-		defer close(lt.lines)
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			lt.mu.Lock()
-			lt.stderr.WriteString(sc.Text() + "\n")
-			lt.mu.Unlock()
-			select {
-			case lt.lines <- sc.Text():
-			default:
-			}
-		}
-	}()
-	t.Cleanup(func() { lt.cmd.Process.Kill(); lt.cmd.Wait() })
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), live.IdleEnv+"=300ms")
+	lt := startLiveTap(t, cmd)
 	for range nHTTP {
 		lt.waitFor(t, "listening on", "http://")
 	}

@@ -28,8 +28,14 @@ type liveTap struct {
 
 func startHTTPTap(t *testing.T, args ...string) *liveTap {
 	t.Helper()
-	lt := &liveTap{cmd: exec.Command(tapBinary, append([]string{"http", "--listen", "127.0.0.1:0"}, args...)...),
-		lines: make(chan string, 100), done: make(chan struct{})}
+	return startLiveTap(t, exec.Command(tapBinary, append([]string{"http", "--listen", "127.0.0.1:0"}, args...)...))
+}
+
+// startLiveTap starts cmd (an ahp-tap serving until signalled) and
+// collects its stderr lines; it is killed when the test ends.
+func startLiveTap(t *testing.T, cmd *exec.Cmd) *liveTap {
+	t.Helper()
+	lt := &liveTap{cmd: cmd, lines: make(chan string, 100), done: make(chan struct{})}
 	pipe, err := lt.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -163,26 +163,7 @@ func TestStdioLiveViewInBrowser(t *testing.T) {
 		t.Skip("no chromium on PATH: the live view is not checked in a browser")
 	}
 	cmd := exec.Command(tapBinary, "stdio", "--ui", "127.0.0.1:0", "--", tapBinary, "example-backend")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = io.Discard
-	var stderr syncBuf
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	var ui string
-	for i := 0; ui == ""; i++ {
-		if m := regexp.MustCompile(`live view on (http://[0-9.:]+/)`).FindStringSubmatch(stderr.String()); m != nil {
-			ui = m[1]
-		} else if i == 3000 {
-			t.Fatalf("the stdio tap never served its live view; stderr %q", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	stdin, ui, stderr := startUI(t, cmd, "the stdio tap never served its live view")
 	b, err := browser.Start(bin, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -233,23 +214,7 @@ func TestMockLiveView(t *testing.T) {
 		t.Fatal("no recorded intercept")
 	}
 	cmd := exec.Command(tapBinary, "mock", "backend", "--stdio", "--quiet", "--ui", "127.0.0.1:0", capPath)
-	stdin, _ := cmd.StdinPipe()
-	cmd.Stdout = io.Discard
-	var stderr syncBuf
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	var ui string
-	for i := 0; ui == ""; i++ {
-		if m := regexp.MustCompile(`live view on (http://[0-9.:]+/)`).FindStringSubmatch(stderr.String()); m != nil {
-			ui = m[1]
-		} else if i == 3000 {
-			t.Fatalf("mock --ui never served; stderr %q", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	stdin, ui, _ := startUI(t, cmd, "mock --ui never served")
 	// Bounded, so that a view that never shows the exchange fails the
 	// test rather than hangs it.
 	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Get(ui + "events")
@@ -339,5 +304,32 @@ func TestStdioLiveViewSharedAudit(t *testing.T) {
 	}
 	if len(conns) < 3 {
 		t.Errorf("the live view showed requests of %d processes %v, want every event's", len(conns), conns)
+	}
+}
+
+// startUI starts cmd (a stdio peer with --ui, its stdout discarded) and
+// returns its stdin, the live view's URL once it says where it serves,
+// and its stderr; never means it did not within 30 s. cmd is killed when
+// the test ends.
+func startUI(t *testing.T, cmd *exec.Cmd, never string) (io.WriteCloser, string, *syncBuf) {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	stderr := &syncBuf{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	for i := 0; ; i++ {
+		if m := regexp.MustCompile(`live view on (http://[0-9.:]+/)`).FindStringSubmatch(stderr.String()); m != nil {
+			return stdin, m[1], stderr
+		} else if i == 3000 {
+			t.Fatalf("%s; stderr %q", never, stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
