@@ -217,42 +217,6 @@
     if (!p) return [];
     return p.split("/").slice(1).map(function (t) { return t.replace(/~1/g, "/").replace(/~0/g, "~"); });
   }
-  // pretty renders v into parent, indented, wrapping the value at the
-  // pointer (if any) in <mark>.
-  function pretty(v, path, target, indent, parent) {
-    var here = path.length === target.length && path.every(function (t, n) { return t === target[n]; });
-    var box = here ? el("mark", "hl") : parent;
-    if (here) parent.appendChild(box);
-    var pad = "\n" + "  ".repeat(indent + 1), end = "\n" + "  ".repeat(indent);
-    if (v.t === "o") {
-      if (!v.m.length) { box.appendChild(document.createTextNode("{}")); return; }
-      box.appendChild(document.createTextNode("{"));
-      v.m.forEach(function (m, n) {
-        box.appendChild(document.createTextNode(pad));
-        box.appendChild(el("span", "k", m.k));
-        box.appendChild(document.createTextNode(": "));
-        pretty(m.v, path.concat([unquote(m.k)]), target, indent + 1, box);
-        if (n < v.m.length - 1) box.appendChild(document.createTextNode(","));
-      });
-      box.appendChild(document.createTextNode(end + "}"));
-    } else if (v.t === "a") {
-      if (!v.a.length) { box.appendChild(document.createTextNode("[]")); return; }
-      box.appendChild(document.createTextNode("["));
-      v.a.forEach(function (x, n) {
-        box.appendChild(document.createTextNode(pad));
-        pretty(x, path.concat([String(n)]), target, indent + 1, box);
-        if (n < v.a.length - 1) box.appendChild(document.createTextNode(","));
-      });
-      box.appendChild(document.createTextNode(end + "]"));
-    } else {
-      box.appendChild(el("span", v.t === "s" ? "s" : "n", v.r));
-    }
-  }
-  function unquote(raw) { try { return JSON.parse(raw); } catch (e) { return raw; } }
-  function pointerTokens(p) {
-    if (!p) return [];
-    return p.split("/").slice(1).map(function (t) { return t.replace(/~1/g, "/").replace(/~0/g, "~"); });
-  }
   // pretty renders v into parent, indented, wrapping the value at each
   // target pointer (token lists) in <mark>.
   function pretty(v, path, targets, indent, parent) {
