@@ -2,48 +2,38 @@ package report
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/ahp-tap/ahp-tap/internal/browser"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
 // chromium finds a headless-capable Chromium, or skips the test.
 func chromium(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
+	bin := browser.Find()
+	if bin == "" {
+		t.Skip("no chromium on PATH: the HTML report's DOM is not checked (apt-get install chromium)")
 	}
-	t.Skip("no chromium on PATH: the HTML report's DOM is not checked (apt-get install chromium)")
-	return ""
+	return bin
 }
 
 // dumpDOM loads url in headless Chromium and returns the DOM after the
 // page's script ran.
 func dumpDOM(t *testing.T, bin, url string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir="+t.TempDir(),
-		"--virtual-time-budget=5000", "--dump-dom", url)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, errb.String())
+	dom, err := browser.DumpDOM(bin, t.TempDir(), url)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out.String()
+	return dom
 }
 
 // findingRowRE matches a row of the findings view: one group of identical

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ahp-tap/ahp-tap/internal/browser"
 )
 
 // Issue 24 item 2: 'ahp-tap view CAPTURE' replays a real recording into
@@ -133,8 +135,11 @@ func TestViewListen(t *testing.T) {
 		t.Errorf("GET /etc/passwd: %d, want 404", resp.StatusCode)
 	}
 	// A real browser renders the served conversation.
-	if bin := chromiumBin(); bin != "" {
-		dom := browserDOM(t, bin, url+"#tab=timeline")
+	if bin := browser.Find(); bin != "" {
+		dom, err := browser.DumpDOM(bin, t.TempDir(), url+"#tab=timeline")
+		if err != nil {
+			t.Fatal(err)
+		}
 		if n := strings.Count(dom, `<details class="row kind-x`); n == 0 {
 			t.Errorf("the served page shows no exchange in Chromium")
 		}
@@ -143,31 +148,4 @@ func TestViewListen(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("view --listen after SIGINT: %v; stderr %s", err, stderr.String())
 	}
-}
-
-// chromiumBin is a headless-capable Chromium on PATH, or "".
-func chromiumBin() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-// browserDOM loads url in headless Chromium and returns the DOM after the
-// page's script ran.
-func browserDOM(t *testing.T, bin, url string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir="+t.TempDir(),
-		"--virtual-time-budget=5000", "--dump-dom", url)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, errb.String())
-	}
-	return out.String()
 }
