@@ -301,12 +301,7 @@ func (t *Timeline) take(hookID string, f *tap.Frame, x *tap.Exchange) {
 	case *tap.Response:
 		if x != nil && x.Method == "hooks/intercept" { // x is set only for a response that matched
 			if v, seen := harnessView(x); seen { // an injected fault: what the harness got, and when
-				if at := answeredAt(f, x); !at.Equal(f.Time) {
-					g := *f
-					g.Time = at
-					f = &g
-				}
-				t.answer(h, f, v)
+				t.answer(h, f, answeredAt(f, x), v)
 			}
 		}
 	}
@@ -556,8 +551,9 @@ func (t *Timeline) judgeIntercept(e *event, d *delivery, f *tap.Frame) {
 	}
 }
 
-// answer takes h's answer to an intercept.
-func (t *Timeline) answer(h *hook, f *tap.Frame, x *tap.Exchange) {
+// answer takes h's answer f to an intercept, which reached the harness at
+// at (answeredAt).
+func (t *Timeline) answer(h *hook, f *tap.Frame, at time.Time, x *tap.Exchange) {
 	id, _ := x.Event.Get("id").Text()
 	src, _ := x.Event.Get("source").Text()
 	e := t.events[tap.EventKey{Source: src, ID: id}]
@@ -577,7 +573,7 @@ func (t *Timeline) answer(h *hook, f *tap.Frame, x *tap.Exchange) {
 	gaveUp := d.answered // advance already ended it at its deadline
 	d.answered, d.outcome = true, x.Outcome
 	if !gaveUp {
-		d.at = f.Time
+		d.at = at
 	}
 	res, hasEdit := x.Edit.(rules.EditResult)
 	switch x.Outcome {
