@@ -102,7 +102,7 @@ func TestStdioBurstCleanExitAccountsForEveryFrame(t *testing.T) {
 	logPath, capPath := filepath.Join(dir, "v.log"), filepath.Join(dir, "c.jsonl")
 	const drain = 200 * time.Millisecond
 	cmd := exec.Command(tapBinary, "stdio", "--drain", drain.String(), "--log", logPath, "--capture", capPath,
-		"--summary=false", "--", os.Args[0], "helper", "slurp")
+		"--summary=false", "--", childBinary, "helper", "slurp")
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	cmd.Stdin = &in
 	var stderr syncBuf
@@ -223,7 +223,7 @@ func TestStdioSharedAuditKilledMidEventSaysSo(t *testing.T) {
 	flags := []string{"--lifecycle", "per_event", "--state", state, "--log", logPath, "--summary=false"}
 	srv := sharedServerStarted(t, state, flags)
 	bad := `{"jsonrpc":"2.0","id":"zz","result":{"protocolVersion":"draft","effects":[]}}`
-	cmd := exec.Command(tapBinary, append(append([]string{"stdio"}, flags...), "--", os.Args[0], "helper", "replyexit", "1s", "banner", bad)...)
+	cmd := exec.Command(tapBinary, append(append([]string{"stdio"}, flags...), "--", childBinary, "helper", "replyexit", "1s", "banner", bad)...)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	cmd.Stdin = strings.NewReader(intercept("k1", "ls") + "\n")
 	var stderr syncBuf

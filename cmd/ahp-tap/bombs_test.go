@@ -7,24 +7,40 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
 // writeBomb writes name (gzip-compressed when it ends in .gz): head, then
-// n MiB of the byte fill, then tail.
+// n MiB of the byte fill, then tail. A child without the race detector
+// writes it (generate): hundreds of MiB through gzip take the
+// race-instrumented test process many times the CPU.
 func writeBomb(t *testing.T, name, head string, fill byte, n int, tail string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
+	return generate(t, name, "bomb", head, string(fill), strconv.Itoa(n), tail)
+}
+
+func init() {
+	// bomb PATH HEAD FILL N TAIL: see writeBomb.
+	generators["bomb"] = func(p string, args []string) error {
+		n, err := strconv.Atoi(args[2])
+		if err != nil || len(args[1]) != 1 {
+			return fmt.Errorf("bomb: fill %q, n %q", args[1], args[2])
+		}
+		return bombFile(p, args[0], args[1][0], n, args[3])
+	}
+}
+
+func bombFile(p, head string, fill byte, n int, tail string) error {
 	f, err := os.Create(p)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	var w io.Writer = f
 	var zw *gzip.Writer
-	if strings.HasSuffix(name, ".gz") {
+	if strings.HasSuffix(p, ".gz") {
 		zw, _ = gzip.NewWriterLevel(f, gzip.BestSpeed)
 		w = zw
 	}
@@ -35,12 +51,12 @@ func writeBomb(t *testing.T, name, head string, fill byte, n int, tail string) s
 	}
 	io.WriteString(w, tail)
 	if zw != nil {
-		zw.Close()
+		if err := zw.Close(); err != nil {
+			f.Close()
+			return err
+		}
 	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return f.Close()
 }
 
 // harBomb is a HAR of one AHP exchange whose response body is n MiB of

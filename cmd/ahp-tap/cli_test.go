@@ -20,6 +20,43 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 // tapBinary is the ahp-tap binary built once for the CLI tests.
 var tapBinary string
 
+// childBinary is this test binary built without the race detector (the
+// test binary itself when it is not race-built): the helper backends,
+// the generators of big test inputs, and the ahp-tap children of the
+// tests that do not need the race detector in the child run it (with
+// AHP_TAP_MAIN=1). A race-built child costs several times the CPU to
+// start and to run. The stdio tests' taps (tapCmd) stay race-built: they
+// are the end-to-end check of the forwarding and audit goroutines.
+var childBinary string
+
+// buildBinaries builds tapBinary and, under -race, childBinary into dir,
+// the two builds side by side.
+func buildBinaries(dir string) error {
+	childBinary = os.Args[0]
+	builds := [][]string{{"build", "-o", tapBinary, "."}}
+	if raceEnabled {
+		childBinary = filepath.Join(dir, "ahp-tap-children.test")
+		builds = append(builds, []string{"test", "-c", "-o", childBinary, "."})
+	}
+	errs := make(chan error, len(builds))
+	for _, args := range builds {
+		go func() {
+			if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+				errs <- fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range builds {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // sharedAHP is the upstream reference data beside the repository.
 const sharedAHP = "../../../shared/ahp"
 
@@ -34,8 +71,8 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	tapBinary = filepath.Join(dir, "ahp-tap")
-	if out, err := exec.Command("go", "build", "-o", tapBinary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building ahp-tap: %v\n%s", err, out)
+	if err := buildBinaries(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(2)
 	}

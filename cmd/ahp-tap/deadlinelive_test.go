@@ -49,7 +49,7 @@ func TestStdioDeadlineReportedWhenItPasses(t *testing.T) {
 	logPath, capPath := filepath.Join(dir, "v.log"), filepath.Join(dir, "c.jsonl")
 	ok := `{"jsonrpc":"2.0","id":"dl1","result":{"protocolVersion":"draft","effects":[]}}`
 	cmd := exec.Command(tapBinary, "stdio", "--timeout", "300ms", "--lifecycle", "persistent", "--log", logPath,
-		"--capture", capPath, "--summary=false", "--", os.Args[0], "helper", "replyexit", "3s", ok)
+		"--capture", capPath, "--summary=false", "--", childBinary, "helper", "replyexit", "3s", ok)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	var stderr syncBuf
 	cmd.Stderr = &stderr
@@ -120,7 +120,7 @@ func TestStdioGroupKilledAtDeadline(t *testing.T) {
 			dir := t.TempDir()
 			logPath := filepath.Join(dir, "v.log")
 			cmd := exec.Command(tapBinary, "stdio", "--timeout", tc.timeout, "--lifecycle", "persistent", "--log", logPath,
-				"--summary=false", "--", os.Args[0], "helper")
+				"--summary=false", "--", childBinary, "helper")
 			cmd.Args = append(cmd.Args, tc.backend...)
 			cmd.Env = append(os.Environ(), mainEnv+"=1")
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as the SDK starts a backend

@@ -8,7 +8,7 @@ import (
 )
 
 func selfCmd(args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], args...)
+	cmd := exec.Command(childBinary, args...)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	return cmd
 }
@@ -41,8 +41,8 @@ func TestExampleBackendConformingIsClean(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	log := dir + "/findings.jsonl"
-	cmd := selfCmd("example-harness", "--", os.Args[0], "stdio", "--lifecycle", "persistent", "--log", log, "--",
-		os.Args[0], "example-backend", "--mode", "conforming")
+	cmd := selfCmd("example-harness", "--", childBinary, "stdio", "--lifecycle", "persistent", "--log", log, "--",
+		childBinary, "example-backend", "--mode", "conforming")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("example-harness: %v\n%s", err, out)
 	}

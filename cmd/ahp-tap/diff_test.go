@@ -79,7 +79,7 @@ func TestDiffPerEventAndHTTP(t *testing.T) {
 	perEvent := func(name, mode string) string {
 		p := filepath.Join(dir, name)
 		for _, in := range []string{msg("e1", "ls"), msg("e2", "git push --force")} {
-			cmd := selfCmd("stdio", "--lifecycle", "per_event", "--capture", p, "--", os.Args[0], "example-backend", "--mode", mode)
+			cmd := selfCmd("stdio", "--lifecycle", "per_event", "--capture", p, "--", childBinary, "example-backend", "--mode", mode)
 			cmd.Stdin = strings.NewReader(in)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("recording: %v\n%s", err, out)

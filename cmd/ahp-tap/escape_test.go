@@ -137,7 +137,7 @@ func TestPrintedLinesNeutraliseEscapes(t *testing.T) {
 	// The live stdio tap with --console, recording a capture and a log.
 	capPath, logPath := filepath.Join(dir, "evil.capture"), filepath.Join(dir, "evil.log")
 	cmd := exec.Command(tapBinary, "stdio", "--console", "--capture", capPath, "--log", logPath, "--lifecycle", "persistent",
-		"--", os.Args[0], "helper", "answer", answer)
+		"--", childBinary, "helper", "answer", answer)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	cmd.Stdin = strings.NewReader(harness)
 	var stdout, stderr bytes.Buffer
@@ -261,7 +261,7 @@ func TestPrintedLinesNeutraliseEscapes(t *testing.T) {
 	// mock harness: a backend whose answers differ from the recording in
 	// keys and values holding the payloads.
 	other := strings.ReplaceAll(answer, `"draft"`, mustJSON(t, "v"+escapePayload))
-	mh := exec.Command(tapBinary, "mock", "harness", "--fail-on", "never", capPath, "--", os.Args[0], "helper", "answer", other)
+	mh := exec.Command(tapBinary, "mock", "harness", "--fail-on", "never", capPath, "--", childBinary, "helper", "answer", other)
 	mh.Env = append(os.Environ(), mainEnv+"=1")
 	stdout.Reset()
 	stderr.Reset()

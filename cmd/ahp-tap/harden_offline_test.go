@@ -25,7 +25,7 @@ import (
 
 // mainCmd is `ahp-tap ARGS` with the test binary as ahp-tap.
 func mainCmd(args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], args...)
+	cmd := exec.Command(childBinary, args...)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	return cmd
 }

@@ -28,7 +28,7 @@ func init() {
 	// the moment Start returns (it has been exec'd), and a grandchild that
 	// printed it would race the backend's exit and --drain.
 	helpers["setsidholder"] = func([]string) int {
-		cmd := exec.Command(os.Args[0], "helper", "holder")
+		cmd := exec.Command(childBinary, "helper", "holder")
 		cmd.Stdout = os.Stdout
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		if err := cmd.Start(); err != nil {
@@ -47,7 +47,7 @@ func init() {
 	// groupspawner starts a grandchild in its own process group that
 	// prints its pid and sleeps, then sleeps itself.
 	helpers["groupspawner"] = func([]string) int {
-		cmd := exec.Command(os.Args[0], "helper", "sleeper")
+		cmd := exec.Command(childBinary, "helper", "sleeper")
 		cmd.Stdout = os.Stdout
 		if err := cmd.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -340,7 +340,7 @@ func TestStdioForwardsQuitUsrAndWinch(t *testing.T) {
 // as it would without ahp-tap, and a SIGINT to ahp-tap must neither kill
 // it nor be forwarded (issue 8 item 7).
 func TestStdioKeepsSignalsIgnoredAtStart(t *testing.T) {
-	argv := []string{os.Args[0], "stdio", "--", os.Args[0], "helper", "ignored"}
+	argv := []string{os.Args[0], "stdio", "--", childBinary, "helper", "ignored"}
 	cmd := exec.Command("/bin/sh", "-c", `trap "" INT HUP; exec "$@"`, "sh")
 	cmd.Args = append(cmd.Args, argv...)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")

@@ -45,7 +45,7 @@ func init() {
 // the test binary.
 func stdioTap(flags []string, helperArgs ...string) *exec.Cmd {
 	argv := append([]string{"stdio"}, flags...)
-	argv = append(argv, "--", os.Args[0], "helper", "respond")
+	argv = append(argv, "--", childBinary, "helper", "respond")
 	argv = append(argv, helperArgs...)
 	cmd := exec.Command(tapBinary, argv...)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")

@@ -31,8 +31,8 @@ func recordSession(t *testing.T, mode string) (capturePath, logPath string) {
 		t.Fatal(err)
 	}
 	capturePath, logPath = filepath.Join(dir, "session.capture.jsonl"), filepath.Join(dir, "live.jsonl")
-	cmd := selfCmd("example-harness", "--", os.Args[0], "stdio", "--registration", reg, "--hook", examples.DemoHook,
-		"--capture", capturePath, "--log", logPath, "--", os.Args[0], "example-backend", "--mode", mode)
+	cmd := selfCmd("example-harness", "--", childBinary, "stdio", "--registration", reg, "--hook", examples.DemoHook,
+		"--capture", capturePath, "--log", logPath, "--", childBinary, "example-backend", "--mode", mode)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("recording: %v\n%s", err, out)
 	}
@@ -78,7 +78,7 @@ func TestMockBackendServesRecordedSession(t *testing.T) {
 	t.Parallel() // own temp dirs and ports: independent of the other tests
 	capturePath, live := recordSession(t, "demo")
 	mocked := filepath.Join(t.TempDir(), "mock.jsonl")
-	out, err := selfCmd("example-harness", "--", os.Args[0], "mock", "backend", "--stdio", "--log", mocked, capturePath).CombinedOutput()
+	out, err := selfCmd("example-harness", "--", childBinary, "mock", "backend", "--stdio", "--log", mocked, capturePath).CombinedOutput()
 	if err != nil {
 		t.Fatalf("example-harness: %v\n%s", err, out)
 	}
@@ -110,7 +110,7 @@ func TestMockHarnessPlaysRecordedSession(t *testing.T) {
 	capturePath, live := recordSession(t, "demo")
 	played := filepath.Join(t.TempDir(), "played.jsonl")
 	out, err := selfCmd("mock", "harness", "--fail-on", "never", "--log", played, capturePath, "--",
-		os.Args[0], "example-backend", "--mode", "demo").CombinedOutput()
+		childBinary, "example-backend", "--mode", "demo").CombinedOutput()
 	if err != nil {
 		t.Fatalf("mock harness: %v\n%s", err, out)
 	}
@@ -121,7 +121,7 @@ func TestMockHarnessPlaysRecordedSession(t *testing.T) {
 		t.Errorf("mock harness audit = \n%s\nwant (live run)\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// Findings at --fail-on (error by default) fail the run, as in replay.
-	if err := selfCmd("mock", "harness", "--quiet", capturePath, "--", os.Args[0], "example-backend", "--mode", "demo").Run(); exitCode(err) != 1 {
+	if err := selfCmd("mock", "harness", "--quiet", capturePath, "--", childBinary, "example-backend", "--mode", "demo").Run(); exitCode(err) != 1 {
 		t.Errorf("mock harness with error findings: exit %d, want 1", exitCode(err))
 	}
 }
@@ -133,7 +133,7 @@ func TestMockHarnessReportsChangedAnswer(t *testing.T) {
 	t.Parallel() // own temp dirs and ports: independent of the other tests
 	capturePath, _ := recordSession(t, "demo")
 	out, err := selfCmd("mock", "harness", "--fail-on", "never", capturePath, "--",
-		os.Args[0], "example-backend", "--mode", "conforming").CombinedOutput()
+		childBinary, "example-backend", "--mode", "conforming").CombinedOutput()
 	if exitCode(err) != 1 {
 		t.Fatalf("mock harness against a changed backend: exit %d, want 1\n%s", exitCode(err), out)
 	}
@@ -149,7 +149,7 @@ func TestMockHarnessReportsChangedAnswer(t *testing.T) {
 		}
 	}
 	out, err = selfCmd("mock", "harness", "--fail-on", "never", "--ignore", "/result/effects/*", "--ignore", "/result/protocolVersion",
-		capturePath, "--", os.Args[0], "example-backend", "--mode", "conforming").CombinedOutput()
+		capturePath, "--", childBinary, "example-backend", "--mode", "conforming").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "0 differ") {
 		t.Errorf("with --ignore: %v\n%s", err, out)
 	}
@@ -224,7 +224,7 @@ func TestMockRefusesRedactedCapture(t *testing.T) {
 	for _, side := range [][]string{{"backend", "--stdio"}, {"harness"}} {
 		args := append(append([]string{"mock"}, side...), path)
 		if side[0] == "harness" {
-			args = append(args, "--", os.Args[0], "example-backend")
+			args = append(args, "--", childBinary, "example-backend")
 		}
 		out, err := selfCmd(args...).CombinedOutput()
 		if exitCode(err) != 2 || !strings.Contains(string(out), "redacted values in 1 frame(s) (first #2)") || !strings.Contains(string(out), "--allow-redacted") {
@@ -346,14 +346,14 @@ func TestMockHarnessPerEvent(t *testing.T) {
 		return `{"jsonrpc":"2.0","id":"` + id + `","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"` + id + `","source":"urn:x","type":"tool.before","time":"2026-01-01T00:00:00Z","harness":{"name":"h","version":"1"},"tool":{"name":"Bash","input":{"command":"` + cmdText + `"}}},"capabilities":{"effects":["deny"]}}}` + "\n"
 	}
 	for _, in := range []string{msg("e1", "ls"), msg("e2", "git push --force")} {
-		cmd := selfCmd("stdio", "--lifecycle", "per_event", "--capture", capturePath, "--log", live, "--", os.Args[0], "example-backend")
+		cmd := selfCmd("stdio", "--lifecycle", "per_event", "--capture", capturePath, "--log", live, "--", childBinary, "example-backend")
 		cmd.Stdin = strings.NewReader(in)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("recording: %v\n%s", err, out)
 		}
 	}
 	played := filepath.Join(dir, "played.jsonl")
-	out, err := selfCmd("mock", "harness", "--fail-on", "never", "--log", played, capturePath, "--", os.Args[0], "example-backend").CombinedOutput()
+	out, err := selfCmd("mock", "harness", "--fail-on", "never", "--log", played, capturePath, "--", childBinary, "example-backend").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "2 answers compared, 0 differ") {
 		t.Errorf("mock harness (per_event): %v\n%s", err, out)
 	}

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,18 +12,32 @@ import (
 
 // pendingCapture writes a capture of a persistent stdio backend (the
 // example capture's header) that never answers any of n hooks/intercept
-// requests.
+// requests (in a child without the race detector: generate).
 func pendingCapture(t *testing.T, n int) string {
 	t.Helper()
+	return generate(t, "pending.capture", "pending", strconv.Itoa(n))
+}
+
+func init() {
+	// pending PATH N: see pendingCapture.
+	generators["pending"] = func(p string, args []string) error {
+		n, err := strconv.Atoi(args[0])
+		if err != nil {
+			return err
+		}
+		return pendingFile(p, n)
+	}
+}
+
+func pendingFile(p string, n int) error {
 	data, err := os.ReadFile(exampleCapture)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	header, _, _ := strings.Cut(string(data), "\n")
-	p := filepath.Join(t.TempDir(), "pending.capture")
 	f, err := os.Create(p)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	w.WriteString(header + "\n")
@@ -34,10 +48,10 @@ func pendingCapture(t *testing.T, n int) string {
 			start.Add(time.Duration(i)*time.Millisecond).Format(time.RFC3339Nano), i, raw)
 	}
 	if err := w.Flush(); err != nil {
-		t.Fatal(err)
+		f.Close()
+		return err
 	}
-	f.Close()
-	return p
+	return f.Close()
 }
 
 // Replay of a persistent backend's capture with 60,000 unanswered

@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,25 +17,41 @@ import (
 // perEventCapture writes what a shared audit process records for n
 // per_event backend processes, one event each: every connection starts,
 // gets a request, answers it (all but the connection numbered unanswered),
-// ends its output and exits.
+// ends its output and exits. A child without the race detector writes it
+// (generate).
 func perEventCapture(t *testing.T, n, unanswered int) string {
 	t.Helper()
+	return generate(t, "perevent.capture", "perevent", strconv.Itoa(n), strconv.Itoa(unanswered))
+}
+
+func init() {
+	// perevent PATH N UNANSWERED: see perEventCapture.
+	generators["perevent"] = func(p string, args []string) error {
+		n, err1 := strconv.Atoi(args[0])
+		unanswered, err2 := strconv.Atoi(args[1])
+		if err := errors.Join(err1, err2); err != nil {
+			return err
+		}
+		return perEventFile(p, n, unanswered)
+	}
+}
+
+func perEventFile(p string, n, unanswered int) error {
 	data, err := os.ReadFile(exampleCapture)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	line, _, _ := strings.Cut(string(data), "\n")
 	var h map[string]any
 	if err := json.Unmarshal([]byte(line), &h); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	h["lifecycle"], h["state"], h["conn"] = "per_event", "/tmp/ahp-state", "shared"
 	h["registrationDoc"].(map[string]any)["hooks"].([]any)[0].(map[string]any)["transport"].(map[string]any)["lifecycle"] = "per_event"
 	header, _ := json.Marshal(h)
-	p := filepath.Join(t.TempDir(), "perevent.capture")
 	f, err := os.Create(p)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	w.Write(append(header, '\n'))
@@ -53,10 +70,10 @@ func perEventCapture(t *testing.T, n, unanswered int) string {
 		fmt.Fprintf(w, `{"type":"note","time":%q,"conn":%q,"note":{"kind":"exit","time":%q,"conn":%q}}`+"\n", ts, conn, ts, conn)
 	}
 	if err := w.Flush(); err != nil {
-		t.Fatal(err)
+		f.Close()
+		return err
 	}
-	f.Close()
-	return p
+	return f.Close()
 }
 
 // Replay of 40,000 per_event connections in one segment (as a shared

@@ -206,7 +206,7 @@ func TestStdioSharedAuditSurvivesSIGKILL(t *testing.T) {
 	logPath, capPath := filepath.Join(dir, "v.log"), filepath.Join(dir, "c.jsonl")
 	bad := `{"jsonrpc":"2.0","id":"e2","result":{"protocolVersion":"draft","effects":[]}}`
 	cmd := exec.Command(tapBinary, "stdio", "--lifecycle", "per_event", "--state", state, "--log", logPath,
-		"--capture", capPath, "--summary=false", "--", os.Args[0], "helper", "reply", "0s", bad)
+		"--capture", capPath, "--summary=false", "--", childBinary, "helper", "reply", "0s", bad)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as the SDK starts a backend
 	var stderr strings.Builder

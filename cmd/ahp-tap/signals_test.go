@@ -175,7 +175,7 @@ func TestHTTPForcedExitStillEndsCapture(t *testing.T) {
 func TestStdioDoubleSignalIsOneRequest(t *testing.T) {
 	dir := t.TempDir()
 	capPath := filepath.Join(dir, "c.jsonl")
-	cmd := exec.Command(tapBinary, "stdio", "--capture", capPath, "--summary=false", "--", os.Args[0], "helper", "slowtrap")
+	cmd := exec.Command(tapBinary, "stdio", "--capture", capPath, "--summary=false", "--", childBinary, "helper", "slowtrap")
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	var stderr syncBuf
 	cmd.Stderr = &stderr

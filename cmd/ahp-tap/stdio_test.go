@@ -30,7 +30,7 @@ func tapCmd(flags []string, helper string, args ...string) *exec.Cmd {
 		// the race-instrumented test binary takes a second or more.
 		argv = append(argv, "--", p)
 	} else {
-		argv = append(argv, "--", os.Args[0], "helper", helper)
+		argv = append(argv, "--", childBinary, "helper", helper)
 		argv = append(argv, args...)
 	}
 	cmd := exec.Command(os.Args[0], argv...)
@@ -234,7 +234,7 @@ func TestStdioCaptureReplaysToTheSameFindings(t *testing.T) {
 	if fi, err := os.Stat(capPath); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("capture mode = %v, %v; want 0600", fi.Mode().Perm(), err)
 	}
-	rc := exec.Command(os.Args[0], "replay", "--log", replayed, "--fail-on", "never", capPath)
+	rc := exec.Command(childBinary, "replay", "--log", replayed, "--fail-on", "never", capPath)
 	rc.Env = append(os.Environ(), mainEnv+"=1")
 	if out, err := rc.CombinedOutput(); err != nil {
 		t.Fatalf("replay: %v (%s)", err, out)

@@ -86,7 +86,7 @@ func TestStdioAuditSurvivesSIGKILLOfTheGroup(t *testing.T) {
 			dir := t.TempDir()
 			logPath, capPath := filepath.Join(dir, "v.log"), filepath.Join(dir, "c.jsonl")
 			argv := append([]string{"stdio", "--lifecycle", "persistent", "--log", logPath, "--capture", capPath}, tc.flags...)
-			argv = append(argv, "--", os.Args[0], "helper", "reply")
+			argv = append(argv, "--", childBinary, "helper", "reply")
 			cmd := exec.Command(tapBinary, append(argv, tc.reply...)...)
 			cmd.Env = append(os.Environ(), mainEnv+"=1")
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as the SDK starts a backend
