@@ -13,6 +13,7 @@ import (
 // whatever escape the cut falls in, and marks it cut; short strings pass
 // unchanged.
 func TestCutterKeepsValidJSON(t *testing.T) {
+	t.Parallel()
 	for _, unit := range []string{`\"`, `\u00e9`, `ab`, `\\`, `é`} {
 		long := strings.Repeat(unit, maxString/len(unit)+7)
 		doc := `{"log":{"entries":[{"short":"a\"b","long":"` + long + `","after":[1,"x"]}]}}`
@@ -54,6 +55,7 @@ func TestCutterKeepsValidJSON(t *testing.T) {
 // An entry larger than maxEntry once its strings are cut (a flood of small
 // headers) is refused with one error, never held.
 func TestCutterEntryBound(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	b.WriteString(`{"log":{"entries":[{"request":{"method":"POST","headers":[`)
 	h := `{"name":"x","value":"y"},`
