@@ -11,7 +11,7 @@
 // -nice NAME=N role takes the threads running at nice N out of the
 // process role they belong to (the HTTP tap's audit thread runs at nice
 // 19), so the two add up to the process. Processes that exit between two
-// samples (every 50 ms) lose at most their last 50 ms; the benchmark
+// samples (every 100 ms) lose at most their last 100 ms; the benchmark
 // processes run for seconds. Processes running before the command starts
 // count only the CPU they use while it runs.
 //
@@ -83,7 +83,7 @@ func main() {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	tick := time.NewTicker(50 * time.Millisecond)
+	tick := time.NewTicker(100 * time.Millisecond)
 	var err error
 loop:
 	for {
@@ -114,24 +114,26 @@ type sampler struct {
 	nices     map[int]string
 	last      map[string]float64
 	base      map[string]float64 // the threads' times before the command started
+	// roleOf caches each process's role ("" for none), so that a sample
+	// reads the command line of new and matched processes only: the
+	// sampler must not take the CPU it measures.
+	roleOf map[string]string
 }
 
 func (s *sampler) sample() {
+	if s.roleOf == nil {
+		s.roleOf = map[string]string{}
+	}
 	pids, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range pids {
-		cmdline, err := os.ReadFile(p + "/cmdline")
-		if err != nil || len(cmdline) == 0 {
-			continue
+		// A matched process is looked at again: a child between its
+		// fork and its exec has its parent's command line.
+		name, seen := s.roleOf[p]
+		if !seen || name != "" {
+			name = s.role(p)
+			s.roleOf[p] = name
 		}
-		line := string(bytes.ReplaceAll(bytes.TrimRight(cmdline, "\x00"), []byte{0}, []byte{' '}))
-		name := ""
-		for _, r := range s.procRoles {
-			if strings.Contains(line, r.match) {
-				name = r.name
-				break
-			}
-		}
-		if name == "" || strings.Contains(line, "cpushare") {
+		if name == "" {
 			continue
 		}
 		tids, _ := filepath.Glob(p + "/task/[0-9]*")
@@ -147,6 +149,24 @@ func (s *sampler) sample() {
 			s.last[r+"/"+filepath.Base(p)+"/"+filepath.Base(t)] = cpu
 		}
 	}
+}
+
+// role is the role of process directory p, "" for none.
+func (s *sampler) role(p string) string {
+	cmdline, err := os.ReadFile(p + "/cmdline")
+	if err != nil || len(cmdline) == 0 {
+		return ""
+	}
+	line := string(bytes.ReplaceAll(bytes.TrimRight(cmdline, "\x00"), []byte{0}, []byte{' '}))
+	if strings.Contains(line, "cpushare") {
+		return ""
+	}
+	for _, r := range s.procRoles {
+		if strings.Contains(line, r.match) {
+			return r.name
+		}
+	}
+	return ""
 }
 
 // threadCPU reads utime+stime (seconds) and nice from a /proc stat file.
