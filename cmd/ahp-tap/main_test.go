@@ -102,6 +102,9 @@ func runChild() {
 	if os.Getenv(mainEnv) != "1" {
 		return
 	}
+	// A helper that starts a helper of its own starts this same binary
+	// (TestMain, which sets childBinary in the test process, does not run).
+	childBinary = os.Args[0]
 	if len(os.Args) > 2 && os.Args[1] == "helper" {
 		h, ok := helpers[os.Args[2]]
 		if !ok {
