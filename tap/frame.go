@@ -165,7 +165,7 @@ func (f *Frame) Decode() {
 		f.BadUTF8 = true
 	}
 	var d Decoder
-	f.Tree, f.SyntaxErr = d.Parse(f.Raw)
+	f.Tree, f.SyntaxErr = d.parseFrozen(f.Raw) // Raw is never mutated
 	f.Dups, f.DupCount = d.Dups, d.DupCount
 	if errors.Is(f.SyntaxErr, ErrTooManyValues) {
 		f.SyntaxErr, f.Dups, f.DupCount, f.OverBound = nil, nil, 0, true

@@ -3,6 +3,7 @@ package tap
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Kind is the JSON type of a Value.
@@ -43,18 +45,22 @@ func (k Kind) String() string {
 // 1 and 1.0 stay different facts), and the byte span of the node in the frame.
 //
 // A nil *Value means "absent"; a Value of Kind Null is an explicit null.
+//
+// The fields are ordered for size: pointers first (the garbage collector
+// scans a node up to its last pointer), Kind and Bool together at the end
+// (88 bytes a node, not 96).
 type Value struct {
-	Kind Kind
 	// Str is the decoded text of a String, or the exact literal of a Number.
 	Str string
-	// Bool is the value of a Bool.
-	Bool bool
 	// Arr holds the elements of an Array.
 	Arr []*Value
 	// Obj holds the members of an Object in wire order.
 	Obj []Member
 	// Start and End delimit the node's bytes in the document it came from.
 	Start, End int
+	Kind       Kind
+	// Bool is the value of a Bool.
+	Bool bool
 }
 
 // A Member is one key/value pair of an Object.
@@ -477,6 +483,22 @@ func escapeIn8(s string, i int) bool {
 	return (less|zero)&highs != 0
 }
 
+// specialIn8 is escapeIn8 for the eight bytes of b: whether any is a
+// control character, a quote or a backslash (false hits beside one are
+// possible; bytes ≥ 0x80 never match).
+func specialIn8(b []byte) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	w := binary.LittleEndian.Uint64(b)
+	less := (w - ones*0x20) &^ w
+	q := w ^ (ones * '"')
+	bs := w ^ (ones * '\\')
+	zero := (q-ones)&^q | (bs-ones)&^bs
+	return (less|zero)&highs != 0
+}
+
 // Any converts v to the generic form encoding/json would produce with
 // UseNumber (map[string]any, []any, json.Number). It is for handing a value to a JSON Schema validator.
 func (v *Value) Any() any {
@@ -573,9 +595,26 @@ type Decoder struct {
 // bounds. It returns ErrTooManyValues when data holds more than MaxValues
 // values.
 func (d *Decoder) Parse(data []byte) (*Value, error) {
+	return d.parse(data, false)
+}
+
+// parseFrozen is Parse for data that is never written again (a Frame's
+// Raw): the strings of a small document are slices of data itself rather
+// than of a copy of it. A string a rule keeps pins data, as it would pin
+// the copy.
+func (d *Decoder) parseFrozen(data []byte) (*Value, error) {
+	return d.parse(data, true)
+}
+
+func (d *Decoder) parse(data []byte, frozen bool) (*Value, error) {
 	st := stackPool.Get().(*parseStacks)
 	p := parser{data: data, budget: d.MaxValues, members: st.members, elems: st.elems, path: st.path}
-	if len(data) <= sharedSourceMax {
+	switch {
+	case len(data) > sharedSourceMax:
+	case frozen && len(data) > 0:
+		p.src = unsafe.String(&data[0], len(data))
+		p.shared = true
+	default:
 		p.src = string(data)
 		p.shared = true
 	}
@@ -856,6 +895,14 @@ func (p *parser) str() (string, error) {
 	start := p.pos
 	// Fast path: no escapes.
 	for p.pos < len(p.data) {
+		// Eight bytes at a time while none is a quote, a backslash or a
+		// control character (most of a long command or text).
+		for p.pos+8 <= len(p.data) && !specialIn8(p.data[p.pos:p.pos+8]) {
+			p.pos += 8
+		}
+		if p.pos >= len(p.data) {
+			break
+		}
 		c := p.data[p.pos]
 		if c == '"' {
 			s := p.text(start, p.pos)

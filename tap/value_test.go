@@ -393,3 +393,33 @@ func TestParseAfterFailedParse(t *testing.T) {
 		t.Fatalf("members leaked from the failed parse: %+v", v.Obj)
 	}
 }
+
+// TestParseStringWordScan puts every byte value at every position of
+// strings around the parser's eight-byte scan edges, in a small document
+// (shared source) and a frozen frame: a quote, backslash or control
+// character the word test missed would be accepted or cut wrongly, so the
+// parser must agree with encoding/json on validity and keep every other
+// byte as it is.
+func TestParseStringWordScan(t *testing.T) {
+	for n := 1; n <= 19; n++ {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				buf := []byte(strings.Repeat("a\x80é", n)[:n])
+				buf[pos] = byte(c)
+				doc := []byte(`"` + string(buf) + `"`)
+				v, _, err := ParseJSON(doc)
+				f := &Frame{Raw: doc}
+				f.Decode()
+				if (err == nil) != json.Valid(doc) || (f.SyntaxErr == nil) != json.Valid(doc) {
+					t.Fatalf("%q: ParseJSON err %v, Frame.Decode err %v, json.Valid %v", doc, err, f.SyntaxErr, json.Valid(doc))
+				}
+				if err != nil {
+					continue
+				}
+				if v.Str != string(buf) || f.Tree.Str != string(buf) {
+					t.Fatalf("%q decoded as %q and %q, want %q", doc, v.Str, f.Tree.Str, buf)
+				}
+			}
+		}
+	}
+}
