@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -608,7 +609,7 @@ func (d *Decoder) parseFrozen(data []byte) (*Value, error) {
 
 func (d *Decoder) parse(data []byte, frozen bool) (*Value, error) {
 	st := stackPool.Get().(*parseStacks)
-	p := parser{data: data, budget: d.MaxValues, members: st.members, elems: st.elems, path: st.path}
+	p := parser{parseStacks: st, data: data, budget: d.MaxValues}
 	switch {
 	case len(data) > sharedSourceMax:
 	case frozen && len(data) > 0:
@@ -622,7 +623,7 @@ func (d *Decoder) parse(data []byte, frozen bool) (*Value, error) {
 		p.budget = MaxFrameValues
 	}
 	p.space()
-	v, err := p.value(0)
+	root, err := p.value(0)
 	if err == nil {
 		p.space()
 		if p.pos != len(p.data) {
@@ -630,37 +631,76 @@ func (d *Decoder) parse(data []byte, frozen bool) (*Value, error) {
 		}
 	}
 	d.Dups, d.DupCount, d.Values, d.KeyCompares = p.dups, p.dupCount, p.values, p.compares
-	st.put(&p)
+	var v *Value
+	if err == nil {
+		v = p.build(root)
+	}
+	st.put()
 	if err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
-// parseStacks are a parser's working stacks, reused from one document to
-// the next (they grow to the document's width and depth, not its size).
+// The parser reads a document in two steps. It first records each value
+// on a tape (parseStacks.nodes, reused from one document to the next):
+// pointer-free nodes that name their members and elements by index. Once
+// the document has parsed, build makes its Values, Members and element
+// slices from the tape in as many allocations as there are kinds of them
+// (for a document of up to buildChunk values), each exactly the size the
+// document needs: no slab half used, no slice regrown, and nothing at all
+// allocated for a document that does not parse.
+
+// A tapeNode is one value on the tape. An object's members are
+// members[first:first+n] of the closed members (parseStacks.outM), an
+// array's elements outE[first:first+n].
+type tapeNode struct {
+	str        string
+	start, end int
+	first, n   int32
+	kind       Kind
+	b          bool
+}
+
+// A tapeMember is an object member on the tape: its key and its value's
+// node index.
+type tapeMember struct {
+	key string
+	val int32
+}
+
+// parseStacks are a parser's tape and working stacks, reused from one
+// document to the next.
 type parseStacks struct {
-	members []Member
-	elems   []*Value
+	nodes []tapeNode
+	// members and elems are stacks of the members and elements of the
+	// objects and arrays being parsed; a closed container moves its own
+	// to the end of outM or outE.
+	members []tapeMember
+	elems   []int32
+	outM    []tapeMember
+	outE    []int32
 	path    []pathToken
+	chunks  [][]Value
 }
 
 var stackPool = sync.Pool{New: func() any { return new(parseStacks) }}
 
-// maxPooledStack is the largest stack kept for the next document: a
-// hostile document's stacks go to the garbage collector.
+// maxPooledStack is the largest stack (and tape) kept for the next
+// document: a hostile document's go to the garbage collector.
 const maxPooledStack = 4096
 
-// put returns p's stacks to the pool, emptied (a parse that failed midway
-// leaves entries on them).
-func (st *parseStacks) put(p *parser) {
-	if cap(p.members) > maxPooledStack || cap(p.elems) > maxPooledStack || cap(p.path) > maxPooledStack {
+// put returns st to the pool, emptied (a parse that failed midway leaves
+// entries on its stacks; the tape holds strings of the document).
+func (st *parseStacks) put() {
+	if max(cap(st.nodes), cap(st.members), cap(st.elems), cap(st.outM), cap(st.outE), cap(st.path)) > maxPooledStack {
 		return
 	}
-	clear(p.members)
-	clear(p.elems)
-	clear(p.path)
-	st.members, st.elems, st.path = p.members[:0], p.elems[:0], p.path[:0]
+	clear(st.nodes)
+	clear(st.members)
+	clear(st.outM)
+	clear(st.path)
+	st.nodes, st.members, st.elems, st.outM, st.outE, st.path = st.nodes[:0], st.members[:0], st.elems[:0], st.outM[:0], st.outE[:0], st.path[:0]
 	stackPool.Put(st)
 }
 
@@ -668,32 +708,16 @@ func (st *parseStacks) put(p *parser) {
 const maxDepth = 10000
 
 type parser struct {
+	*parseStacks
 	data []byte
 	pos  int
 	dups []DuplicateKey
-	// path holds the reference tokens of the value being parsed. Pointers
-	// are built from it only for a duplicate key, so that deep or wide
-	// documents cost no string building.
-	path []pathToken
-	// slab hands out Values: one allocation per slabSize nodes instead of
-	// one per node (the decoder's hottest allocation).
-	slab []Value
 	// src is one copy of data as a string, when shared: strings without
 	// escapes and number literals are slices of it, so a document costs
-	// one string allocation instead of one per string.
+	// one string allocation instead of one per string (none when data is
+	// frozen: src is data itself).
 	src    string
 	shared bool
-	// members and elems are stacks of the members and elements of the
-	// objects and arrays being parsed; a finished container takes its
-	// exact-size slice from mslab or eslab (one allocation per many
-	// containers, and none from append's regrowth), slabs of msize and
-	// esize entries.
-	members []Member
-	elems   []*Value
-	mslab   []Member
-	eslab   []*Value
-	msize   int
-	esize   int
 	// budget is how many more values may be decoded (negative: no bound).
 	budget int
 	// values, dupCount and compares count the values decoded, the
@@ -701,16 +725,13 @@ type parser struct {
 	values, dupCount, compares int
 }
 
-// slabSize is how many Values the parser allocates at once; the first
-// slab of a document is smaller when the document is short (node).
-const slabSize = 32
-
-// firstSlab and maxSlab bound the slabs members and elements are taken
-// from: the first is small (a response holds a handful of members), each
-// next one twice the last, up to maxSlab.
+// buildChunk bounds build's allocations: Values, Members and elements
+// are allocated at most buildChunk of each kind at once (an object or
+// array with more has its own), so that one node a rule keeps pins at
+// most a chunk of its document, not the whole of a large one.
 const (
-	firstSlab = 16
-	maxSlab   = 256
+	buildShift = 9
+	buildChunk = 1 << buildShift
 )
 
 // sharedSourceMax is the largest document whose strings are slices of one
@@ -719,45 +740,65 @@ const (
 // larger documents copy each string on its own, as before.
 const sharedSourceMax = 64 << 10
 
-// take moves the entries above base on stack into an exact-size slice cut
-// from *slab (its capacity is its length, so an append elsewhere copies
-// it), and truncates the stack to base.
-// *size is the size of the last slab made (0: none yet).
-func take[T any](stack *[]T, slab *[]T, size *int, base int) []T {
-	n := len(*stack) - base
-	var out []T
-	if n > maxSlab/2 {
-		out = make([]T, n)
-	} else {
-		if len(*slab) < n {
-			*size = min(max(2**size, firstSlab), maxSlab)
-			*slab = make([]T, max(*size, n))
-		}
-		out = (*slab)[:n:n]
-		*slab = (*slab)[n:]
+// A carver cuts exact-size slices (capacity equal to length, so that an
+// append elsewhere copies) from chunks of at most buildChunk entries,
+// knowing how many entries are still to come (left).
+type carver[T any] struct {
+	buf  []T
+	left int
+}
+
+func (c *carver[T]) carve(n int) []T {
+	if len(c.buf) < n {
+		c.buf = make([]T, max(n, min(c.left, buildChunk)))
 	}
-	copy(out, (*stack)[base:])
-	clear((*stack)[base:])
-	*stack = (*stack)[:base]
+	out := c.buf[:n:n]
+	c.buf = c.buf[n:]
+	c.left -= n
 	return out
 }
 
-// node returns a fresh Value from the slab.
-func (p *parser) node(v Value) *Value {
-	if len(p.slab) == 0 {
-		n := slabSize
-		if p.values <= 1 {
-			// The first slab: sized for a small document's values (about
-			// one per 12 bytes of a short AHP message), so that a short answer does
-			// not zero and scan a slab it barely uses.
-			n = min(max(len(p.data)/12, 8), slabSize)
-		}
-		p.slab = make([]Value, n)
+// build makes the Values of the tape and returns node root's.
+func (p *parser) build(root int32) *Value {
+	nodes := p.nodes
+	chunks := p.chunks[:0]
+	for i := 0; i < len(nodes); i += buildChunk {
+		chunks = append(chunks, make([]Value, min(len(nodes)-i, buildChunk)))
 	}
-	n := &p.slab[0]
-	p.slab = p.slab[1:]
-	*n = v
-	return n
+	at := func(i int32) *Value { return &chunks[i>>buildShift][i&(buildChunk-1)] }
+	mc := carver[Member]{left: len(p.outM)}
+	ec := carver[*Value]{left: len(p.outE)}
+	for i := range nodes {
+		nd := &nodes[i]
+		v := at(int32(i))
+		v.Str, v.Start, v.End, v.Kind, v.Bool = nd.str, nd.start, nd.end, nd.kind, nd.b
+		if nd.n == 0 {
+			continue
+		}
+		if nd.kind == Object {
+			ms := mc.carve(int(nd.n))
+			for k, m := range p.outM[nd.first : nd.first+nd.n] {
+				ms[k] = Member{Key: m.key, Val: at(m.val)}
+			}
+			v.Obj = ms
+		} else {
+			es := ec.carve(int(nd.n))
+			for k, e := range p.outE[nd.first : nd.first+nd.n] {
+				es[k] = at(e)
+			}
+			v.Arr = es
+		}
+	}
+	v := at(root)
+	clear(chunks)
+	p.chunks = chunks[:0]
+	return v
+}
+
+// node records n on the tape and returns its index.
+func (p *parser) node(n tapeNode) int32 {
+	p.nodes = append(p.nodes, n)
+	return int32(len(p.nodes) - 1)
 }
 
 // A pathToken is one step of parser.path: an object key or an array index.
@@ -799,16 +840,17 @@ func (p *parser) space() {
 	}
 }
 
-func (p *parser) value(depth int) (*Value, error) {
+// value parses one value and returns its node index on the tape.
+func (p *parser) value(depth int) (int32, error) {
 	if depth > maxDepth {
-		return nil, p.fail("nesting too deep")
+		return 0, p.fail("nesting too deep")
 	}
 	p.values++
-	if p.budget >= 0 && p.values > p.budget {
-		return nil, ErrTooManyValues
+	if p.budget >= 0 && p.values > p.budget || p.values > math.MaxInt32 {
+		return 0, ErrTooManyValues
 	}
 	if p.pos >= len(p.data) {
-		return nil, p.fail("unexpected end of JSON input")
+		return 0, p.fail("unexpected end of JSON input")
 	}
 	start := p.pos
 	switch c := p.data[p.pos]; {
@@ -819,33 +861,32 @@ func (p *parser) value(depth int) (*Value, error) {
 	case c == '"':
 		s, err := p.known()
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		return p.node(Value{Kind: String, Str: s, Start: start, End: p.pos}), nil
+		return p.node(tapeNode{kind: String, str: s, start: start, end: p.pos}), nil
 	case c == 't':
-		return p.literal("true", p.node(Value{Kind: Bool, Bool: true}))
+		return p.literal("true", Bool, true)
 	case c == 'f':
-		return p.literal("false", p.node(Value{Kind: Bool}))
+		return p.literal("false", Bool, false)
 	case c == 'n':
-		return p.literal("null", p.node(Value{Kind: Null}))
+		return p.literal("null", Null, false)
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	default:
-		return nil, p.fail(fmt.Sprintf("invalid character %q looking for a value", c))
+		return 0, p.fail(fmt.Sprintf("invalid character %q looking for a value", c))
 	}
 }
 
-func (p *parser) literal(word string, v *Value) (*Value, error) {
+func (p *parser) literal(word string, k Kind, b bool) (int32, error) {
 	if !bytes.HasPrefix(p.data[p.pos:], []byte(word)) {
-		return nil, p.fail("invalid literal")
+		return 0, p.fail("invalid literal")
 	}
-	v.Start = p.pos
+	start := p.pos
 	p.pos += len(word)
-	v.End = p.pos
-	return v, nil
+	return p.node(tapeNode{kind: k, b: b, start: start, end: p.pos}), nil
 }
 
-func (p *parser) number() (*Value, error) {
+func (p *parser) number() (int32, error) {
 	start := p.pos
 	if p.data[p.pos] == '-' {
 		p.pos++
@@ -861,12 +902,12 @@ func (p *parser) number() (*Value, error) {
 	if p.pos < len(p.data) && p.data[p.pos] == '0' {
 		p.pos++
 	} else if digits() == 0 {
-		return nil, p.fail("invalid number")
+		return 0, p.fail("invalid number")
 	}
 	if p.pos < len(p.data) && p.data[p.pos] == '.' {
 		p.pos++
 		if digits() == 0 {
-			return nil, p.fail("invalid number: no digits after the decimal point")
+			return 0, p.fail("invalid number: no digits after the decimal point")
 		}
 	}
 	if p.pos < len(p.data) && (p.data[p.pos] == 'e' || p.data[p.pos] == 'E') {
@@ -875,10 +916,10 @@ func (p *parser) number() (*Value, error) {
 			p.pos++
 		}
 		if digits() == 0 {
-			return nil, p.fail("invalid number: no digits in the exponent")
+			return 0, p.fail("invalid number: no digits in the exponent")
 		}
 	}
-	return p.node(Value{Kind: Number, Str: p.text(start, p.pos), Start: start, End: p.pos}), nil
+	return p.node(tapeNode{kind: Number, str: p.text(start, p.pos), start: start, end: p.pos}), nil
 }
 
 // text returns data[start:end] as a string: a slice of the shared copy,
@@ -1026,36 +1067,36 @@ func (p *parser) hex4() (rune, bool) {
 	return rune(n), true
 }
 
-func (p *parser) object(depth int) (*Value, error) {
-	v := p.node(Value{Kind: Object, Start: p.pos})
+func (p *parser) object(depth int) (int32, error) {
+	i := p.node(tapeNode{kind: Object, start: p.pos})
 	p.pos++
 	p.space()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		v.End = p.pos
-		return v, nil
+		p.nodes[i].end = p.pos
+		return i, nil
 	}
 	var index map[string]struct{} // the keys so far, once there are indexAt of them
 	base := len(p.members)
 	for {
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return nil, p.fail("expected a string object key")
+			return 0, p.fail("expected a string object key")
 		}
 		key, err := p.known()
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return nil, p.fail("expected ':' after an object key")
+			return 0, p.fail("expected ':' after an object key")
 		}
 		p.pos++
 		p.space()
 		p.path = append(p.path, pathToken{key: key, isKey: true})
 		val, err := p.value(depth + 1)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		dup := false
 		if index != nil {
@@ -1065,7 +1106,7 @@ func (p *parser) object(depth int) (*Value, error) {
 		} else {
 			for _, m := range p.members[base:] {
 				p.compares++
-				if m.Key == key {
+				if m.key == key {
 					dup = true
 					break
 				}
@@ -1073,7 +1114,7 @@ func (p *parser) object(depth int) (*Value, error) {
 			if len(p.members)-base+1 >= indexAt {
 				index = make(map[string]struct{}, 2*indexAt)
 				for _, m := range p.members[base:] {
-					index[m.Key] = struct{}{}
+					index[m.key] = struct{}{}
 				}
 				index[key] = struct{}{}
 			}
@@ -1085,33 +1126,35 @@ func (p *parser) object(depth int) (*Value, error) {
 			}
 		}
 		p.path = p.path[:len(p.path)-1]
-		p.members = append(p.members, Member{Key: key, Val: val})
+		p.members = append(p.members, tapeMember{key: key, val: val})
 		p.space()
 		if p.pos >= len(p.data) {
-			return nil, p.fail("unexpected end of JSON input in an object")
+			return 0, p.fail("unexpected end of JSON input in an object")
 		}
 		switch p.data[p.pos] {
 		case ',':
 			p.pos++
 		case '}':
 			p.pos++
-			v.End = p.pos
-			v.Obj = take(&p.members, &p.mslab, &p.msize, base)
-			return v, nil
+			nd := &p.nodes[i]
+			nd.end, nd.first, nd.n = p.pos, int32(len(p.outM)), int32(len(p.members)-base)
+			p.outM = append(p.outM, p.members[base:]...)
+			p.members = p.members[:base]
+			return i, nil
 		default:
-			return nil, p.fail("expected ',' or '}' in an object")
+			return 0, p.fail("expected ',' or '}' in an object")
 		}
 	}
 }
 
-func (p *parser) array(depth int) (*Value, error) {
-	v := p.node(Value{Kind: Array, Start: p.pos})
+func (p *parser) array(depth int) (int32, error) {
+	i := p.node(tapeNode{kind: Array, start: p.pos})
 	p.pos++
 	p.space()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
-		v.End = p.pos
-		return v, nil
+		p.nodes[i].end = p.pos
+		return i, nil
 	}
 	base := len(p.elems)
 	for {
@@ -1119,24 +1162,26 @@ func (p *parser) array(depth int) (*Value, error) {
 		p.path = append(p.path, pathToken{index: len(p.elems) - base})
 		val, err := p.value(depth + 1)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		p.path = p.path[:len(p.path)-1]
 		p.elems = append(p.elems, val)
 		p.space()
 		if p.pos >= len(p.data) {
-			return nil, p.fail("unexpected end of JSON input in an array")
+			return 0, p.fail("unexpected end of JSON input in an array")
 		}
 		switch p.data[p.pos] {
 		case ',':
 			p.pos++
 		case ']':
 			p.pos++
-			v.End = p.pos
-			v.Arr = take(&p.elems, &p.eslab, &p.esize, base)
-			return v, nil
+			nd := &p.nodes[i]
+			nd.end, nd.first, nd.n = p.pos, int32(len(p.outE)), int32(len(p.elems)-base)
+			p.outE = append(p.outE, p.elems[base:]...)
+			p.elems = p.elems[:base]
+			return i, nil
 		default:
-			return nil, p.fail("expected ',' or ']' in an array")
+			return 0, p.fail("expected ',' or ']' in an array")
 		}
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -420,6 +423,88 @@ func TestParseStringWordScan(t *testing.T) {
 					t.Fatalf("%q decoded as %q and %q, want %q", doc, v.Str, f.Tree.Str, buf)
 				}
 			}
+		}
+	}
+}
+
+// TestFrameDecodeAllocations: a decoded frame costs one allocation for
+// its Values, one for its object members, one for its array elements and
+// one for its message (the tape is reused, strings slice Raw): a slab
+// per 32 values, regrown member slices or a copy of Raw would show here.
+func TestFrameDecodeAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items at random under the race detector")
+	}
+	req := []byte(`{"jsonrpc":"2.0","id":"evt-1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"evt-1",` +
+		`"type":"tool.before","time":"2026-08-24T08:51:14Z","harness":{"name":"h","version":"1.0.0"},"session":{"id":"s","cwd":"/w"},` +
+		`"tool":{"name":"Bash","kind":"shell","input":{"command":"echo ` + strings.Repeat("x", 640) + `"}},"call":{"id":"c"}},` +
+		`"capabilities":{"effects":["deny","allow"]}}}`)
+	resp := []byte(`{"jsonrpc":"2.0","id":"evt-1","result":{"protocolVersion":"draft"}}`)
+	for _, c := range []struct {
+		raw  []byte
+		want float64
+	}{{req, 4}, {resp, 3}} {
+		got := testing.AllocsPerRun(100, func() {
+			f := Frame{Raw: c.raw}
+			f.Decode()
+			if f.Msg == nil {
+				t.Fatalf("%s: no message", c.raw)
+			}
+		})
+		if got > c.want {
+			t.Errorf("decoding %d bytes: %v allocations, want at most %v", len(c.raw), got, c.want)
+		}
+	}
+}
+
+// TestParseLargeDocuments decodes documents wider and deeper than one
+// build chunk (values, members and elements in several allocations) and
+// compares them with encoding/json, members in wire order and spans
+// included.
+func TestParseLargeDocuments(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"wide":{`)
+	for i := range 3*buildChunk + 7 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":[%d,"s%d",{"n":null,"t":true}]`, i, i, i)
+	}
+	b.WriteString(`},"long":[`)
+	for i := range 2*buildChunk + 1 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `%d.5`, i)
+	}
+	b.WriteString(`],"deep":` + strings.Repeat(`[{"a":`, 700) + `0` + strings.Repeat(`}]`, 700) + `}`)
+	doc := []byte(b.String())
+	for _, frozen := range []bool{false, true} {
+		var d Decoder
+		v, err := d.parse(doc, frozen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want any
+		dec := json.NewDecoder(bytes.NewReader(doc))
+		dec.UseNumber()
+		if err := dec.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(v.Any(), want) {
+			t.Fatalf("frozen %v: the decoded document differs from encoding/json's", frozen)
+		}
+		wide := v.Get("wide")
+		if len(wide.Obj) != 3*buildChunk+7 {
+			t.Fatalf("wide has %d members", len(wide.Obj))
+		}
+		for i, m := range wide.Obj {
+			if m.Key != "k"+strconv.Itoa(i) || string(doc[m.Val.Start:m.Val.End]) != fmt.Sprintf(`[%d,"s%d",{"n":null,"t":true}]`, i, i) {
+				t.Fatalf("member %d: %q spans %q", i, m.Key, doc[m.Val.Start:m.Val.End])
+			}
+		}
+		if l := v.Get("long"); len(l.Arr) != 2*buildChunk+1 || l.Arr[2*buildChunk].Str != strconv.Itoa(2*buildChunk)+".5" {
+			t.Fatalf("long: %d elements", len(l.Arr))
 		}
 	}
 }
