@@ -651,21 +651,31 @@ func (d *Decoder) parse(data []byte, frozen bool) (*Value, error) {
 // document needs: no slab half used, no slice regrown, and nothing at all
 // allocated for a document that does not parse.
 
-// A tapeNode is one value on the tape. An object's members are
-// members[first:first+n] of the closed members (parseStacks.outM), an
-// array's elements outE[first:first+n].
+// A tapeNode is one value on the tape, spanning start to end. An object's
+// members are outM[first:first+n] (parseStacks.outM), an array's
+// elements outE[first:first+n]. The text of a string or number is
+// parser.side[side-1] when side is set, else the document's own bytes
+// (nodeText). The tape holds no pointers: the garbage collector neither
+// scans it nor traces a write to it.
 type tapeNode struct {
-	str        string
+	start, end     int
+	first, n, side int32
+	kind           Kind
+	b              bool
+}
+
+// A strRef is the text of a string on the tape: parser.side[side-1] when
+// side is set, else the document's bytes between the quotes of the
+// string spanning start to end.
+type strRef struct {
 	start, end int
-	first, n   int32
-	kind       Kind
-	b          bool
+	side       int32
 }
 
 // A tapeMember is an object member on the tape: its key and its value's
 // node index.
 type tapeMember struct {
-	key string
+	key strRef
 	val int32
 }
 
@@ -682,6 +692,10 @@ type parseStacks struct {
 	outE    []int32
 	path    []pathToken
 	chunks  [][]Value
+	// side holds the strings that are not a plain slice of the shared
+	// source: those with escapes, and every string of a document too
+	// large to share (parser.shared).
+	side []string
 }
 
 var stackPool = sync.Pool{New: func() any { return new(parseStacks) }}
@@ -693,14 +707,11 @@ const maxPooledStack = 4096
 // put returns st to the pool, emptied (a parse that failed midway leaves
 // entries on its stacks; the tape holds strings of the document).
 func (st *parseStacks) put() {
-	if max(cap(st.nodes), cap(st.members), cap(st.elems), cap(st.outM), cap(st.outE), cap(st.path)) > maxPooledStack {
+	if max(cap(st.nodes), cap(st.members), cap(st.elems), cap(st.outM), cap(st.outE), cap(st.path), cap(st.side)) > maxPooledStack {
 		return
 	}
-	clear(st.nodes)
-	clear(st.members)
-	clear(st.outM)
-	clear(st.path)
-	st.nodes, st.members, st.elems, st.outM, st.outE, st.path = st.nodes[:0], st.members[:0], st.elems[:0], st.outM[:0], st.outE[:0], st.path[:0]
+	clear(st.side)
+	st.nodes, st.members, st.elems, st.outM, st.outE, st.path, st.side = st.nodes[:0], st.members[:0], st.elems[:0], st.outM[:0], st.outE[:0], st.path[:0], st.side[:0]
 	stackPool.Put(st)
 }
 
@@ -771,14 +782,17 @@ func (p *parser) build(root int32) *Value {
 	for i := range nodes {
 		nd := &nodes[i]
 		v := at(int32(i))
-		v.Str, v.Start, v.End, v.Kind, v.Bool = nd.str, nd.start, nd.end, nd.kind, nd.b
+		v.Start, v.End, v.Kind, v.Bool = nd.start, nd.end, nd.kind, nd.b
+		if nd.kind == String || nd.kind == Number {
+			v.Str = p.nodeText(nd)
+		}
 		if nd.n == 0 {
 			continue
 		}
 		if nd.kind == Object {
 			ms := mc.carve(int(nd.n))
 			for k, m := range p.outM[nd.first : nd.first+nd.n] {
-				ms[k] = Member{Key: m.key, Val: at(m.val)}
+				ms[k] = Member{Key: p.text(m.key), Val: at(m.val)}
 			}
 			v.Obj = ms
 		} else {
@@ -795,6 +809,31 @@ func (p *parser) build(root int32) *Value {
 	return v
 }
 
+// nodeText is the text of a string or number node.
+func (p *parser) nodeText(nd *tapeNode) string {
+	switch {
+	case nd.side > 0:
+		return p.side[nd.side-1]
+	case nd.kind == String:
+		return p.src[nd.start+1 : nd.end-1]
+	}
+	return p.src[nd.start:nd.end]
+}
+
+// text is the text r refers to.
+func (p *parser) text(r strRef) string {
+	if r.side > 0 {
+		return p.side[r.side-1]
+	}
+	return p.src[r.start+1 : r.end-1]
+}
+
+// keep puts s on the side and returns its reference (strRef.side).
+func (p *parser) keep(s string) int32 {
+	p.side = append(p.side, s)
+	return int32(len(p.side))
+}
+
 // node records n on the tape and returns its index.
 func (p *parser) node(n tapeNode) int32 {
 	p.nodes = append(p.nodes, n)
@@ -803,7 +842,7 @@ func (p *parser) node(n tapeNode) int32 {
 
 // A pathToken is one step of parser.path: an object key or an array index.
 type pathToken struct {
-	key   string
+	key   strRef
 	index int // array index, when key is not set
 	isKey bool
 }
@@ -814,7 +853,7 @@ func (p *parser) pointer() string {
 	for _, t := range p.path {
 		b.WriteByte('/')
 		if t.isKey {
-			b.WriteString(EscapePointer(t.key))
+			b.WriteString(EscapePointer(p.text(t.key)))
 		} else {
 			b.WriteString(strconv.Itoa(t.index))
 		}
@@ -859,11 +898,11 @@ func (p *parser) value(depth int) (int32, error) {
 	case c == '[':
 		return p.array(depth)
 	case c == '"':
-		s, err := p.known()
+		side, err := p.strRef()
 		if err != nil {
 			return 0, err
 		}
-		return p.node(tapeNode{kind: String, str: s, start: start, end: p.pos}), nil
+		return p.node(tapeNode{kind: String, side: side, start: start, end: p.pos}), nil
 	case c == 't':
 		return p.literal("true", Bool, true)
 	case c == 'f':
@@ -919,19 +958,33 @@ func (p *parser) number() (int32, error) {
 			return 0, p.fail("invalid number: no digits in the exponent")
 		}
 	}
-	return p.node(tapeNode{kind: Number, str: p.text(start, p.pos), start: start, end: p.pos}), nil
-}
-
-// text returns data[start:end] as a string: a slice of the shared copy,
-// or a copy of its own.
-func (p *parser) text(start, end int) string {
-	if p.shared {
-		return p.src[start:end]
+	var side int32
+	if !p.shared {
+		side = p.keep(string(p.data[start:p.pos]))
 	}
-	return string(p.data[start:end])
+	return p.node(tapeNode{kind: Number, side: side, start: start, end: p.pos}), nil
 }
 
-func (p *parser) str() (string, error) {
+// strRef parses a string and returns its strRef.side: 0 when its text
+// is the shared source between its quotes.
+func (p *parser) strRef() (int32, error) {
+	if p.shared {
+		s, plain, err := p.str()
+		if err != nil || plain {
+			return 0, err
+		}
+		return p.keep(s), nil
+	}
+	s, err := p.known()
+	if err != nil {
+		return 0, err
+	}
+	return p.keep(s), nil
+}
+
+// str parses a string; plain says it had no escapes, its text the
+// document's bytes between the quotes.
+func (p *parser) str() (s string, plain bool, err error) {
 	p.pos++ // opening quote
 	start := p.pos
 	// Fast path: no escapes.
@@ -946,15 +999,19 @@ func (p *parser) str() (string, error) {
 		}
 		c := p.data[p.pos]
 		if c == '"' {
-			s := p.text(start, p.pos)
+			if p.shared {
+				s = p.src[start:p.pos]
+			} else {
+				s = string(p.data[start:p.pos])
+			}
 			p.pos++
-			return s, nil
+			return s, true, nil
 		}
 		if c == '\\' {
 			break
 		}
 		if c < 0x20 {
-			return "", p.fail("control character in string")
+			return "", false, p.fail("control character in string")
 		}
 		p.pos++
 	}
@@ -965,9 +1022,9 @@ func (p *parser) str() (string, error) {
 		switch {
 		case c == '"':
 			p.pos++
-			return b.String(), nil
+			return b.String(), false, nil
 		case c < 0x20:
-			return "", p.fail("control character in string")
+			return "", false, p.fail("control character in string")
 		case c != '\\':
 			b.WriteByte(c)
 			p.pos++
@@ -995,7 +1052,7 @@ func (p *parser) str() (string, error) {
 		case 'u':
 			r, ok := p.hex4()
 			if !ok {
-				return "", p.fail("invalid \\u escape")
+				return "", false, p.fail("invalid \\u escape")
 			}
 			if utf16.IsSurrogate(r) {
 				if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
@@ -1014,20 +1071,17 @@ func (p *parser) str() (string, error) {
 			}
 			b.WriteRune(r)
 		default:
-			return "", p.fail(fmt.Sprintf("invalid escape \\%c", e))
+			return "", false, p.fail(fmt.Sprintf("invalid escape \\%c", e))
 		}
 	}
-	return "", p.fail("unterminated string")
+	return "", false, p.fail("unterminated string")
 }
 
-// known parses a string. In a document too large to share one copy of
-// (parser.shared), keys and values the protocol itself uses are shared
+// known parses a string of a document too large to share one copy of
+// (parser.shared): keys and values the protocol itself uses are shared
 // strings rather than a new allocation each (the lookup with a converted
 // []byte does not allocate); most keys of a frame are among them.
 func (p *parser) known() (string, error) {
-	if p.shared {
-		return p.str() // a slice of the shared copy: no allocation to save
-	}
 	start := p.pos + 1
 	if end := bytes.IndexByte(p.data[start:], '"'); end >= 0 && end <= 24 {
 		raw := p.data[start : start+end]
@@ -1036,7 +1090,8 @@ func (p *parser) known() (string, error) {
 			return k, nil
 		}
 	}
-	return p.str()
+	s, _, err := p.str()
+	return s, err
 }
 
 // knownStrings are object keys and values common in AHP frames.
@@ -1083,17 +1138,20 @@ func (p *parser) object(depth int) (int32, error) {
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
 			return 0, p.fail("expected a string object key")
 		}
-		key, err := p.known()
+		kstart := p.pos
+		side, err := p.strRef()
 		if err != nil {
 			return 0, err
 		}
+		kref := strRef{start: kstart, end: p.pos, side: side}
+		key := p.text(kref)
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
 			return 0, p.fail("expected ':' after an object key")
 		}
 		p.pos++
 		p.space()
-		p.path = append(p.path, pathToken{key: key, isKey: true})
+		p.path = append(p.path, pathToken{key: kref, isKey: true})
 		val, err := p.value(depth + 1)
 		if err != nil {
 			return 0, err
@@ -1106,7 +1164,7 @@ func (p *parser) object(depth int) (int32, error) {
 		} else {
 			for _, m := range p.members[base:] {
 				p.compares++
-				if m.key == key {
+				if p.text(m.key) == key {
 					dup = true
 					break
 				}
@@ -1114,7 +1172,7 @@ func (p *parser) object(depth int) (int32, error) {
 			if len(p.members)-base+1 >= indexAt {
 				index = make(map[string]struct{}, 2*indexAt)
 				for _, m := range p.members[base:] {
-					index[m.key] = struct{}{}
+					index[p.text(m.key)] = struct{}{}
 				}
 				index[key] = struct{}{}
 			}
@@ -1126,7 +1184,7 @@ func (p *parser) object(depth int) (int32, error) {
 			}
 		}
 		p.path = p.path[:len(p.path)-1]
-		p.members = append(p.members, tapeMember{key: key, val: val})
+		p.members = append(p.members, tapeMember{key: kref, val: val})
 		p.space()
 		if p.pos >= len(p.data) {
 			return 0, p.fail("unexpected end of JSON input in an object")

@@ -508,3 +508,33 @@ func TestParseLargeDocuments(t *testing.T) {
 		}
 	}
 }
+
+// TestParseDuplicateKeysSpelledApart: a key written with escapes is the
+// same key as its plain spelling, in a small document (keys are slices of
+// the source or decoded on the side) and in one too large to share a
+// source (every key decoded), in wide objects (map index) and narrow ones.
+func TestParseDuplicateKeysSpelledApart(t *testing.T) {
+	wide := ""
+	for i := range indexAt + 2 {
+		wide += `"w` + itoa(i) + `":0,`
+	}
+	for _, pad := range []string{"", strings.Repeat("p", sharedSourceMax)} {
+		for _, extra := range []string{"", wide} {
+			doc := `{"pad":"` + pad + `","x":[{` + extra + `"a\/b":1,"k\u00e9y":2,"a/b":3,"ké\u0079":4,"A/b":5}]}`
+			v, dups := mustParse(t, doc)
+			if len(dups) != 2 || dups[0] != (DuplicateKey{Pointer: "/x/0/a~1b", Key: "a/b"}) || dups[1] != (DuplicateKey{Pointer: "/x/0/kéy", Key: "kéy"}) {
+				t.Fatalf("pad %d, extra %d: dups = %+v, want a/b and kéy", len(pad), len(extra), dups)
+			}
+			o := v.Path("x").Arr[0]
+			if got := o.Get("a/b").Str; got != "3" {
+				t.Fatalf("a/b = %s, want 3 (the last wins)", got)
+			}
+			if got := o.Get("kéy").Str; got != "4" {
+				t.Fatalf("kéy = %s, want 4", got)
+			}
+			if k := o.Obj[len(o.Obj)-5].Key; k != "a/b" {
+				t.Fatalf("escaped key decoded as %q", k)
+			}
+		}
+	}
+}
