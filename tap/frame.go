@@ -161,11 +161,11 @@ func (f *Frame) Decode() {
 	if f.Truncated {
 		return
 	}
-	if !utf8.Valid(f.Raw) {
-		f.BadUTF8 = true
-	}
 	var d Decoder
 	f.Tree, f.SyntaxErr = d.parseFrozen(f.Raw) // Raw is never mutated
+	// A document that parsed with no byte beyond ASCII in its strings is
+	// ASCII throughout: no second pass over it.
+	f.BadUTF8 = !d.ascii && !utf8.Valid(f.Raw)
 	f.Dups, f.DupCount = d.Dups, d.DupCount
 	if errors.Is(f.SyntaxErr, ErrTooManyValues) {
 		f.SyntaxErr, f.Dups, f.DupCount, f.OverBound = nil, nil, 0, true

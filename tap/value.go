@@ -484,15 +484,17 @@ func escapeIn8(s string, i int) bool {
 	return (less|zero)&highs != 0
 }
 
-// specialIn8 is escapeIn8 for the eight bytes of b: whether any is a
-// control character, a quote or a backslash (false hits beside one are
-// possible; bytes ≥ 0x80 never match).
-func specialIn8(b []byte) bool {
+// highBits are the high bits of the eight bytes of a word.
+const highBits = 0x8080808080808080
+
+// specialIn8 is escapeIn8 for the eight bytes of w (little-endian):
+// whether any is a control character, a quote or a backslash (false hits
+// beside one are possible; bytes ≥ 0x80 never match).
+func specialIn8(w uint64) bool {
 	const (
 		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
+		highs = highBits
 	)
-	w := binary.LittleEndian.Uint64(b)
 	less := (w - ones*0x20) &^ w
 	q := w ^ (ones * '"')
 	bs := w ^ (ones * '\\')
@@ -590,6 +592,8 @@ type Decoder struct {
 	DupCount    int
 	Values      int
 	KeyCompares int
+	// ascii: the document parsed and is all ASCII (so valid UTF-8).
+	ascii bool
 }
 
 // Parse decodes one JSON value from data, as ParseJSON does, within d's
@@ -631,6 +635,7 @@ func (d *Decoder) parse(data []byte, frozen bool) (*Value, error) {
 		}
 	}
 	d.Dups, d.DupCount, d.Values, d.KeyCompares = p.dups, p.dupCount, p.values, p.compares
+	d.ascii = err == nil && !p.high
 	var v *Value
 	if err == nil {
 		v = p.build(root)
@@ -729,6 +734,10 @@ type parser struct {
 	// frozen: src is data itself).
 	src    string
 	shared bool
+	// high is set once a string holds a byte beyond ASCII. A document
+	// that parses has such bytes nowhere else (the grammar outside
+	// strings is ASCII), so without it the document is valid UTF-8.
+	high bool
 	// budget is how many more values may be decoded (negative: no bound).
 	budget int
 	// values, dupCount and compares count the values decoded, the
@@ -987,17 +996,26 @@ func (p *parser) strRef() (int32, error) {
 func (p *parser) str() (s string, plain bool, err error) {
 	p.pos++ // opening quote
 	start := p.pos
+	// or collects the bytes seen: its high bits say whether any was
+	// beyond ASCII (parser.high).
+	var or uint64
 	// Fast path: no escapes.
 	for p.pos < len(p.data) {
 		// Eight bytes at a time while none is a quote, a backslash or a
 		// control character (most of a long command or text).
-		for p.pos+8 <= len(p.data) && !specialIn8(p.data[p.pos:p.pos+8]) {
+		for p.pos+8 <= len(p.data) {
+			w := binary.LittleEndian.Uint64(p.data[p.pos:])
+			if specialIn8(w) {
+				break
+			}
+			or |= w
 			p.pos += 8
 		}
 		if p.pos >= len(p.data) {
 			break
 		}
 		c := p.data[p.pos]
+		or |= uint64(c)
 		if c == '"' {
 			if p.shared {
 				s = p.src[start:p.pos]
@@ -1005,6 +1023,7 @@ func (p *parser) str() (s string, plain bool, err error) {
 				s = string(p.data[start:p.pos])
 			}
 			p.pos++
+			p.high = p.high || or&highBits != 0
 			return s, true, nil
 		}
 		if c == '\\' {
@@ -1022,10 +1041,12 @@ func (p *parser) str() (s string, plain bool, err error) {
 		switch {
 		case c == '"':
 			p.pos++
+			p.high = p.high || or&highBits != 0
 			return b.String(), false, nil
 		case c < 0x20:
 			return "", false, p.fail("control character in string")
 		case c != '\\':
+			or |= uint64(c)
 			b.WriteByte(c)
 			p.pos++
 			continue

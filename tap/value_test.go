@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func mustParse(t *testing.T, s string) (*Value, []DuplicateKey) {
@@ -402,7 +403,8 @@ func TestParseAfterFailedParse(t *testing.T) {
 // (shared source) and a frozen frame: a quote, backslash or control
 // character the word test missed would be accepted or cut wrongly, so the
 // parser must agree with encoding/json on validity and keep every other
-// byte as it is.
+// byte as it is; and a byte beyond ASCII it missed would leave invalid
+// UTF-8 unreported (BadUTF8 is only checked when a string has one).
 func TestParseStringWordScan(t *testing.T) {
 	for n := 1; n <= 19; n++ {
 		for pos := 0; pos < n; pos++ {
@@ -415,6 +417,9 @@ func TestParseStringWordScan(t *testing.T) {
 				f.Decode()
 				if (err == nil) != json.Valid(doc) || (f.SyntaxErr == nil) != json.Valid(doc) {
 					t.Fatalf("%q: ParseJSON err %v, Frame.Decode err %v, json.Valid %v", doc, err, f.SyntaxErr, json.Valid(doc))
+				}
+				if f.BadUTF8 != !utf8.Valid(doc) {
+					t.Fatalf("%q: BadUTF8 %v, utf8.Valid %v", doc, f.BadUTF8, utf8.Valid(doc))
 				}
 				if err != nil {
 					continue
