@@ -491,23 +491,52 @@ func (x *Exchange) settle() {
 }
 
 // summary is f without its bytes and decoded tree: its place in the
-// stream, its time and connection, and its JSON-RPC id and method.
+// stream, its time and connection, and its JSON-RPC id and method. It is
+// one allocation, and none of its strings is a slice of f's bytes (a
+// method or id string left pointing into Raw would keep the whole frame).
 func (f *Frame) summary() *Frame {
 	if f == nil {
 		return nil
 	}
-	s := &Frame{Seq: f.Seq, Dir: f.Dir, Time: f.Time, Transport: f.Transport, Conn: f.Conn, Size: f.Size, HTTP: f.HTTP}
-	var id *Value
-	if v := f.RPCID(); v != nil {
-		id = &Value{Kind: v.Kind, Str: strings.Clone(v.Str), Bool: v.Bool}
-	}
+	var s *Frame
 	switch m := f.Msg.(type) {
 	case *Request:
-		s.Msg = &Request{ID: id, Method: m.Method}
+		b := new(struct {
+			f  Frame
+			m  Request
+			id Value
+		})
+		b.m.Method = ownString(m.Method)
+		s, b.f.Msg = &b.f, &b.m
+		if v := m.ID; v != nil {
+			b.id = Value{Kind: v.Kind, Str: strings.Clone(v.Str), Bool: v.Bool}
+			b.m.ID = &b.id
+		}
 	case *Response:
-		s.Msg = &Response{ID: id}
+		b := new(struct {
+			f  Frame
+			m  Response
+			id Value
+		})
+		s, b.f.Msg = &b.f, &b.m
+		if v := m.ID; v != nil {
+			b.id = Value{Kind: v.Kind, Str: strings.Clone(v.Str), Bool: v.Bool}
+			b.m.ID = &b.id
+		}
+	default:
+		s = new(Frame)
 	}
+	s.Seq, s.Dir, s.Time, s.Transport, s.Conn, s.Size, s.HTTP = f.Seq, f.Dir, f.Time, f.Transport, f.Conn, f.Size, f.HTTP
 	return s
+}
+
+// ownString returns s in memory of its own: the protocol's own names
+// shared, anything else copied.
+func ownString(s string) string {
+	if k, ok := knownStrings[s]; ok {
+		return k
+	}
+	return strings.Clone(s)
 }
 
 func (c *Conversation) remember(f *Frame, x *Exchange) {
