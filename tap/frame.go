@@ -234,6 +234,12 @@ func classify(o *Value) Message {
 	}
 	if m := o.Get("method"); m != nil {
 		name, _ := m.Text()
+		if k, ok := knownStrings[name]; ok {
+			// The protocol's own method names are shared strings, not
+			// slices of the frame: an exchange that keeps its method
+			// does not keep the frame's bytes with it.
+			name = k
+		}
 		if id := o.Get("id"); id != nil {
 			return &Request{ID: id, Method: name, Params: o.Get("params")}
 		}

@@ -1,6 +1,9 @@
 package tap
 
 import (
+	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -41,4 +44,33 @@ func rpcIDStr(f *Frame) string {
 		return id.Str
 	}
 	return ""
+}
+
+// TestSettledExchangesPinNoFrames: a conversation keeps its answered
+// exchanges (DefaultKeepAnswered of them) as summaries of a few hundred
+// bytes whatever the size of their frames. A summary string left pointing
+// into its request's bytes kept the whole request: 60 KiB each here.
+func TestSettledExchangesPinNoFrames(t *testing.T) {
+	const n, size = 300, 60 << 10
+	pad := strings.Repeat("x", size)
+	e := NewEngine(Config{Transport: Stdio}, nil)
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	for i := range n {
+		id := fmt.Sprintf("evt-%d", i)
+		e.Feed(&Frame{Dir: FromHarness, Transport: Stdio, Raw: []byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"` + id + `","source":"s","type":"tool.before","pad":"` + pad + `"}}}`)})
+		e.Feed(&Frame{Dir: FromBackend, Transport: Stdio, Raw: []byte(`{"jsonrpc":"2.0","id":"` + id + `","result":{"protocolVersion":"draft"}}`)})
+	}
+	after := heap()
+	got := int64(after) - int64(before)
+	t.Logf("%d answered exchanges of %d KiB requests hold %d KiB", n, size>>10, got>>10)
+	if got > n*size/8 {
+		t.Errorf("%d answered exchanges of %d KiB requests hold %d KiB", n, size>>10, got>>10)
+	}
+	runtime.KeepAlive(e)
 }
