@@ -108,7 +108,10 @@ const RedactedCredential = "[ahp-tap: credential redacted]"
 
 // A Frame is a record of what crossed the wire: the exact bytes of one
 // message (one stdio line without its line ending, or one HTTP body) and,
-// once decoded, a view of it. Raw is never mutated.
+// once decoded, a view of it. Raw is never mutated: the decoded strings of
+// a frame of up to 64 KiB are slices of Raw itself, so whoever builds a
+// Frame gives it bytes no one writes to again (a copy of a reused read
+// buffer, never the buffer).
 type Frame struct {
 	Seq       uint64
 	Dir       Direction
