@@ -781,11 +781,23 @@ func (c *carver[T]) carve(n int) []T {
 // build makes the Values of the tape and returns node root's.
 func (p *parser) build(root int32) *Value {
 	nodes := p.nodes
+	// one holds the Values of a document of up to buildChunk of them
+	// (most frames); chunks those of a larger one.
+	var one []Value
 	chunks := p.chunks[:0]
-	for i := 0; i < len(nodes); i += buildChunk {
-		chunks = append(chunks, make([]Value, min(len(nodes)-i, buildChunk)))
+	if len(nodes) <= buildChunk {
+		one = make([]Value, len(nodes))
+	} else {
+		for i := 0; i < len(nodes); i += buildChunk {
+			chunks = append(chunks, make([]Value, min(len(nodes)-i, buildChunk)))
+		}
 	}
-	at := func(i int32) *Value { return &chunks[i>>buildShift][i&(buildChunk-1)] }
+	at := func(i int32) *Value {
+		if one != nil {
+			return &one[i]
+		}
+		return &chunks[i>>buildShift][i&(buildChunk-1)]
+	}
 	mc := carver[Member]{left: len(p.outM)}
 	ec := carver[*Value]{left: len(p.outE)}
 	for i := range nodes {
