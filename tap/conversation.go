@@ -561,10 +561,14 @@ func (c *Conversation) remember(f *Frame, x *Exchange) {
 		return // keep the first sighting: retries are judged against it
 	}
 	r := EventRecord{
-		RPCID:  IDKey(f.RPCID()),
 		Method: f.Method(),
 		First:  f.Time,
 		Seq:    f.Seq,
+	}
+	if x != nil {
+		r.RPCID = x.Key // IDKey of the request's id, computed once in begin
+	} else {
+		r.RPCID = IDKey(f.RPCID())
 	}
 	r.Type, _ = ev.Get("type").Text()
 	r.SessionID, _ = ev.Path("session", "id").Text()
