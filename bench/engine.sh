@@ -8,6 +8,10 @@
 # shared machine CPU time is the steadier figure and the best run the one
 # least disturbed; compare the two builds within one run only.
 #
+# Each build runs under every GOGC of GOGCS (default "100 400"): 100 is the
+# Go default, 400 what the audit processes set (internal/gctune), so the
+# second is the rate the audit of a running tap gets.
+#
 # Usage: BASELINE=/tmp/base REPS=5 bench/engine.sh
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,9 +26,11 @@ if [ -n "${BASELINE:-}" ]; then
 fi
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs; $(go version | awk '{print $3}'); $REPS runs of 1 s each"
 for _ in $(seq "$REPS"); do
+	for g in ${GOGCS:-100 400}; do
 	for b in "${bins[@]}"; do
-		"$b" -test.run '^$' -test.bench 'DecodeRules|Decode$' -test.benchtime 1s -test.cpu 1 -test.benchmem |
-			awk -v b="$(basename "$b" .test)" '/^Benchmark/ {for (i = 1; i <= NF; i++) {if ($(i+1) == "frames/cpu-s") r = $i; if ($(i+1) == "allocs/op") a = $i}; print $1, b, r, a}'
+		GOGC=$g "$b" -test.run '^$' -test.bench 'DecodeRules|Decode$' -test.benchtime 1s -test.cpu 1 -test.benchmem |
+			awk -v b="$(basename "$b" .test),GOGC=$g" '/^Benchmark/ {for (i = 1; i <= NF; i++) {if ($(i+1) == "frames/cpu-s") r = $i; if ($(i+1) == "allocs/op") a = $i}; print $1, b, r, a}'
+	done
 	done
 done >"$WORK/raw"
 echo

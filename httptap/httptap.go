@@ -14,8 +14,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +25,7 @@ import (
 	"github.com/ahp-tap/ahp-tap/httpaudit"
 	"github.com/ahp-tap/ahp-tap/httpproxy"
 	"github.com/ahp-tap/ahp-tap/inject"
+	"github.com/ahp-tap/ahp-tap/internal/gctune"
 	"github.com/ahp-tap/ahp-tap/internal/linkconf"
 	tapmetrics "github.com/ahp-tap/ahp-tap/internal/metrics"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
@@ -222,27 +221,18 @@ func newMetrics(links []*link) *httpproxy.Metrics {
 }
 
 // tuneMemory sets the collector for the audit of bodies of at most
-// maxAudit bytes (one body per route) within budget, unless GOGC or GOMEMLIMIT say otherwise.
+// maxAudit bytes (one body per route) within budget, unless GOGC or
+// GOMEMLIMIT say otherwise. The soft limit keeps collections rare while
+// the heap is small and bounds it (GOGC 400 alone let the heap grow to five
+// times the live data, 1.5 GiB in the 10-minute soak, RELIABILITY.md): the
+// audit budget (copies in flight, queued and being checked), the decoded
+// tree of the one body being checked per route (at most --max-audit-body),
+// and 80 MiB for the rest: per-connection buffers, the 4 KiB prefixes of
+// copies the budget cut, the runtime. 1,000 concurrent 16 MiB uploads peak
+// at about 200 MiB of RSS with it, 260 MiB with budget+128MiB
+// (BENCHMARKS.md, Audit memory).
 func tuneMemory(budget, maxAudit int64) {
-	if os.Getenv("GOGC") == "" {
-		// The audit decodes every body into a tree; collecting less often
-		// leaves more CPU to forwarding for a little more memory
-		// (BENCHMARKS.md, http section). GOGC in the environment wins.
-		debug.SetGCPercent(400)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// GOGC 400 alone lets the heap grow to five times the live data
-		// (1.5 GiB in the 10-minute soak, RELIABILITY.md). A soft limit
-		// keeps collections rare while the heap is small and bounds it:
-		// the audit budget (copies in flight, queued and being checked),
-		// the decoded tree of the one body being checked per route (at
-		// most --max-audit-body), and 80 MiB for the rest: per-connection
-		// buffers, the 4 KiB prefixes of copies the budget cut, the
-		// runtime. 1,000 concurrent 16 MiB uploads peak at about 200 MiB
-		// of RSS with it, 260 MiB with budget+128MiB (BENCHMARKS.md,
-		// Audit memory). GOMEMLIMIT in the environment wins.
-		debug.SetMemoryLimit(budget + maxAudit + 80<<20)
-	}
+	gctune.Audit(budget + maxAudit + 80<<20)
 }
 
 // openLink opens route i's way out (log, console, OTLP, metrics, capture,

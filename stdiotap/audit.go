@@ -7,11 +7,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"syscall"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/auditlink"
+	"github.com/ahp-tap/ahp-tap/internal/gctune"
 	"github.com/ahp-tap/ahp-tap/internal/linkconf"
 	"github.com/ahp-tap/ahp-tap/internal/printable"
 	"github.com/ahp-tap/ahp-tap/stdio"
@@ -106,9 +106,9 @@ func RunAuditProcess(c Config, conn string, fd, readyFD int) error {
 		return err
 	}
 	// The audit process holds a few bounded buffers (the reader's queue,
-	// the audit copy of a line): keep the heap near them.
-	debug.SetMemoryLimit(48<<20 + rcfg.Bytes)
-	debug.SetGCPercent(50)
+	// the audit copy of a line) and the conversation's bounded state: the
+	// limit keeps the heap near them, and collections stay rare below it.
+	gctune.Audit(48<<20 + rcfg.Bytes)
 	stdio.AuditThread(c.Priority)
 	out := auditlink.Feed(rd, run.session, conn, auditReserve(c.Drain))
 	// From here the link is over: exit within the bound, whatever is left.
@@ -211,8 +211,7 @@ func RunAuditServer(c Config, key, sock, lock string, readyFD int) error {
 			return &auditlink.Audit{Session: run.session, CloseSinks: run.closeWithin}, nil
 		},
 	}
-	debug.SetMemoryLimit(64 << 20)
-	debug.SetGCPercent(50)
+	gctune.Audit(64 << 20)
 	var ready *os.File
 	if readyFD >= 0 {
 		ready = os.NewFile(uintptr(readyFD), "audit-ready")
