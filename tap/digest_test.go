@@ -2,6 +2,8 @@ package tap
 
 import (
 	"encoding/hex"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -50,6 +52,25 @@ func TestDigestIdentity(t *testing.T) {
 		if a.Sum() == b.Sum() {
 			t.Errorf("%s and %s have one digest; they differ in content", pair[0], pair[1])
 		}
+	}
+	// Large objects (sorted another way than small ones) too: 30 members
+	// written backwards, one of them twice, against the same in order.
+	var back, fwd []string
+	for i := 29; i >= 0; i-- {
+		back = append(back, fmt.Sprintf(`"k%02d":%d`, i, i))
+		fwd = append([]string{fmt.Sprintf(`"k%02d":%d`, i, i)}, fwd...)
+	}
+	back = append([]string{`"k07":"first"`}, back...)
+	a, _ := mustParse(t, "{"+strings.Join(back, ",")+"}")
+	b, _ := mustParse(t, "{"+strings.Join(fwd, ",")+"}")
+	if a.Sum() != b.Sum() {
+		t.Errorf("large objects: different digests:\n%s\n%s", a.Canonical(), b.Canonical())
+	}
+	back[0] = `"k07":7`
+	back[len(back)-8] = `"k07":"last"`
+	a, _ = mustParse(t, "{"+strings.Join(back, ",")+"}")
+	if a.Sum() == b.Sum() {
+		t.Errorf("large objects: the last duplicate does not win:\n%s", a.Canonical())
 	}
 	var absent *Value
 	if absent.Sum() != [32]byte{} || absent.Digest() != "" {

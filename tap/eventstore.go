@@ -216,7 +216,7 @@ func (s *MemoryStore) store(k EventKey, r EventRecord, sum *[32]byte) {
 		s.forgetOldest()
 	}
 	if s.count == len(s.recs) {
-		s.grow(min(maxN, max(64, len(s.recs)+len(s.recs)/4)))
+		s.grow(min(maxN, nextRingSize(len(s.recs))))
 	}
 	m.text = string(s.buf)
 	s.index[m.text[:m.keyLen]] = s.first + uint64(s.count)
@@ -230,8 +230,18 @@ func (s *MemoryStore) at(n uint64) *memRecord {
 	return &s.recs[(s.head+int(n-s.first))%len(s.recs)]
 }
 
-// grow moves the ring to a slice of n slots, the oldest first. The ring
-// grows by a quarter at a time, so at most a fifth of it stands empty.
+// nextRingSize is the size the ring of n slots grows to: double up to
+// 1024 slots (a conversation's first events cost few copies; at most 512
+// slots, ~60 KB, stand empty), then by a quarter at a time, so at most a
+// fifth of a large ring stands empty.
+func nextRingSize(n int) int {
+	if n < 1024 {
+		return max(64, 2*n)
+	}
+	return n + n/4
+}
+
+// grow moves the ring to a slice of n slots, the oldest first.
 func (s *MemoryStore) grow(n int) {
 	recs := make([]memRecord, n)
 	for i := range s.count {

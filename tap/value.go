@@ -417,7 +417,7 @@ func (cw *canonWriter) write(v *Value) {
 		if !strictlySorted(ms) {
 			cw.scratch = append(cw.scratch, v.Obj...)
 			ms = cw.scratch[base:]
-			slices.SortStableFunc(ms, func(x, y Member) int { return strings.Compare(x.Key, y.Key) })
+			sortMembers(ms)
 		}
 		b.WriteByte('{')
 		first := true
@@ -436,6 +436,24 @@ func (cw *canonWriter) write(v *Value) {
 		b.WriteByte('}')
 		clear(cw.scratch[base:])
 		cw.scratch = cw.scratch[:base]
+	}
+}
+
+// sortMembers sorts ms by key, keeping duplicates in wire order: by
+// insertion for the few members of most objects (no comparison function
+// to call), else slices.SortStableFunc.
+func sortMembers(ms []Member) {
+	if len(ms) > 24 {
+		slices.SortStableFunc(ms, func(x, y Member) int { return strings.Compare(x.Key, y.Key) })
+		return
+	}
+	for i := 1; i < len(ms); i++ {
+		m := ms[i]
+		j := i
+		for ; j > 0 && ms[j-1].Key > m.Key; j-- {
+			ms[j] = ms[j-1]
+		}
+		ms[j] = m
 	}
 }
 
