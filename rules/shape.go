@@ -185,7 +185,7 @@ func (o *obj) check1(c *checker, v *tap.Value) {
 // One pass over the members finds each field's value (the last of
 // duplicates wins, as with Get) and, in a closed object, the unknown ones.
 func (o *obj) members(c *checker, v *tap.Value) {
-	var buf [16]*tap.Value
+	var buf [48]*tap.Value // event types have up to ~30 fields
 	found := buf[:0]
 	if len(o.fields) <= len(buf) {
 		found = buf[:len(o.fields)]
