@@ -198,6 +198,7 @@ func (l *Log) CloseWithin(d time.Duration) error {
 		}
 		if n := l.dropped.Load(); n > 0 {
 			l.record(tap.TapIncomplete.At(nil, tap.Warn, "", "%d findings were not written to this log: its buffer was full (traffic was not affected)", n))
+			l.out.flush()
 		}
 		if l.closer != nil {
 			l.err = l.closer.Close()
@@ -213,10 +214,21 @@ func (l *Log) loop() {
 			return // CloseWithin gave up on what is left
 		}
 		l.record(f)
+		// Lines gather while more findings wait, so that a flood of them
+		// (a rule broken on every frame) costs a write per batch, not
+		// per line; a lone finding is written at once.
+		if len(l.in) == 0 || len(l.out.buf) >= logBatch {
+			l.out.flush()
+		}
 	}
 }
 
-// record writes one finding as one JSON line (one Write on the file).
+// logBatch bounds the lines gathered into one write: PIPE_BUF, so that a
+// batch written to a pipe (--log - on a harness's stderr) is never
+// interleaved with another writer's lines.
+const logBatch = 4096
+
+// record adds one finding as one JSON line to the batch being gathered.
 func (l *Log) record(f tap.Finding) {
 	if l.out.failed.Load() {
 		return
@@ -277,19 +289,34 @@ type failOnce struct {
 	w      io.Writer
 	diag   io.Writer
 	failed atomic.Bool // set after the first failed write
+	buf    []byte      // whole lines not yet written (see flush)
 }
 
+// Write gathers p (one whole JSON line from zerolog) for the next flush.
 func (o *failOnce) Write(p []byte) (int, error) {
-	if o.failed.Load() {
-		return len(p), nil
+	if !o.failed.Load() {
+		o.buf = append(o.buf, p...)
 	}
-	n, err := o.w.Write(p)
-	if err == nil && n < len(p) {
+	return len(p), nil
+}
+
+// flush writes the gathered lines with one Write.
+func (o *failOnce) flush() {
+	if len(o.buf) == 0 || o.failed.Load() {
+		o.buf = o.buf[:0]
+		return
+	}
+	n, err := o.w.Write(o.buf)
+	if err == nil && n < len(o.buf) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
 		o.failed.Store(true)
 		printable.Fprintf(o.diag, "ahp-tap: cannot write the violation log (%v); findings are no longer logged, traffic is not affected\n", err)
 	}
-	return len(p), nil
+	if cap(o.buf) > 4*logBatch {
+		o.buf = nil // one long line does not keep its memory
+	} else {
+		o.buf = o.buf[:0]
+	}
 }

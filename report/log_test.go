@@ -139,7 +139,8 @@ func TestLogStderr(t *testing.T) {
 	}
 }
 
-// blockingWriter blocks every Write until release is closed.
+// blockingWriter blocks every Write until release is closed; it counts
+// the lines written.
 type blockingWriter struct {
 	release chan struct{}
 	n       int
@@ -147,7 +148,7 @@ type blockingWriter struct {
 
 func (b *blockingWriter) Write(p []byte) (int, error) {
 	<-b.release
-	b.n++
+	b.n += bytes.Count(p, []byte{'\n'})
 	return len(p), nil
 }
 
@@ -158,14 +159,87 @@ func TestLogNeverBlocks(t *testing.T) {
 	for i := range LogBuffer + extra {
 		l.Write(sample(i)) // must return although the writer is stuck
 	}
-	if d := l.Dropped(); d < extra-1 {
-		t.Errorf("Dropped() = %d, want at least %d", d, extra-1)
+	// The writer took the first findings (one batch of at most logBatch
+	// bytes) before it blocked; the rest beyond the buffer were dropped.
+	if d, min := l.Dropped(), uint64(extra-1-logBatch/200); d < min {
+		t.Errorf("Dropped() = %d, want at least %d", d, min)
 	}
 	close(w.release)
 	l.Close()
 	// Every buffered finding plus the drop record was written.
 	if got, want := uint64(w.n), uint64(LogBuffer+extra)-l.Dropped()+1; got != want {
 		t.Errorf("records written = %d, want %d", got, want)
+	}
+}
+
+// TestLogBatchesAFlood: findings that wait for the writer go out
+// together, in whole lines and at most logBatch bytes a write unless one
+// line is longer, while a lone finding is written at once.
+func TestLogBatchesAFlood(t *testing.T) {
+	w := &recordingWriter{}
+	l := NewLog(w, nil, nil)
+	l.Write(sample(0))
+	waitFor(t, func() bool { return w.count() == 1 }) // a lone finding: written before Close
+	const n = 2000
+	for i := range n {
+		l.WriteWait(sample(i))
+	}
+	l.Close()
+	writes, lines := w.stats()
+	if lines != n+1 {
+		t.Fatalf("%d lines written, want %d", lines, n+1)
+	}
+	if writes > n/2 {
+		t.Errorf("%d writes for %d findings: the flood was not batched", writes, n+1)
+	}
+	for i, p := range w.writes {
+		if len(p) == 0 || p[len(p)-1] != '\n' {
+			t.Fatalf("write %d does not end a line: %q", i, p)
+		}
+		// A batch is flushed once it reaches logBatch: what came before
+		// its last line is shorter.
+		if last := bytes.LastIndexByte(p[:len(p)-1], '\n') + 1; last >= logBatch {
+			t.Errorf("write %d has %d bytes before its last line, want under logBatch (%d)", i, last, logBatch)
+		}
+	}
+}
+
+// recordingWriter keeps every Write.
+type recordingWriter struct {
+	mu     sync.Mutex
+	writes [][]byte
+}
+
+func (r *recordingWriter) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes = append(r.writes, bytes.Clone(p))
+	return len(p), nil
+}
+
+func (r *recordingWriter) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.writes)
+}
+
+func (r *recordingWriter) stats() (writes, lines int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.writes {
+		lines += bytes.Count(p, []byte{'\n'})
+	}
+	return len(r.writes), lines
+}
+
+// waitFor polls cond for up to 10 s (the bound only stops a hung test).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10 s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
