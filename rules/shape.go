@@ -186,7 +186,7 @@ func (o *obj) check1(c *checker, v *tap.Value) {
 // duplicates wins, as with Get) and, in a closed object, the unknown ones.
 func (o *obj) members(c *checker, v *tap.Value) {
 	var buf [48]*tap.Value // event types have up to ~30 fields
-	found := buf[:0]
+	var found []*tap.Value
 	if len(o.fields) <= len(buf) {
 		found = buf[:len(o.fields)]
 	} else {
