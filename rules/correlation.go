@@ -142,10 +142,11 @@ type answeredOnceState struct {
 	reported map[*tap.Exchange]bool
 	sent     map[string]int // requests per IDKey
 	answers  map[string]int // responses per IDKey
-	// forgotten is c.Forgotten() at the last sweep, and limit the size of
-	// sent+answers that triggers one without it.
+	// forgotten is c.ForgottenExchanges() at the last sweep, and limit
+	// the size of sent+answers that triggers one without it.
 	forgotten int
 	limit     int
+	sweeps    int // how many sweeps ran (tests)
 }
 
 // minSweepLimit is the smallest size of the per-id counts that triggers a
@@ -171,10 +172,11 @@ func (r answeredOnceRule) state(c *tap.Conversation) *answeredOnceState {
 // its replay) or the counts have doubled. It runs before the frame being
 // checked is counted, so the cost is a few map operations per frame.
 func (st *answeredOnceState) sweep(c *tap.Conversation) {
-	if c.Forgotten() == st.forgotten && len(st.sent)+len(st.answers) < st.limit {
+	if c.ForgottenExchanges() == st.forgotten && len(st.sent)+len(st.answers) < st.limit {
 		return
 	}
-	st.forgotten = c.Forgotten()
+	st.sweeps++
+	st.forgotten = c.ForgottenExchanges()
 	for k := range st.sent {
 		if !c.Remembers(k) {
 			delete(st.sent, k)

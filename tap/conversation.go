@@ -189,8 +189,9 @@ type Conversation struct {
 	// blind counts truncated harness frames whose id could not be read:
 	// each may be the request an otherwise unsolicited response answers.
 	blind int
-	// forgotten counts exchanges dropped by forget and AddStandalone.
-	forgotten int
+	// forgotten counts exchanges dropped by forget and AddStandalone;
+	// forgottenIDs those dropped by forget alone.
+	forgotten, forgottenIDs int
 	// unjudged is the exchange a response of correlation Unjudgeable
 	// answers (nil when it answers a blind request).
 	unjudged *Exchange
@@ -674,10 +675,12 @@ func (c *Conversation) forget() {
 			}
 			drop--
 			c.forgotten++
+			c.forgottenIDs++
 			continue
 		}
 		if x.Response == nil && c.pending[x.Key] != x {
 			c.forgotten++
+			c.forgottenIDs++
 			continue // superseded by a retry with the same id
 		}
 		kept = append(kept, x)
@@ -690,6 +693,15 @@ func (c *Conversation) forget() {
 // within Config.KeepAnswered (answered ones, and requests superseded by a
 // retry with the same id): Records no longer lists them.
 func (c *Conversation) Forgotten() int { return c.forgotten }
+
+// ForgottenExchanges is the part of Forgotten that dropped requests and
+// their answers (not the standalone responses AddStandalone drops, whose
+// ids Remembers never knew): what Remembers says of an id changes only
+// when it grows, or when MaxPendingBytes forgets a pending request. A
+// rule that keeps state per id re-checks it against Remembers when this
+// grows; re-checking at every Forgotten change made a backend that
+// answers ids never sent cost a pass over that state per frame.
+func (c *Conversation) ForgottenExchanges() int { return c.forgottenIDs }
 
 // AddStandalone records the exchange of a response judged without its
 // request (a standalone file checked in an edit context), so that reports
