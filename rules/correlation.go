@@ -204,7 +204,11 @@ func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding
 	st := r.state(c)
 	st.sweep(c)
 	if req, ok := f.Msg.(*tap.Request); ok {
-		st.sent[tap.IDKey(req.ID)]++
+		if x := c.Exchange(); x != nil && x.Request == f {
+			st.sent[x.Key]++ // the conversation's IDKey of req.ID
+		} else {
+			st.sent[tap.IDKey(req.ID)]++
+		}
 		return nil
 	}
 	if x := c.Exchange(); f.Truncated && x != nil && x.Request == f {
@@ -215,7 +219,12 @@ func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding
 	if !ok || m.ID == nil {
 		return nil // BASE-1 reports a response without id
 	}
-	key := tap.IDKey(m.ID)
+	key := ""
+	if x := c.Exchange(); x != nil && x.Response == nil && c.Correlation() == tap.Matched {
+		key = x.Key // the pending exchange it answers has this id's key
+	} else {
+		key = tap.IDKey(m.ID)
+	}
 	switch c.Correlation() {
 	case tap.Duplicate:
 		st.answers[key]++

@@ -410,7 +410,8 @@ func (c *Conversation) lookupEvent(f *Frame) {
 		return
 	}
 	if r, ok := c.events.Load(k); ok {
-		c.prior = &r
+		p := r // moved to the heap only when found
+		c.prior = &p
 	}
 }
 
@@ -456,14 +457,17 @@ func (c *Conversation) end(f *Frame) {
 		c.answered[x.Key] = x
 		c.forget()
 		if k, ok := eventKey(x.Event); ok {
-			if r, ok := c.events.Load(k); ok {
-				r.Outcome = x.Outcome
-				if inject.Kind(x.Injected).Synthetic() {
-					// The harness never got this answer (an injected
-					// fault took its place): a retry after it is not one
-					// after a deny or an empty success (BASE-6).
-					r.Outcome = OutcomeFailure
-				}
+			outcome := x.Outcome
+			if inject.Kind(x.Injected).Synthetic() {
+				// The harness never got this answer (an injected fault
+				// took its place): a retry after it is not one after a
+				// deny or an empty success (BASE-6).
+				outcome = OutcomeFailure
+			}
+			if ms, ok := c.events.(*MemoryStore); ok {
+				ms.setOutcome(k, outcome)
+			} else if r, ok := c.events.Load(k); ok {
+				r.Outcome = outcome
 				c.events.Store(k, r)
 			}
 		}
@@ -480,15 +484,52 @@ func (c *Conversation) end(f *Frame) {
 func (x *Exchange) settle() {
 	x.Request, x.Response = x.Request.summary(), x.Response.summary()
 	if x.Event != nil {
-		ev := &Value{Kind: Object}
-		for _, k := range []string{"type", "id", "source"} {
-			if v := x.Event.Get(k); v != nil && (v.Kind == String || v.Kind == Number) {
-				ev.Obj = append(ev.Obj, Member{Key: k, Val: &Value{Kind: v.Kind, Str: strings.Clone(v.Str)}})
-			}
-		}
-		x.Event = ev
+		x.Event = settledEvent(x.Event)
 	}
 	x.Capabilities = nil
+}
+
+// A settled event is the object settle keeps of an exchange's event, in
+// one allocation (and one more for the text of its members) instead of
+// one per value, member list and string.
+type settled struct {
+	ev   Value
+	ms   [3]Member
+	vals [3]Value
+}
+
+// settledEvent returns the members type, id and source of ev that are
+// strings or numbers, copied out of the frame's bytes.
+func settledEvent(ev *Value) *Value {
+	keys := [3]string{"type", "id", "source"}
+	var found [3]*Value
+	n := 0
+	for i, k := range keys {
+		if v := ev.Get(k); v != nil && (v.Kind == String || v.Kind == Number) {
+			found[i] = v
+			n += len(v.Str)
+		}
+	}
+	var text strings.Builder
+	text.Grow(n)
+	for _, v := range found {
+		if v != nil {
+			text.WriteString(v.Str)
+		}
+	}
+	all := text.String()
+	st := &settled{ev: Value{Kind: Object}}
+	st.ev.Obj = st.ms[:0]
+	for i, v := range found {
+		if v == nil {
+			continue
+		}
+		j := len(st.ev.Obj)
+		st.vals[j] = Value{Kind: v.Kind, Str: all[:len(v.Str)]}
+		all = all[len(v.Str):]
+		st.ev.Obj = append(st.ev.Obj, Member{Key: keys[i], Val: &st.vals[j]})
+	}
+	return &st.ev
 }
 
 // summary is f without its bytes and decoded tree: its place in the
@@ -550,11 +591,14 @@ func (c *Conversation) remember(f *Frame, x *Exchange) {
 		return // keep the first sighting: retries are judged against it
 	}
 	r := EventRecord{
-		Digest: ev.Digest(),
-		RPCID:  IDKey(f.RPCID()),
 		Method: f.Method(),
 		First:  f.Time,
 		Seq:    f.Seq,
+	}
+	if x != nil {
+		r.RPCID = x.Key // IDKey of the request's id, computed once in begin
+	} else {
+		r.RPCID = IDKey(f.RPCID())
 	}
 	r.Type, _ = ev.Get("type").Text()
 	r.SessionID, _ = ev.Path("session", "id").Text()
@@ -562,6 +606,11 @@ func (c *Conversation) remember(f *Frame, x *Exchange) {
 	if x != nil && x.Deadline > 0 {
 		r.DeadlineMs = x.Deadline.Milliseconds()
 	}
+	if ms, ok := c.events.(*MemoryStore); ok {
+		ms.storeSum(k, r, ev.Sum()) // the digest stays 32 bytes, no hex
+		return
+	}
+	r.Digest = ev.Digest()
 	c.events.Store(k, r)
 }
 

@@ -354,12 +354,22 @@ func (v *Value) Digest() string {
 	if v == nil {
 		return ""
 	}
+	s := v.Sum()
+	return hex.EncodeToString(s[:])
+}
+
+// Sum is the SHA-256 of v's canonical form, the bytes Digest spells in
+// hex (the zero array for an absent value). BASE-6 digests every event,
+// so a MemoryStore keeps the 32 bytes and never goes through hex.
+func (v *Value) Sum() [32]byte {
+	if v == nil {
+		return [32]byte{}
+	}
 	cw := canonPool.Get().(*canonWriter)
 	defer canonPool.Put(cw)
 	cw.reset()
 	cw.write(v)
-	s := sha256.Sum256(cw.b.Bytes())
-	return hex.EncodeToString(s[:])
+	return sha256.Sum256(cw.b.Bytes())
 }
 
 // A canonWriter renders canonical forms. Its buffers are reused through
@@ -403,13 +413,19 @@ func (cw *canonWriter) write(v *Value) {
 		b.WriteByte(']')
 	case Object:
 		// Members sorted by key; a stable sort keeps duplicates in wire
-		// order, and the last one wins. Nested objects append after this
-		// one's members; if that reallocates scratch, ms still holds the
-		// old array, unchanged.
+		// order, and the last one wins. Members already in strictly
+		// increasing order (sorted, no duplicates: what a canonical
+		// sender and most small objects send) are written as they are.
+		// Otherwise nested objects append after this one's members; if
+		// that reallocates scratch, ms still holds the old array,
+		// unchanged.
 		base := len(cw.scratch)
-		cw.scratch = append(cw.scratch, v.Obj...)
-		ms := cw.scratch[base:]
-		slices.SortStableFunc(ms, func(x, y Member) int { return strings.Compare(x.Key, y.Key) })
+		ms := v.Obj
+		if !strictlySorted(ms) {
+			cw.scratch = append(cw.scratch, v.Obj...)
+			ms = cw.scratch[base:]
+			sortMembers(ms)
+		}
 		b.WriteByte('{')
 		first := true
 		for i, m := range ms {
@@ -428,6 +444,34 @@ func (cw *canonWriter) write(v *Value) {
 		clear(cw.scratch[base:])
 		cw.scratch = cw.scratch[:base]
 	}
+}
+
+// sortMembers sorts ms by key, keeping duplicates in wire order: by
+// insertion for the few members of most objects (no comparison function
+// to call), else slices.SortStableFunc.
+func sortMembers(ms []Member) {
+	if len(ms) > 24 {
+		slices.SortStableFunc(ms, func(x, y Member) int { return strings.Compare(x.Key, y.Key) })
+		return
+	}
+	for i := 1; i < len(ms); i++ {
+		m := ms[i]
+		j := i
+		for ; j > 0 && ms[j-1].Key > m.Key; j-- {
+			ms[j] = ms[j-1]
+		}
+		ms[j] = m
+	}
+}
+
+// strictlySorted reports whether the keys of ms increase strictly.
+func strictlySorted(ms []Member) bool {
+	for i := 1; i < len(ms); i++ {
+		if ms[i-1].Key >= ms[i].Key {
+			return false
+		}
+	}
+	return true
 }
 
 // writeJSONString writes s as a JSON string, escaping only what JSON
