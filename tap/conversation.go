@@ -483,6 +483,7 @@ func (c *Conversation) end(f *Frame) {
 // requests among 1 KiB ones (memory bounded in bytes, issue 8).
 func (x *Exchange) settle() {
 	x.Request, x.Response = x.Request.summary(), x.Response.summary()
+	x.Method = ownString(x.Method) // a name outside the protocol's is a slice of the request's bytes
 	if x.Event != nil {
 		x.Event = settledEvent(x.Event)
 	}

@@ -51,6 +51,14 @@ func rpcIDStr(f *Frame) string {
 // bytes whatever the size of their frames. A summary string left pointing
 // into its request's bytes kept the whole request: 60 KiB each here.
 func TestSettledExchangesPinNoFrames(t *testing.T) {
+	for _, method := range []string{"hooks/intercept", "com.example/custom"} {
+		t.Run(method, func(t *testing.T) { settledPinNoFrames(t, method) })
+	}
+}
+
+// settledPinNoFrames: a method outside the protocol's names (its string a
+// slice of the request's bytes) must not keep them either.
+func settledPinNoFrames(t *testing.T, method string) {
 	const n, size = 300, 60 << 10
 	pad := strings.Repeat("x", size)
 	e := NewEngine(Config{Transport: Stdio}, nil)
@@ -63,7 +71,7 @@ func TestSettledExchangesPinNoFrames(t *testing.T) {
 	before := heap()
 	for i := range n {
 		id := fmt.Sprintf("evt-%d", i)
-		e.Feed(&Frame{Dir: FromHarness, Transport: Stdio, Raw: []byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"` + id + `","source":"s","type":"tool.before","pad":"` + pad + `"}}}`)})
+		e.Feed(&Frame{Dir: FromHarness, Transport: Stdio, Raw: []byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"` + method + `","params":{"protocolVersion":"draft","event":{"id":"` + id + `","source":"s","type":"tool.before","pad":"` + pad + `"}}}`)})
 		e.Feed(&Frame{Dir: FromBackend, Transport: Stdio, Raw: []byte(`{"jsonrpc":"2.0","id":"` + id + `","result":{"protocolVersion":"draft"}}`)})
 	}
 	after := heap()
