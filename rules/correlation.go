@@ -142,10 +142,11 @@ type answeredOnceState struct {
 	reported map[*tap.Exchange]bool
 	sent     map[string]int // requests per IDKey
 	answers  map[string]int // responses per IDKey
-	// forgotten is c.Forgotten() at the last sweep, and limit the size of
-	// sent+answers that triggers one without it.
+	// forgotten is c.ForgottenExchanges() at the last sweep, and limit
+	// the size of sent+answers that triggers one without it.
 	forgotten int
 	limit     int
+	sweeps    int // how many sweeps ran (tests)
 }
 
 // minSweepLimit is the smallest size of the per-id counts that triggers a
@@ -171,10 +172,11 @@ func (r answeredOnceRule) state(c *tap.Conversation) *answeredOnceState {
 // its replay) or the counts have doubled. It runs before the frame being
 // checked is counted, so the cost is a few map operations per frame.
 func (st *answeredOnceState) sweep(c *tap.Conversation) {
-	if c.Forgotten() == st.forgotten && len(st.sent)+len(st.answers) < st.limit {
+	if c.ForgottenExchanges() == st.forgotten && len(st.sent)+len(st.answers) < st.limit {
 		return
 	}
-	st.forgotten = c.Forgotten()
+	st.sweeps++
+	st.forgotten = c.ForgottenExchanges()
 	for k := range st.sent {
 		if !c.Remembers(k) {
 			delete(st.sent, k)
@@ -202,7 +204,11 @@ func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding
 	st := r.state(c)
 	st.sweep(c)
 	if req, ok := f.Msg.(*tap.Request); ok {
-		st.sent[tap.IDKey(req.ID)]++
+		if x := c.Exchange(); x != nil && x.Request == f {
+			st.sent[x.Key]++ // the conversation's IDKey of req.ID
+		} else {
+			st.sent[tap.IDKey(req.ID)]++
+		}
 		return nil
 	}
 	if x := c.Exchange(); f.Truncated && x != nil && x.Request == f {
@@ -213,7 +219,12 @@ func (r answeredOnceRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding
 	if !ok || m.ID == nil {
 		return nil // BASE-1 reports a response without id
 	}
-	key := tap.IDKey(m.ID)
+	key := ""
+	if x := c.Exchange(); x != nil && x.Response == nil && c.Correlation() == tap.Matched {
+		key = x.Key // the pending exchange it answers has this id's key
+	} else {
+		key = tap.IDKey(m.ID)
+	}
 	switch c.Correlation() {
 	case tap.Duplicate:
 		st.answers[key]++

@@ -588,3 +588,42 @@ func TestInjectedCrashIsNobodysFault(t *testing.T) {
 		t.Errorf("outcome %q, want %q", x.Outcome, tap.OutcomeInjected)
 	}
 }
+
+// TestAnsweredOnceSweepsOnlyWhenIDsAreForgotten: a backend that answers
+// ids nobody sent, with effects (each answer becomes a standalone
+// exchange the conversation keeps at most KeepAnswered of), made the
+// conversation forget one exchange per frame, and CORR-2 swept its
+// per-id counts (thousands of entries) on every one of those frames:
+// the audit of such a link slowed to about 400 µs per exchange. Forgetting
+// standalone answers changes no id the conversation remembers, so it no
+// longer triggers a sweep; the answers are still reported.
+func TestAnsweredOnceSweepsOnlyWhenIDsAreForgotten(t *testing.T) {
+	rule := answeredOnceRule{info("CORR-2/answered-once", "CORR-2", "")}
+	e := tap.NewEngine(tap.Config{}, append(Default(Options{}), rule))
+	c := e.Conversation()
+	for i := range 3 * tap.DefaultKeepAnswered {
+		req, res := corr2Exchange("r" + strconv.Itoa(i))
+		e.Feed(req)
+		e.Feed(res)
+	}
+	before := rule.state(c).sweeps
+	const stray = 4 * tap.DefaultKeepAnswered
+	unsolicited := 0
+	for i := range stray {
+		f := backendFrame(`{"jsonrpc":"2.0","id":"stray-` + strconv.Itoa(i) + `","result":{"effects":[]}}`)
+		for _, fd := range e.Feed(f) {
+			if fd.Check == "CORR-2" && strings.Contains(fd.Message, "matches no request") {
+				unsolicited++
+			}
+		}
+	}
+	if c.Forgotten() < stray-tap.DefaultKeepAnswered {
+		t.Fatalf("the conversation forgot %d exchanges: the stray answers did not become standalone ones", c.Forgotten())
+	}
+	if unsolicited == 0 {
+		t.Fatal("no CORR-2 for answers to ids never sent")
+	}
+	if n := rule.state(c).sweeps - before; n > 4 {
+		t.Errorf("CORR-2 swept its per-id counts %d times during %d stray answers, want a few at most", n, stray)
+	}
+}

@@ -53,11 +53,12 @@ func analyseEdits(c *tap.Conversation, f *tap.Frame) []problem {
 		if !m.Result.Is(tap.Object) || m.Error != nil || !m.Result.Has("effects") {
 			return nil
 		}
-		ctx, ok := responseContext(c)
+		effects := m.Result.Get("effects")
+		ctx, ok := responseContext(c, hasModify(effects))
 		if !ok {
 			return nil
 		}
-		res := EvaluateEdits(ctx, m.Result.Get("effects"))
+		res := EvaluateEdits(ctx, effects)
 		if x := c.Exchange(); x != nil {
 			x.Edit = res // the exchange record shows what a harness should apply
 		} else {
@@ -68,14 +69,30 @@ func analyseEdits(c *tap.Conversation, f *tap.Frame) []problem {
 	return nil
 }
 
+// hasModify reports whether effects lists a modify effect: only those
+// read the event's current values, attachments, selection and forms.
+func hasModify(effects *tap.Value) bool {
+	for _, e := range effects.Elems() {
+		if t, _ := e.Get("type").Text(); t == "modify" {
+			return true
+		}
+	}
+	return false
+}
+
 // responseContext is the context a response is judged in: the request it
 // answers when the stream holds it, else the --edit-context, else none
 // (context-free checks only). ok is false for responses to requests other
-// than hooks/intercept.
-func responseContext(c *tap.Conversation) (EditContext, bool) {
+// than hooks/intercept. Without modify effects (most responses: none, or
+// a deny), the evaluator reads only the advertised capabilities, and the
+// event's values are not gathered.
+func responseContext(c *tap.Conversation, modify bool) (EditContext, bool) {
 	if x := c.Exchange(); x != nil {
 		if x.Method != methodIntercept {
 			return EditContext{}, false
+		}
+		if !modify {
+			return EventEditContext(nil, x.Capabilities, nil), true
 		}
 		var sel *tap.Value
 		if c.Hook != nil && x.Subscription != nil {

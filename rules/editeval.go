@@ -312,10 +312,7 @@ func attachmentsIn(v *tap.Value, out []*tap.Value) []*tap.Value {
 // without changing ctx or effects, and returns the effective value of
 // every edited target, or every reason the response is rejected.
 func EvaluateEdits(ctx EditContext, effects *tap.Value) EditResult {
-	ev := evaluation{ctx: ctx, staged: make(map[string]*tap.Value)}
-	for k, v := range ctx.Current {
-		ev.staged[k] = v
-	}
+	ev := evaluation{ctx: ctx}
 	return ev.run(effects)
 }
 
@@ -358,11 +355,32 @@ func EvaluateChain(ctx EditContext, responses []*tap.Value) []EditResult {
 // evaluation is the state of one EvaluateEdits call.
 type evaluation struct {
 	ctx     EditContext
-	staged  map[string]*tap.Value // detached candidates, by target
+	staged  map[string]*tap.Value // detached candidates, by target (nil: ctx.Current until a modify stages one)
 	edited  []string              // targets edited, in order
 	unknown []string              // targets whose effective value is unknown
 	reasons []EditReason
 	flagged map[string]bool // pointers the effect-list stage flagged
+}
+
+// candidate is the staged candidate of target: the context's current
+// value until a modify stages another.
+func (ev *evaluation) candidate(target string) *tap.Value {
+	if ev.staged == nil {
+		return ev.ctx.Current[target]
+	}
+	return ev.staged[target]
+}
+
+// setCandidate stages v for target, copying the context's current values
+// first (most responses edit nothing, and pay for no copy).
+func (ev *evaluation) setCandidate(target string, v *tap.Value) {
+	if ev.staged == nil {
+		ev.staged = make(map[string]*tap.Value, len(ev.ctx.Current)+1)
+		for k, c := range ev.ctx.Current {
+			ev.staged[k] = c
+		}
+	}
+	ev.staged[target] = v
 }
 
 func (ev *evaluation) reject(check vocab.CheckID, ptr, stage, format string, args ...any) {
@@ -371,9 +389,11 @@ func (ev *evaluation) reject(check vocab.CheckID, ptr, stage, format string, arg
 
 func (ev *evaluation) run(effects *tap.Value) EditResult {
 	// 1. The effect list as such (closed objects, defined types and fields).
-	ev.flagged = make(map[string]bool)
 	for _, p := range effectProblems(effects, EffectsPointer) {
 		ev.reject(p.check, p.ptr, "effects", "%s", p.msg)
+		if ev.flagged == nil {
+			ev.flagged = make(map[string]bool)
+		}
 		ev.flagged[p.ptr] = true
 	}
 	if effects != nil && !effects.Is(tap.Array) && len(ev.reasons) == 0 {
@@ -406,7 +426,7 @@ func (ev *evaluation) run(effects *tap.Value) EditResult {
 	}
 	res := EditResult{Accepted: true, Ends: ends, Unknown: ev.unknown}
 	for _, t := range ev.edited {
-		if v := ev.staged[t]; v != nil && !slices.Contains(ev.unknown, t) {
+		if v := ev.candidate(t); v != nil && !slices.Contains(ev.unknown, t) {
 			if res.Effective == nil {
 				res.Effective = make(map[string]*tap.Value)
 			}
@@ -419,6 +439,9 @@ func (ev *evaluation) run(effects *tap.Value) EditResult {
 // dedupe drops contextual reasons at a pointer the effect-list stage
 // already explained, and exact repeats.
 func (ev *evaluation) dedupe() {
+	if len(ev.reasons) == 0 {
+		return
+	}
 	seen := make(map[EditReason]bool)
 	ev.reasons = slices.DeleteFunc(ev.reasons, func(r EditReason) bool {
 		if r.Stage == "edit" && r.Check == vocab.Edit4 && ev.flagged[r.Pointer] {
@@ -474,7 +497,7 @@ func (ev *evaluation) modify(ptr string, e *tap.Value) {
 		ev.reject(vocab.Edit4, tap.Ptr(ptr, "target"), "edit", "elicitation content can be edited only on an accepted form result; this result has mode %q and action %q", ctx.Mode, ctx.Action)
 		return
 	}
-	cur, known := ev.staged[target], ctx.Known
+	cur, known := ev.candidate(target), ctx.Known
 	if kind == kindMessagesOrAnswer && known && cur != nil {
 		// The boundary is unknown but the current value says which it is.
 		kind = kindMessages
@@ -789,7 +812,7 @@ func (ev *evaluation) stage(target, op string, kind valueKind, cur *tap.Value, k
 		ev.edited = append(ev.edited, target)
 	}
 	if op == "replace" {
-		ev.staged[target] = val
+		ev.setCandidate(target, val)
 		ev.unknown = slices.DeleteFunc(ev.unknown, func(t string) bool { return t == target })
 		return
 	}
@@ -800,9 +823,9 @@ func (ev *evaluation) stage(target, op string, kind valueKind, cur *tap.Value, k
 		return
 	}
 	if val.Is(tap.Array) {
-		ev.staged[target] = appendList(cur, val)
+		ev.setCandidate(target, appendList(cur, val))
 	} else {
-		ev.staged[target] = mergeObject(cur, val)
+		ev.setCandidate(target, mergeObject(cur, val))
 	}
 }
 

@@ -29,15 +29,39 @@ func TestRetry(t *testing.T) {
 		{"observe and intercept of one event", []*tap.Frame{harnessFrame(convObserve(ev)), req(0), atMs(backendFrame(convResult("e1", `[]`)), 10)}, 0},
 		{"observation re-sent identically", []*tap.Frame{harnessFrame(convObserve(ev)), harnessFrame(convObserve(ev))}, 0},
 		{"observation re-sent changed", []*tap.Frame{harnessFrame(convObserve(ev)), harnessFrame(convObserve(convEvent("e1", "tool.before", `,"path":"x"`)))}, 1},
+		// Content is what is compared, not bytes: member order, escaping
+		// and space may differ; a number written otherwise, or a duplicate
+		// key whose last value differs, is other content.
+		{"same content, other order, escapes and space", []*tap.Frame{req(0), atMs(harnessFrame(convIntercept("e1", ` { "call":{"id":"c1"}, "session":{"id":"s1"},"harness":{"version":"1","name":"h"},"time":"2026-08-24T08:51:14Z","type":"tool.\u0062efore","source":"https://harness.example/runtime/42","id":"e1" }`, denyCaps)), 400)}, 0},
+		{"number written otherwise", []*tap.Frame{atMs(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", `,"n":1`), denyCaps)), 0), atMs(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", `,"n":1.0`), denyCaps)), 20)}, 1},
+		{"duplicate key, same last value", []*tap.Frame{atMs(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", `,"n":2`), denyCaps)), 0), atMs(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", `,"n":1,"n":2`), denyCaps)), 20)}, 0},
+		{"duplicate key, other last value", []*tap.Frame{atMs(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", `,"n":1`), denyCaps)), 0), atMs(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", `,"n":1,"n":2`), denyCaps)), 20)}, 1},
+	}
+	// The conversation's own MemoryStore takes digests as bytes and sets
+	// outcomes in place; any other store gets the hex Digest through Load
+	// and Store. Both must judge alike.
+	stores := map[string]func() tap.EventStore{
+		"memory":      func() tap.EventStore { return nil },
+		"other store": func() tap.EventStore { return opaqueStore{&tap.MemoryStore{}} },
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rs := append(retryRules(), correlationRules()...)
-			fs := runRules(tap.Config{Timeout: 500 * time.Millisecond}, rs, tt.frames...)
-			wantFindings(t, fs, "BASE-6", tt.want)
-		})
+		for name, store := range stores {
+			t.Run(tt.name+"/"+name, func(t *testing.T) {
+				rs := append(retryRules(), correlationRules()...)
+				var frames []*tap.Frame // fresh frames: Feed numbers and decodes them
+				for _, f := range tt.frames {
+					frames = append(frames, &tap.Frame{Dir: f.Dir, Transport: f.Transport, Time: f.Time, Raw: f.Raw})
+				}
+				fs := runRules(tap.Config{Timeout: 500 * time.Millisecond, Events: store()}, rs, frames...)
+				wantFindings(t, fs, "BASE-6", tt.want)
+			})
+		}
 	}
 }
+
+// opaqueStore hides the MemoryStore behind it, so the conversation uses
+// only the EventStore interface, as with stdio's DirStore.
+type opaqueStore struct{ tap.EventStore }
 
 // A per_event harness starts one backend, and one tap, per event; the taps
 // share an EventStore and must still see a retry after an empty answer.

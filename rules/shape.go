@@ -182,17 +182,30 @@ func (o *obj) check1(c *checker, v *tap.Value) {
 }
 
 // members checks the fields of object v (known to be an object).
+// One pass over the members finds each field's value (the last of
+// duplicates wins, as with Get) and, in a closed object, the unknown ones.
 func (o *obj) members(c *checker, v *tap.Value) {
-	if o.closed {
-		for _, m := range v.Obj {
-			if o.field(m.Key) == nil && (o.skip == nil || !o.skip(m.Key)) {
-				c.reportAt(o.check, m.Key, "%s is closed: unknown member %q is not allowed", o.what, m.Key)
+	var buf [48]*tap.Value // event types have up to ~30 fields
+	var found []*tap.Value
+	if len(o.fields) <= len(buf) {
+		found = buf[:len(o.fields)]
+	} else {
+		found = make([]*tap.Value, len(o.fields))
+	}
+	for _, m := range v.Obj {
+		known := false
+		for i := range o.fields {
+			if o.fields[i].name == m.Key {
+				found[i], known = m.Val, true
 			}
+		}
+		if o.closed && !known && (o.skip == nil || !o.skip(m.Key)) {
+			c.reportAt(o.check, m.Key, "%s is closed: unknown member %q is not allowed", o.what, m.Key)
 		}
 	}
 	for i := range o.fields {
 		f := &o.fields[i]
-		mv := v.Get(f.name)
+		mv := found[i]
 		switch {
 		case f.ban:
 			if mv != nil {
@@ -215,15 +228,6 @@ func (o *obj) members(c *checker, v *tap.Value) {
 	if o.also != nil {
 		o.also(c, v)
 	}
-}
-
-func (o *obj) field(name string) *field {
-	for i := range o.fields {
-		if o.fields[i].name == name {
-			return &o.fields[i]
-		}
-	}
-	return nil
 }
 
 // ---- value shapes -------------------------------------------------------

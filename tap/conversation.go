@@ -189,8 +189,9 @@ type Conversation struct {
 	// blind counts truncated harness frames whose id could not be read:
 	// each may be the request an otherwise unsolicited response answers.
 	blind int
-	// forgotten counts exchanges dropped by forget and AddStandalone.
-	forgotten int
+	// forgotten counts exchanges dropped by forget and AddStandalone;
+	// forgottenIDs those dropped by forget alone.
+	forgotten, forgottenIDs int
 	// unjudged is the exchange a response of correlation Unjudgeable
 	// answers (nil when it answers a blind request).
 	unjudged *Exchange
@@ -409,7 +410,8 @@ func (c *Conversation) lookupEvent(f *Frame) {
 		return
 	}
 	if r, ok := c.events.Load(k); ok {
-		c.prior = &r
+		p := r // moved to the heap only when found
+		c.prior = &p
 	}
 }
 
@@ -455,14 +457,17 @@ func (c *Conversation) end(f *Frame) {
 		c.answered[x.Key] = x
 		c.forget()
 		if k, ok := eventKey(x.Event); ok {
-			if r, ok := c.events.Load(k); ok {
-				r.Outcome = x.Outcome
-				if inject.Kind(x.Injected).Synthetic() {
-					// The harness never got this answer (an injected
-					// fault took its place): a retry after it is not one
-					// after a deny or an empty success (BASE-6).
-					r.Outcome = OutcomeFailure
-				}
+			outcome := x.Outcome
+			if inject.Kind(x.Injected).Synthetic() {
+				// The harness never got this answer (an injected fault
+				// took its place): a retry after it is not one after a
+				// deny or an empty success (BASE-6).
+				outcome = OutcomeFailure
+			}
+			if ms, ok := c.events.(*MemoryStore); ok {
+				ms.setOutcome(k, outcome)
+			} else if r, ok := c.events.Load(k); ok {
+				r.Outcome = outcome
 				c.events.Store(k, r)
 			}
 		}
@@ -478,36 +483,103 @@ func (c *Conversation) end(f *Frame) {
 // requests among 1 KiB ones (memory bounded in bytes, issue 8).
 func (x *Exchange) settle() {
 	x.Request, x.Response = x.Request.summary(), x.Response.summary()
+	x.Method = ownString(x.Method) // a name outside the protocol's is a slice of the request's bytes
 	if x.Event != nil {
-		ev := &Value{Kind: Object}
-		for _, k := range []string{"type", "id", "source"} {
-			if v := x.Event.Get(k); v != nil && (v.Kind == String || v.Kind == Number) {
-				ev.Obj = append(ev.Obj, Member{Key: k, Val: &Value{Kind: v.Kind, Str: strings.Clone(v.Str)}})
-			}
-		}
-		x.Event = ev
+		x.Event = settledEvent(x.Event)
 	}
 	x.Capabilities = nil
 }
 
+// A settled event is the object settle keeps of an exchange's event, in
+// one allocation (and one more for the text of its members) instead of
+// one per value, member list and string.
+type settled struct {
+	ev   Value
+	ms   [3]Member
+	vals [3]Value
+}
+
+// settledEvent returns the members type, id and source of ev that are
+// strings or numbers, copied out of the frame's bytes.
+func settledEvent(ev *Value) *Value {
+	keys := [3]string{"type", "id", "source"}
+	var found [3]*Value
+	n := 0
+	for i, k := range keys {
+		if v := ev.Get(k); v != nil && (v.Kind == String || v.Kind == Number) {
+			found[i] = v
+			n += len(v.Str)
+		}
+	}
+	var text strings.Builder
+	text.Grow(n)
+	for _, v := range found {
+		if v != nil {
+			text.WriteString(v.Str)
+		}
+	}
+	all := text.String()
+	st := &settled{ev: Value{Kind: Object}}
+	st.ev.Obj = st.ms[:0]
+	for i, v := range found {
+		if v == nil {
+			continue
+		}
+		j := len(st.ev.Obj)
+		st.vals[j] = Value{Kind: v.Kind, Str: all[:len(v.Str)]}
+		all = all[len(v.Str):]
+		st.ev.Obj = append(st.ev.Obj, Member{Key: keys[i], Val: &st.vals[j]})
+	}
+	return &st.ev
+}
+
 // summary is f without its bytes and decoded tree: its place in the
-// stream, its time and connection, and its JSON-RPC id and method.
+// stream, its time and connection, and its JSON-RPC id and method. It is
+// one allocation, and none of its strings is a slice of f's bytes (a
+// method or id string left pointing into Raw would keep the whole frame).
 func (f *Frame) summary() *Frame {
 	if f == nil {
 		return nil
 	}
-	s := &Frame{Seq: f.Seq, Dir: f.Dir, Time: f.Time, Transport: f.Transport, Conn: f.Conn, Size: f.Size, HTTP: f.HTTP}
-	var id *Value
-	if v := f.RPCID(); v != nil {
-		id = &Value{Kind: v.Kind, Str: strings.Clone(v.Str), Bool: v.Bool}
-	}
+	var s *Frame
 	switch m := f.Msg.(type) {
 	case *Request:
-		s.Msg = &Request{ID: id, Method: m.Method}
+		b := new(struct {
+			f  Frame
+			m  Request
+			id Value
+		})
+		b.m.Method = ownString(m.Method)
+		s, b.f.Msg = &b.f, &b.m
+		if v := m.ID; v != nil {
+			b.id = Value{Kind: v.Kind, Str: strings.Clone(v.Str), Bool: v.Bool}
+			b.m.ID = &b.id
+		}
 	case *Response:
-		s.Msg = &Response{ID: id}
+		b := new(struct {
+			f  Frame
+			m  Response
+			id Value
+		})
+		s, b.f.Msg = &b.f, &b.m
+		if v := m.ID; v != nil {
+			b.id = Value{Kind: v.Kind, Str: strings.Clone(v.Str), Bool: v.Bool}
+			b.m.ID = &b.id
+		}
+	default:
+		s = new(Frame)
 	}
+	s.Seq, s.Dir, s.Time, s.Transport, s.Conn, s.Size, s.HTTP = f.Seq, f.Dir, f.Time, f.Transport, f.Conn, f.Size, f.HTTP
 	return s
+}
+
+// ownString returns s in memory of its own: the protocol's own names
+// shared, anything else copied.
+func ownString(s string) string {
+	if k, ok := knownStrings[s]; ok {
+		return k
+	}
+	return strings.Clone(s)
 }
 
 func (c *Conversation) remember(f *Frame, x *Exchange) {
@@ -520,11 +592,14 @@ func (c *Conversation) remember(f *Frame, x *Exchange) {
 		return // keep the first sighting: retries are judged against it
 	}
 	r := EventRecord{
-		Digest: ev.Digest(),
-		RPCID:  IDKey(f.RPCID()),
 		Method: f.Method(),
 		First:  f.Time,
 		Seq:    f.Seq,
+	}
+	if x != nil {
+		r.RPCID = x.Key // IDKey of the request's id, computed once in begin
+	} else {
+		r.RPCID = IDKey(f.RPCID())
 	}
 	r.Type, _ = ev.Get("type").Text()
 	r.SessionID, _ = ev.Path("session", "id").Text()
@@ -532,6 +607,11 @@ func (c *Conversation) remember(f *Frame, x *Exchange) {
 	if x != nil && x.Deadline > 0 {
 		r.DeadlineMs = x.Deadline.Milliseconds()
 	}
+	if ms, ok := c.events.(*MemoryStore); ok {
+		ms.storeSum(k, r, ev.Sum()) // the digest stays 32 bytes, no hex
+		return
+	}
+	r.Digest = ev.Digest()
 	c.events.Store(k, r)
 }
 
@@ -625,10 +705,12 @@ func (c *Conversation) forget() {
 			}
 			drop--
 			c.forgotten++
+			c.forgottenIDs++
 			continue
 		}
 		if x.Response == nil && c.pending[x.Key] != x {
 			c.forgotten++
+			c.forgottenIDs++
 			continue // superseded by a retry with the same id
 		}
 		kept = append(kept, x)
@@ -641,6 +723,15 @@ func (c *Conversation) forget() {
 // within Config.KeepAnswered (answered ones, and requests superseded by a
 // retry with the same id): Records no longer lists them.
 func (c *Conversation) Forgotten() int { return c.forgotten }
+
+// ForgottenExchanges is the part of Forgotten that dropped requests and
+// their answers (not the standalone responses AddStandalone drops, whose
+// ids Remembers never knew): what Remembers says of an id changes only
+// when it grows, or when MaxPendingBytes forgets a pending request. A
+// rule that keeps state per id re-checks it against Remembers when this
+// grows; re-checking at every Forgotten change made a backend that
+// answers ids never sent cost a pass over that state per frame.
+func (c *Conversation) ForgottenExchanges() int { return c.forgottenIDs }
 
 // AddStandalone records the exchange of a response judged without its
 // request (a standalone file checked in an edit context), so that reports

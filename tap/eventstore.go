@@ -56,7 +56,7 @@ type memRecord struct {
 
 const (
 	recFirst     = 1 << iota // First is not the zero time
-	recHexDigest             // digest holds Digest decoded from hex
+	recHexDigest             // digest holds Digest as bytes (lowercase hex in Load)
 )
 
 // recordCost is what one remembered event costs beside its packed text:
@@ -109,14 +109,17 @@ func lowerHex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// pack returns the record of r under key k; its text is in s.buf.
-func (s *MemoryStore) pack(k EventKey, r EventRecord) memRecord {
+// pack returns the record of r under key k; its text is in s.buf. A
+// non-nil sum is the digest as bytes, r.Digest being unset (storeSum).
+func (s *MemoryStore) pack(k EventKey, r EventRecord, sum *[32]byte) memRecord {
 	b := packKey(s.buf, k)
 	m := memRecord{keyLen: int32(len(b)), deadlineMs: r.DeadlineMs, seq: r.Seq, outcome: r.Outcome}
 	for _, f := range []string{r.RPCID, r.Method, r.SessionID, r.CallID, r.Type} {
 		b = appendField(b, f)
 	}
-	if d, ok := hexDigest(r.Digest); ok {
+	if sum != nil {
+		m.digest, m.flags = *sum, recHexDigest
+	} else if d, ok := hexDigest(r.Digest); ok {
 		m.digest, m.flags = d, recHexDigest
 	} else {
 		b = appendField(b, r.Digest)
@@ -159,13 +162,35 @@ func (s *MemoryStore) Load(k EventKey) (EventRecord, bool) {
 }
 
 // Store implements EventStore.
-func (s *MemoryStore) Store(k EventKey, r EventRecord) {
+func (s *MemoryStore) Store(k EventKey, r EventRecord) { s.store(k, r, nil) }
+
+// storeSum stores r with the digest sum (what Value.Sum returns; r.Digest
+// is ignored): the conversation remembers every event this way, without
+// spelling the digest in hex to decode it again here. Load returns it as
+// Digest, in lowercase hex.
+func (s *MemoryStore) storeSum(k EventKey, r EventRecord, sum [32]byte) { s.store(k, r, &sum) }
+
+// setOutcome sets the Outcome of the event k remembers, as a Load, a
+// change of Outcome and a Store would, without unpacking the record; false
+// when the store does not hold k.
+func (s *MemoryStore) setOutcome(k EventKey, outcome string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = packKey(s.buf, k)
+	n, ok := s.index[string(s.buf)]
+	if ok {
+		s.at(n).outcome = outcome
+	}
+	return ok
+}
+
+func (s *MemoryStore) store(k EventKey, r EventRecord, sum *[32]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.index == nil {
 		s.index = make(map[string]uint64)
 	}
-	m := s.pack(k, r)
+	m := s.pack(k, r, sum)
 	if n, ok := s.index[string(s.buf[:m.keyLen])]; ok {
 		old := s.at(n)
 		m.text = old.text
@@ -191,7 +216,7 @@ func (s *MemoryStore) Store(k EventKey, r EventRecord) {
 		s.forgetOldest()
 	}
 	if s.count == len(s.recs) {
-		s.grow(min(maxN, max(64, len(s.recs)+len(s.recs)/4)))
+		s.grow(min(maxN, nextRingSize(len(s.recs))))
 	}
 	m.text = string(s.buf)
 	s.index[m.text[:m.keyLen]] = s.first + uint64(s.count)
@@ -205,8 +230,18 @@ func (s *MemoryStore) at(n uint64) *memRecord {
 	return &s.recs[(s.head+int(n-s.first))%len(s.recs)]
 }
 
-// grow moves the ring to a slice of n slots, the oldest first. The ring
-// grows by a quarter at a time, so at most a fifth of it stands empty.
+// nextRingSize is the size the ring of n slots grows to: double up to
+// 1024 slots (a conversation's first events cost few copies; at most 512
+// slots, ~60 KB, stand empty), then by a quarter at a time, so at most a
+// fifth of a large ring stands empty.
+func nextRingSize(n int) int {
+	if n < 1024 {
+		return max(64, 2*n)
+	}
+	return n + n/4
+}
+
+// grow moves the ring to a slice of n slots, the oldest first.
 func (s *MemoryStore) grow(n int) {
 	recs := make([]memRecord, n)
 	for i := range s.count {

@@ -108,7 +108,10 @@ const RedactedCredential = "[ahp-tap: credential redacted]"
 
 // A Frame is a record of what crossed the wire: the exact bytes of one
 // message (one stdio line without its line ending, or one HTTP body) and,
-// once decoded, a view of it. Raw is never mutated.
+// once decoded, a view of it. Raw is never mutated: the decoded strings of
+// a frame of up to 64 KiB are slices of Raw itself, so whoever builds a
+// Frame gives it bytes no one writes to again (a copy of a reused read
+// buffer, never the buffer).
 type Frame struct {
 	Seq       uint64
 	Dir       Direction
@@ -161,11 +164,11 @@ func (f *Frame) Decode() {
 	if f.Truncated {
 		return
 	}
-	if !utf8.Valid(f.Raw) {
-		f.BadUTF8 = true
-	}
 	var d Decoder
-	f.Tree, f.SyntaxErr = d.Parse(f.Raw)
+	f.Tree, f.SyntaxErr = d.parseFrozen(f.Raw) // Raw is never mutated
+	// A document that parsed with no byte beyond ASCII in its strings is
+	// ASCII throughout: no second pass over it.
+	f.BadUTF8 = !d.ascii && !utf8.Valid(f.Raw)
 	f.Dups, f.DupCount = d.Dups, d.DupCount
 	if errors.Is(f.SyntaxErr, ErrTooManyValues) {
 		f.SyntaxErr, f.Dups, f.DupCount, f.OverBound = nil, nil, 0, true
@@ -234,6 +237,12 @@ func classify(o *Value) Message {
 	}
 	if m := o.Get("method"); m != nil {
 		name, _ := m.Text()
+		if k, ok := knownStrings[name]; ok {
+			// The protocol's own method names are shared strings, not
+			// slices of the frame: an exchange that keeps its method
+			// does not keep the frame's bytes with it.
+			name = k
+		}
 		if id := o.Get("id"); id != nil {
 			return &Request{ID: id, Method: name, Params: o.Get("params")}
 		}

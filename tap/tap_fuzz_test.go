@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // sharedAHP is the upstream reference data, beside the repository. Fuzz
@@ -26,8 +27,8 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 	return out
 }
 
-// FuzzFrameDecode: decoding any frame never panics and stays within its
-// bounds: at most MaxDuplicateKeys duplicates listed, key comparisons
+// FuzzFrameDecode: decoding any frame never panics, says exactly whether
+// it is valid UTF-8, and stays within its bounds: at most MaxDuplicateKeys duplicates listed, key comparisons
 // linear in the values decoded, a frame over the value bound not decoded;
 // a bounded decode agrees with an unbounded one below the bound.
 func FuzzFrameDecode(f *testing.F) {
@@ -43,6 +44,9 @@ func FuzzFrameDecode(f *testing.F) {
 		}
 		if fr.OverBound && (fr.Tree != nil || fr.Msg != nil) {
 			t.Fatalf("a frame over the bound was decoded")
+		}
+		if fr.BadUTF8 == utf8.Valid(data) {
+			t.Fatalf("BadUTF8 %v for %q", fr.BadUTF8, data)
 		}
 		var d Decoder
 		v, err := d.Parse(data)

@@ -3,16 +3,19 @@ package tap
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Kind is the JSON type of a Value.
@@ -43,18 +46,22 @@ func (k Kind) String() string {
 // 1 and 1.0 stay different facts), and the byte span of the node in the frame.
 //
 // A nil *Value means "absent"; a Value of Kind Null is an explicit null.
+//
+// The fields are ordered for size: pointers first (the garbage collector
+// scans a node up to its last pointer), Kind and Bool together at the end
+// (88 bytes a node, not 96).
 type Value struct {
-	Kind Kind
 	// Str is the decoded text of a String, or the exact literal of a Number.
 	Str string
-	// Bool is the value of a Bool.
-	Bool bool
 	// Arr holds the elements of an Array.
 	Arr []*Value
 	// Obj holds the members of an Object in wire order.
 	Obj []Member
 	// Start and End delimit the node's bytes in the document it came from.
 	Start, End int
+	Kind       Kind
+	// Bool is the value of a Bool.
+	Bool bool
 }
 
 // A Member is one key/value pair of an Object.
@@ -347,12 +354,22 @@ func (v *Value) Digest() string {
 	if v == nil {
 		return ""
 	}
+	s := v.Sum()
+	return hex.EncodeToString(s[:])
+}
+
+// Sum is the SHA-256 of v's canonical form, the bytes Digest spells in
+// hex (the zero array for an absent value). BASE-6 digests every event,
+// so a MemoryStore keeps the 32 bytes and never goes through hex.
+func (v *Value) Sum() [32]byte {
+	if v == nil {
+		return [32]byte{}
+	}
 	cw := canonPool.Get().(*canonWriter)
 	defer canonPool.Put(cw)
 	cw.reset()
 	cw.write(v)
-	s := sha256.Sum256(cw.b.Bytes())
-	return hex.EncodeToString(s[:])
+	return sha256.Sum256(cw.b.Bytes())
 }
 
 // A canonWriter renders canonical forms. Its buffers are reused through
@@ -396,13 +413,19 @@ func (cw *canonWriter) write(v *Value) {
 		b.WriteByte(']')
 	case Object:
 		// Members sorted by key; a stable sort keeps duplicates in wire
-		// order, and the last one wins. Nested objects append after this
-		// one's members; if that reallocates scratch, ms still holds the
-		// old array, unchanged.
+		// order, and the last one wins. Members already in strictly
+		// increasing order (sorted, no duplicates: what a canonical
+		// sender and most small objects send) are written as they are.
+		// Otherwise nested objects append after this one's members; if
+		// that reallocates scratch, ms still holds the old array,
+		// unchanged.
 		base := len(cw.scratch)
-		cw.scratch = append(cw.scratch, v.Obj...)
-		ms := cw.scratch[base:]
-		slices.SortStableFunc(ms, func(x, y Member) int { return strings.Compare(x.Key, y.Key) })
+		ms := v.Obj
+		if !strictlySorted(ms) {
+			cw.scratch = append(cw.scratch, v.Obj...)
+			ms = cw.scratch[base:]
+			sortMembers(ms)
+		}
 		b.WriteByte('{')
 		first := true
 		for i, m := range ms {
@@ -421,6 +444,34 @@ func (cw *canonWriter) write(v *Value) {
 		clear(cw.scratch[base:])
 		cw.scratch = cw.scratch[:base]
 	}
+}
+
+// sortMembers sorts ms by key, keeping duplicates in wire order: by
+// insertion for the few members of most objects (no comparison function
+// to call), else slices.SortStableFunc.
+func sortMembers(ms []Member) {
+	if len(ms) > 24 {
+		slices.SortStableFunc(ms, func(x, y Member) int { return strings.Compare(x.Key, y.Key) })
+		return
+	}
+	for i := 1; i < len(ms); i++ {
+		m := ms[i]
+		j := i
+		for ; j > 0 && ms[j-1].Key > m.Key; j-- {
+			ms[j] = ms[j-1]
+		}
+		ms[j] = m
+	}
+}
+
+// strictlySorted reports whether the keys of ms increase strictly.
+func strictlySorted(ms []Member) bool {
+	for i := 1; i < len(ms); i++ {
+		if ms[i-1].Key >= ms[i].Key {
+			return false
+		}
+	}
+	return true
 }
 
 // writeJSONString writes s as a JSON string, escaping only what JSON
@@ -471,6 +522,24 @@ func escapeIn8(s string, i int) bool {
 	w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 	less := (w - ones*0x20) &^ w // high bit set where a byte < 0x20 (or a false hit beside one)
+	q := w ^ (ones * '"')
+	bs := w ^ (ones * '\\')
+	zero := (q-ones)&^q | (bs-ones)&^bs
+	return (less|zero)&highs != 0
+}
+
+// highBits are the high bits of the eight bytes of a word.
+const highBits = 0x8080808080808080
+
+// specialIn8 is escapeIn8 for the eight bytes of w (little-endian):
+// whether any is a control character, a quote or a backslash (false hits
+// beside one are possible; bytes ≥ 0x80 never match).
+func specialIn8(w uint64) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = highBits
+	)
+	less := (w - ones*0x20) &^ w
 	q := w ^ (ones * '"')
 	bs := w ^ (ones * '\\')
 	zero := (q-ones)&^q | (bs-ones)&^bs
@@ -567,15 +636,34 @@ type Decoder struct {
 	DupCount    int
 	Values      int
 	KeyCompares int
+	// ascii: the document parsed and is all ASCII (so valid UTF-8).
+	ascii bool
 }
 
 // Parse decodes one JSON value from data, as ParseJSON does, within d's
 // bounds. It returns ErrTooManyValues when data holds more than MaxValues
 // values.
 func (d *Decoder) Parse(data []byte) (*Value, error) {
+	return d.parse(data, false)
+}
+
+// parseFrozen is Parse for data that is never written again (a Frame's
+// Raw): the strings of a small document are slices of data itself rather
+// than of a copy of it. A string a rule keeps pins data, as it would pin
+// the copy.
+func (d *Decoder) parseFrozen(data []byte) (*Value, error) {
+	return d.parse(data, true)
+}
+
+func (d *Decoder) parse(data []byte, frozen bool) (*Value, error) {
 	st := stackPool.Get().(*parseStacks)
-	p := parser{data: data, budget: d.MaxValues, members: st.members, elems: st.elems, path: st.path}
-	if len(data) <= sharedSourceMax {
+	p := parser{parseStacks: st, data: data, budget: d.MaxValues}
+	switch {
+	case len(data) > sharedSourceMax:
+	case frozen && len(data) > 0:
+		p.src = unsafe.String(&data[0], len(data))
+		p.shared = true
+	default:
 		p.src = string(data)
 		p.shared = true
 	}
@@ -583,7 +671,7 @@ func (d *Decoder) Parse(data []byte) (*Value, error) {
 		p.budget = MaxFrameValues
 	}
 	p.space()
-	v, err := p.value(0)
+	root, err := p.value(0)
 	if err == nil {
 		p.space()
 		if p.pos != len(p.data) {
@@ -591,37 +679,88 @@ func (d *Decoder) Parse(data []byte) (*Value, error) {
 		}
 	}
 	d.Dups, d.DupCount, d.Values, d.KeyCompares = p.dups, p.dupCount, p.values, p.compares
-	st.put(&p)
+	d.ascii = err == nil && !p.high
+	var v *Value
+	if err == nil {
+		v = p.build(root)
+	}
+	st.put()
 	if err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
-// parseStacks are a parser's working stacks, reused from one document to
-// the next (they grow to the document's width and depth, not its size).
+// The parser reads a document in two steps. It first records each value
+// on a tape (parseStacks.nodes, reused from one document to the next):
+// pointer-free nodes that name their members and elements by index. Once
+// the document has parsed, build makes its Values, Members and element
+// slices from the tape in as many allocations as there are kinds of them
+// (for a document of up to buildChunk values), each exactly the size the
+// document needs: no slab half used, no slice regrown, and nothing at all
+// allocated for a document that does not parse.
+
+// A tapeNode is one value on the tape, spanning start to end. An object's
+// members are outM[first:first+n] (parseStacks.outM), an array's
+// elements outE[first:first+n]. The text of a string or number is
+// parser.side[side-1] when side is set, else the document's own bytes
+// (nodeText). The tape holds no pointers: the garbage collector neither
+// scans it nor traces a write to it.
+type tapeNode struct {
+	start, end     int
+	first, n, side int32
+	kind           Kind
+	b              bool
+}
+
+// A strRef is the text of a string on the tape: parser.side[side-1] when
+// side is set, else the document's bytes between the quotes of the
+// string spanning start to end.
+type strRef struct {
+	start, end int
+	side       int32
+}
+
+// A tapeMember is an object member on the tape: its key and its value's
+// node index.
+type tapeMember struct {
+	key strRef
+	val int32
+}
+
+// parseStacks are a parser's tape and working stacks, reused from one
+// document to the next.
 type parseStacks struct {
-	members []Member
-	elems   []*Value
+	nodes []tapeNode
+	// members and elems are stacks of the members and elements of the
+	// objects and arrays being parsed; a closed container moves its own
+	// to the end of outM or outE.
+	members []tapeMember
+	elems   []int32
+	outM    []tapeMember
+	outE    []int32
 	path    []pathToken
+	chunks  [][]Value
+	// side holds the strings that are not a plain slice of the shared
+	// source: those with escapes, and every string of a document too
+	// large to share (parser.shared).
+	side []string
 }
 
 var stackPool = sync.Pool{New: func() any { return new(parseStacks) }}
 
-// maxPooledStack is the largest stack kept for the next document: a
-// hostile document's stacks go to the garbage collector.
+// maxPooledStack is the largest stack (and tape) kept for the next
+// document: a hostile document's go to the garbage collector.
 const maxPooledStack = 4096
 
-// put returns p's stacks to the pool, emptied (a parse that failed midway
-// leaves entries on them).
-func (st *parseStacks) put(p *parser) {
-	if cap(p.members) > maxPooledStack || cap(p.elems) > maxPooledStack || cap(p.path) > maxPooledStack {
+// put returns st to the pool, emptied (a parse that failed midway leaves
+// entries on its stacks; the tape holds strings of the document).
+func (st *parseStacks) put() {
+	if max(cap(st.nodes), cap(st.members), cap(st.elems), cap(st.outM), cap(st.outE), cap(st.path), cap(st.side)) > maxPooledStack {
 		return
 	}
-	clear(p.members)
-	clear(p.elems)
-	clear(p.path)
-	st.members, st.elems, st.path = p.members[:0], p.elems[:0], p.path[:0]
+	clear(st.side)
+	st.nodes, st.members, st.elems, st.outM, st.outE, st.path, st.side = st.nodes[:0], st.members[:0], st.elems[:0], st.outM[:0], st.outE[:0], st.path[:0], st.side[:0]
 	stackPool.Put(st)
 }
 
@@ -629,32 +768,20 @@ func (st *parseStacks) put(p *parser) {
 const maxDepth = 10000
 
 type parser struct {
+	*parseStacks
 	data []byte
 	pos  int
 	dups []DuplicateKey
-	// path holds the reference tokens of the value being parsed. Pointers
-	// are built from it only for a duplicate key, so that deep or wide
-	// documents cost no string building.
-	path []pathToken
-	// slab hands out Values: one allocation per slabSize nodes instead of
-	// one per node (the decoder's hottest allocation).
-	slab []Value
 	// src is one copy of data as a string, when shared: strings without
 	// escapes and number literals are slices of it, so a document costs
-	// one string allocation instead of one per string.
+	// one string allocation instead of one per string (none when data is
+	// frozen: src is data itself).
 	src    string
 	shared bool
-	// members and elems are stacks of the members and elements of the
-	// objects and arrays being parsed; a finished container takes its
-	// exact-size slice from mslab or eslab (one allocation per many
-	// containers, and none from append's regrowth), slabs of msize and
-	// esize entries.
-	members []Member
-	elems   []*Value
-	mslab   []Member
-	eslab   []*Value
-	msize   int
-	esize   int
+	// high is set once a string holds a byte beyond ASCII. A document
+	// that parses has such bytes nowhere else (the grammar outside
+	// strings is ASCII), so without it the document is valid UTF-8.
+	high bool
 	// budget is how many more values may be decoded (negative: no bound).
 	budget int
 	// values, dupCount and compares count the values decoded, the
@@ -662,16 +789,13 @@ type parser struct {
 	values, dupCount, compares int
 }
 
-// slabSize is how many Values the parser allocates at once; the first
-// slab of a document is smaller when the document is short (node).
-const slabSize = 32
-
-// firstSlab and maxSlab bound the slabs members and elements are taken
-// from: the first is small (a response holds a handful of members), each
-// next one twice the last, up to maxSlab.
+// buildChunk bounds build's allocations: Values, Members and elements
+// are allocated at most buildChunk of each kind at once (an object or
+// array with more has its own), so that one node a rule keeps pins at
+// most a chunk of its document, not the whole of a large one.
 const (
-	firstSlab = 16
-	maxSlab   = 256
+	buildShift = 9
+	buildChunk = 1 << buildShift
 )
 
 // sharedSourceMax is the largest document whose strings are slices of one
@@ -680,50 +804,110 @@ const (
 // larger documents copy each string on its own, as before.
 const sharedSourceMax = 64 << 10
 
-// take moves the entries above base on stack into an exact-size slice cut
-// from *slab (its capacity is its length, so an append elsewhere copies
-// it), and truncates the stack to base.
-// *size is the size of the last slab made (0: none yet).
-func take[T any](stack *[]T, slab *[]T, size *int, base int) []T {
-	n := len(*stack) - base
-	var out []T
-	if n > maxSlab/2 {
-		out = make([]T, n)
-	} else {
-		if len(*slab) < n {
-			*size = min(max(2**size, firstSlab), maxSlab)
-			*slab = make([]T, max(*size, n))
-		}
-		out = (*slab)[:n:n]
-		*slab = (*slab)[n:]
+// A carver cuts exact-size slices (capacity equal to length, so that an
+// append elsewhere copies) from chunks of at most buildChunk entries,
+// knowing how many entries are still to come (left).
+type carver[T any] struct {
+	buf  []T
+	left int
+}
+
+func (c *carver[T]) carve(n int) []T {
+	if len(c.buf) < n {
+		c.buf = make([]T, max(n, min(c.left, buildChunk)))
 	}
-	copy(out, (*stack)[base:])
-	clear((*stack)[base:])
-	*stack = (*stack)[:base]
+	out := c.buf[:n:n]
+	c.buf = c.buf[n:]
+	c.left -= n
 	return out
 }
 
-// node returns a fresh Value from the slab.
-func (p *parser) node(v Value) *Value {
-	if len(p.slab) == 0 {
-		n := slabSize
-		if p.values <= 1 {
-			// The first slab: sized for a small document's values (about
-			// one per 12 bytes of a short AHP message), so that a short answer does
-			// not zero and scan a slab it barely uses.
-			n = min(max(len(p.data)/12, 8), slabSize)
+// build makes the Values of the tape and returns node root's.
+func (p *parser) build(root int32) *Value {
+	nodes := p.nodes
+	// one holds the Values of a document of up to buildChunk of them
+	// (most frames); chunks those of a larger one.
+	var one []Value
+	chunks := p.chunks[:0]
+	if len(nodes) <= buildChunk {
+		one = make([]Value, len(nodes))
+	} else {
+		for i := 0; i < len(nodes); i += buildChunk {
+			chunks = append(chunks, make([]Value, min(len(nodes)-i, buildChunk)))
 		}
-		p.slab = make([]Value, n)
 	}
-	n := &p.slab[0]
-	p.slab = p.slab[1:]
-	*n = v
-	return n
+	at := func(i int32) *Value {
+		if one != nil {
+			return &one[i]
+		}
+		return &chunks[i>>buildShift][i&(buildChunk-1)]
+	}
+	mc := carver[Member]{left: len(p.outM)}
+	ec := carver[*Value]{left: len(p.outE)}
+	for i := range nodes {
+		nd := &nodes[i]
+		v := at(int32(i))
+		v.Start, v.End, v.Kind, v.Bool = nd.start, nd.end, nd.kind, nd.b
+		if nd.kind == String || nd.kind == Number {
+			v.Str = p.nodeText(nd)
+		}
+		if nd.n == 0 {
+			continue
+		}
+		if nd.kind == Object {
+			ms := mc.carve(int(nd.n))
+			for k, m := range p.outM[nd.first : nd.first+nd.n] {
+				ms[k] = Member{Key: p.text(m.key), Val: at(m.val)}
+			}
+			v.Obj = ms
+		} else {
+			es := ec.carve(int(nd.n))
+			for k, e := range p.outE[nd.first : nd.first+nd.n] {
+				es[k] = at(e)
+			}
+			v.Arr = es
+		}
+	}
+	v := at(root)
+	clear(chunks)
+	p.chunks = chunks[:0]
+	return v
+}
+
+// nodeText is the text of a string or number node.
+func (p *parser) nodeText(nd *tapeNode) string {
+	switch {
+	case nd.side > 0:
+		return p.side[nd.side-1]
+	case nd.kind == String:
+		return p.src[nd.start+1 : nd.end-1]
+	}
+	return p.src[nd.start:nd.end]
+}
+
+// text is the text r refers to.
+func (p *parser) text(r strRef) string {
+	if r.side > 0 {
+		return p.side[r.side-1]
+	}
+	return p.src[r.start+1 : r.end-1]
+}
+
+// keep puts s on the side and returns its reference (strRef.side).
+func (p *parser) keep(s string) int32 {
+	p.side = append(p.side, s)
+	return int32(len(p.side))
+}
+
+// node records n on the tape and returns its index.
+func (p *parser) node(n tapeNode) int32 {
+	p.nodes = append(p.nodes, n)
+	return int32(len(p.nodes) - 1)
 }
 
 // A pathToken is one step of parser.path: an object key or an array index.
 type pathToken struct {
-	key   string
+	key   strRef
 	index int // array index, when key is not set
 	isKey bool
 }
@@ -734,7 +918,7 @@ func (p *parser) pointer() string {
 	for _, t := range p.path {
 		b.WriteByte('/')
 		if t.isKey {
-			b.WriteString(EscapePointer(t.key))
+			b.WriteString(EscapePointer(p.text(t.key)))
 		} else {
 			b.WriteString(strconv.Itoa(t.index))
 		}
@@ -760,16 +944,17 @@ func (p *parser) space() {
 	}
 }
 
-func (p *parser) value(depth int) (*Value, error) {
+// value parses one value and returns its node index on the tape.
+func (p *parser) value(depth int) (int32, error) {
 	if depth > maxDepth {
-		return nil, p.fail("nesting too deep")
+		return 0, p.fail("nesting too deep")
 	}
 	p.values++
-	if p.budget >= 0 && p.values > p.budget {
-		return nil, ErrTooManyValues
+	if p.budget >= 0 && p.values > p.budget || p.values > math.MaxInt32 {
+		return 0, ErrTooManyValues
 	}
 	if p.pos >= len(p.data) {
-		return nil, p.fail("unexpected end of JSON input")
+		return 0, p.fail("unexpected end of JSON input")
 	}
 	start := p.pos
 	switch c := p.data[p.pos]; {
@@ -778,35 +963,34 @@ func (p *parser) value(depth int) (*Value, error) {
 	case c == '[':
 		return p.array(depth)
 	case c == '"':
-		s, err := p.known()
+		side, err := p.strRef()
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		return p.node(Value{Kind: String, Str: s, Start: start, End: p.pos}), nil
+		return p.node(tapeNode{kind: String, side: side, start: start, end: p.pos}), nil
 	case c == 't':
-		return p.literal("true", p.node(Value{Kind: Bool, Bool: true}))
+		return p.literal("true", Bool, true)
 	case c == 'f':
-		return p.literal("false", p.node(Value{Kind: Bool}))
+		return p.literal("false", Bool, false)
 	case c == 'n':
-		return p.literal("null", p.node(Value{Kind: Null}))
+		return p.literal("null", Null, false)
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	default:
-		return nil, p.fail(fmt.Sprintf("invalid character %q looking for a value", c))
+		return 0, p.fail(fmt.Sprintf("invalid character %q looking for a value", c))
 	}
 }
 
-func (p *parser) literal(word string, v *Value) (*Value, error) {
+func (p *parser) literal(word string, k Kind, b bool) (int32, error) {
 	if !bytes.HasPrefix(p.data[p.pos:], []byte(word)) {
-		return nil, p.fail("invalid literal")
+		return 0, p.fail("invalid literal")
 	}
-	v.Start = p.pos
+	start := p.pos
 	p.pos += len(word)
-	v.End = p.pos
-	return v, nil
+	return p.node(tapeNode{kind: k, b: b, start: start, end: p.pos}), nil
 }
 
-func (p *parser) number() (*Value, error) {
+func (p *parser) number() (int32, error) {
 	start := p.pos
 	if p.data[p.pos] == '-' {
 		p.pos++
@@ -822,12 +1006,12 @@ func (p *parser) number() (*Value, error) {
 	if p.pos < len(p.data) && p.data[p.pos] == '0' {
 		p.pos++
 	} else if digits() == 0 {
-		return nil, p.fail("invalid number")
+		return 0, p.fail("invalid number")
 	}
 	if p.pos < len(p.data) && p.data[p.pos] == '.' {
 		p.pos++
 		if digits() == 0 {
-			return nil, p.fail("invalid number: no digits after the decimal point")
+			return 0, p.fail("invalid number: no digits after the decimal point")
 		}
 	}
 	if p.pos < len(p.data) && (p.data[p.pos] == 'e' || p.data[p.pos] == 'E') {
@@ -836,37 +1020,73 @@ func (p *parser) number() (*Value, error) {
 			p.pos++
 		}
 		if digits() == 0 {
-			return nil, p.fail("invalid number: no digits in the exponent")
+			return 0, p.fail("invalid number: no digits in the exponent")
 		}
 	}
-	return p.node(Value{Kind: Number, Str: p.text(start, p.pos), Start: start, End: p.pos}), nil
-}
-
-// text returns data[start:end] as a string: a slice of the shared copy,
-// or a copy of its own.
-func (p *parser) text(start, end int) string {
-	if p.shared {
-		return p.src[start:end]
+	var side int32
+	if !p.shared {
+		side = p.keep(string(p.data[start:p.pos]))
 	}
-	return string(p.data[start:end])
+	return p.node(tapeNode{kind: Number, side: side, start: start, end: p.pos}), nil
 }
 
-func (p *parser) str() (string, error) {
+// strRef parses a string and returns its strRef.side: 0 when its text
+// is the shared source between its quotes.
+func (p *parser) strRef() (int32, error) {
+	if p.shared {
+		s, plain, err := p.str()
+		if err != nil || plain {
+			return 0, err
+		}
+		return p.keep(s), nil
+	}
+	s, err := p.known()
+	if err != nil {
+		return 0, err
+	}
+	return p.keep(s), nil
+}
+
+// str parses a string; plain says it had no escapes, its text the
+// document's bytes between the quotes.
+func (p *parser) str() (s string, plain bool, err error) {
 	p.pos++ // opening quote
 	start := p.pos
+	// or collects the bytes seen: its high bits say whether any was
+	// beyond ASCII (parser.high).
+	var or uint64
 	// Fast path: no escapes.
 	for p.pos < len(p.data) {
+		// Eight bytes at a time while none is a quote, a backslash or a
+		// control character (most of a long command or text).
+		for p.pos+8 <= len(p.data) {
+			w := binary.LittleEndian.Uint64(p.data[p.pos:])
+			if specialIn8(w) {
+				break
+			}
+			or |= w
+			p.pos += 8
+		}
+		if p.pos >= len(p.data) {
+			break
+		}
 		c := p.data[p.pos]
+		or |= uint64(c)
 		if c == '"' {
-			s := p.text(start, p.pos)
+			if p.shared {
+				s = p.src[start:p.pos]
+			} else {
+				s = string(p.data[start:p.pos])
+			}
 			p.pos++
-			return s, nil
+			p.high = p.high || or&highBits != 0
+			return s, true, nil
 		}
 		if c == '\\' {
 			break
 		}
 		if c < 0x20 {
-			return "", p.fail("control character in string")
+			return "", false, p.fail("control character in string")
 		}
 		p.pos++
 	}
@@ -877,10 +1097,12 @@ func (p *parser) str() (string, error) {
 		switch {
 		case c == '"':
 			p.pos++
-			return b.String(), nil
+			p.high = p.high || or&highBits != 0
+			return b.String(), false, nil
 		case c < 0x20:
-			return "", p.fail("control character in string")
+			return "", false, p.fail("control character in string")
 		case c != '\\':
+			or |= uint64(c)
 			b.WriteByte(c)
 			p.pos++
 			continue
@@ -907,7 +1129,7 @@ func (p *parser) str() (string, error) {
 		case 'u':
 			r, ok := p.hex4()
 			if !ok {
-				return "", p.fail("invalid \\u escape")
+				return "", false, p.fail("invalid \\u escape")
 			}
 			if utf16.IsSurrogate(r) {
 				if p.pos+1 < len(p.data) && p.data[p.pos] == '\\' && p.data[p.pos+1] == 'u' {
@@ -926,20 +1148,17 @@ func (p *parser) str() (string, error) {
 			}
 			b.WriteRune(r)
 		default:
-			return "", p.fail(fmt.Sprintf("invalid escape \\%c", e))
+			return "", false, p.fail(fmt.Sprintf("invalid escape \\%c", e))
 		}
 	}
-	return "", p.fail("unterminated string")
+	return "", false, p.fail("unterminated string")
 }
 
-// known parses a string. In a document too large to share one copy of
-// (parser.shared), keys and values the protocol itself uses are shared
+// known parses a string of a document too large to share one copy of
+// (parser.shared): keys and values the protocol itself uses are shared
 // strings rather than a new allocation each (the lookup with a converted
 // []byte does not allocate); most keys of a frame are among them.
 func (p *parser) known() (string, error) {
-	if p.shared {
-		return p.str() // a slice of the shared copy: no allocation to save
-	}
 	start := p.pos + 1
 	if end := bytes.IndexByte(p.data[start:], '"'); end >= 0 && end <= 24 {
 		raw := p.data[start : start+end]
@@ -948,7 +1167,8 @@ func (p *parser) known() (string, error) {
 			return k, nil
 		}
 	}
-	return p.str()
+	s, _, err := p.str()
+	return s, err
 }
 
 // knownStrings are object keys and values common in AHP frames.
@@ -979,36 +1199,39 @@ func (p *parser) hex4() (rune, bool) {
 	return rune(n), true
 }
 
-func (p *parser) object(depth int) (*Value, error) {
-	v := p.node(Value{Kind: Object, Start: p.pos})
+func (p *parser) object(depth int) (int32, error) {
+	i := p.node(tapeNode{kind: Object, start: p.pos})
 	p.pos++
 	p.space()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		v.End = p.pos
-		return v, nil
+		p.nodes[i].end = p.pos
+		return i, nil
 	}
 	var index map[string]struct{} // the keys so far, once there are indexAt of them
 	base := len(p.members)
 	for {
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return nil, p.fail("expected a string object key")
+			return 0, p.fail("expected a string object key")
 		}
-		key, err := p.known()
+		kstart := p.pos
+		side, err := p.strRef()
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
+		kref := strRef{start: kstart, end: p.pos, side: side}
+		key := p.text(kref)
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return nil, p.fail("expected ':' after an object key")
+			return 0, p.fail("expected ':' after an object key")
 		}
 		p.pos++
 		p.space()
-		p.path = append(p.path, pathToken{key: key, isKey: true})
+		p.path = append(p.path, pathToken{key: kref, isKey: true})
 		val, err := p.value(depth + 1)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		dup := false
 		if index != nil {
@@ -1018,7 +1241,7 @@ func (p *parser) object(depth int) (*Value, error) {
 		} else {
 			for _, m := range p.members[base:] {
 				p.compares++
-				if m.Key == key {
+				if p.text(m.key) == key {
 					dup = true
 					break
 				}
@@ -1026,7 +1249,7 @@ func (p *parser) object(depth int) (*Value, error) {
 			if len(p.members)-base+1 >= indexAt {
 				index = make(map[string]struct{}, 2*indexAt)
 				for _, m := range p.members[base:] {
-					index[m.Key] = struct{}{}
+					index[p.text(m.key)] = struct{}{}
 				}
 				index[key] = struct{}{}
 			}
@@ -1038,33 +1261,35 @@ func (p *parser) object(depth int) (*Value, error) {
 			}
 		}
 		p.path = p.path[:len(p.path)-1]
-		p.members = append(p.members, Member{Key: key, Val: val})
+		p.members = append(p.members, tapeMember{key: kref, val: val})
 		p.space()
 		if p.pos >= len(p.data) {
-			return nil, p.fail("unexpected end of JSON input in an object")
+			return 0, p.fail("unexpected end of JSON input in an object")
 		}
 		switch p.data[p.pos] {
 		case ',':
 			p.pos++
 		case '}':
 			p.pos++
-			v.End = p.pos
-			v.Obj = take(&p.members, &p.mslab, &p.msize, base)
-			return v, nil
+			nd := &p.nodes[i]
+			nd.end, nd.first, nd.n = p.pos, int32(len(p.outM)), int32(len(p.members)-base)
+			p.outM = append(p.outM, p.members[base:]...)
+			p.members = p.members[:base]
+			return i, nil
 		default:
-			return nil, p.fail("expected ',' or '}' in an object")
+			return 0, p.fail("expected ',' or '}' in an object")
 		}
 	}
 }
 
-func (p *parser) array(depth int) (*Value, error) {
-	v := p.node(Value{Kind: Array, Start: p.pos})
+func (p *parser) array(depth int) (int32, error) {
+	i := p.node(tapeNode{kind: Array, start: p.pos})
 	p.pos++
 	p.space()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
-		v.End = p.pos
-		return v, nil
+		p.nodes[i].end = p.pos
+		return i, nil
 	}
 	base := len(p.elems)
 	for {
@@ -1072,24 +1297,26 @@ func (p *parser) array(depth int) (*Value, error) {
 		p.path = append(p.path, pathToken{index: len(p.elems) - base})
 		val, err := p.value(depth + 1)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		p.path = p.path[:len(p.path)-1]
 		p.elems = append(p.elems, val)
 		p.space()
 		if p.pos >= len(p.data) {
-			return nil, p.fail("unexpected end of JSON input in an array")
+			return 0, p.fail("unexpected end of JSON input in an array")
 		}
 		switch p.data[p.pos] {
 		case ',':
 			p.pos++
 		case ']':
 			p.pos++
-			v.End = p.pos
-			v.Arr = take(&p.elems, &p.eslab, &p.esize, base)
-			return v, nil
+			nd := &p.nodes[i]
+			nd.end, nd.first, nd.n = p.pos, int32(len(p.outE)), int32(len(p.elems)-base)
+			p.outE = append(p.outE, p.elems[base:]...)
+			p.elems = p.elems[:base]
+			return i, nil
 		default:
-			return nil, p.fail("expected ',' or ']' in an array")
+			return 0, p.fail("expected ',' or ']' in an array")
 		}
 	}
 }

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func mustParse(t *testing.T, s string) (*Value, []DuplicateKey) {
@@ -391,5 +395,151 @@ func TestParseAfterFailedParse(t *testing.T) {
 	}
 	if len(v.Obj) != 1 || len(v.Get("x").Obj) != 1 {
 		t.Fatalf("members leaked from the failed parse: %+v", v.Obj)
+	}
+}
+
+// TestParseStringWordScan puts every byte value at every position of
+// strings around the parser's eight-byte scan edges, in a small document
+// (shared source) and a frozen frame: a quote, backslash or control
+// character the word test missed would be accepted or cut wrongly, so the
+// parser must agree with encoding/json on validity and keep every other
+// byte as it is; and a byte beyond ASCII it missed would leave invalid
+// UTF-8 unreported (BadUTF8 is only checked when a string has one).
+func TestParseStringWordScan(t *testing.T) {
+	for n := 1; n <= 19; n++ {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				buf := []byte(strings.Repeat("a\x80é", n)[:n])
+				buf[pos] = byte(c)
+				doc := []byte(`"` + string(buf) + `"`)
+				v, _, err := ParseJSON(doc)
+				f := &Frame{Raw: doc}
+				f.Decode()
+				if (err == nil) != json.Valid(doc) || (f.SyntaxErr == nil) != json.Valid(doc) {
+					t.Fatalf("%q: ParseJSON err %v, Frame.Decode err %v, json.Valid %v", doc, err, f.SyntaxErr, json.Valid(doc))
+				}
+				if f.BadUTF8 != !utf8.Valid(doc) {
+					t.Fatalf("%q: BadUTF8 %v, utf8.Valid %v", doc, f.BadUTF8, utf8.Valid(doc))
+				}
+				if err != nil {
+					continue
+				}
+				if v.Str != string(buf) || f.Tree.Str != string(buf) {
+					t.Fatalf("%q decoded as %q and %q, want %q", doc, v.Str, f.Tree.Str, buf)
+				}
+			}
+		}
+	}
+}
+
+// TestFrameDecodeAllocations: a decoded frame costs one allocation for
+// its Values, one for its object members, one for its array elements and
+// one for its message (the tape is reused, strings slice Raw): a slab
+// per 32 values, regrown member slices or a copy of Raw would show here.
+func TestFrameDecodeAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items at random under the race detector")
+	}
+	req := []byte(`{"jsonrpc":"2.0","id":"evt-1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"evt-1",` +
+		`"type":"tool.before","time":"2026-08-24T08:51:14Z","harness":{"name":"h","version":"1.0.0"},"session":{"id":"s","cwd":"/w"},` +
+		`"tool":{"name":"Bash","kind":"shell","input":{"command":"echo ` + strings.Repeat("x", 640) + `"}},"call":{"id":"c"}},` +
+		`"capabilities":{"effects":["deny","allow"]}}}`)
+	resp := []byte(`{"jsonrpc":"2.0","id":"evt-1","result":{"protocolVersion":"draft"}}`)
+	for _, c := range []struct {
+		raw  []byte
+		want float64
+	}{{req, 4}, {resp, 3}} {
+		got := testing.AllocsPerRun(100, func() {
+			f := Frame{Raw: c.raw}
+			f.Decode()
+			if f.Msg == nil {
+				t.Fatalf("%s: no message", c.raw)
+			}
+		})
+		if got > c.want {
+			t.Errorf("decoding %d bytes: %v allocations, want at most %v", len(c.raw), got, c.want)
+		}
+	}
+}
+
+// TestParseLargeDocuments decodes documents wider and deeper than one
+// build chunk (values, members and elements in several allocations) and
+// compares them with encoding/json, members in wire order and spans
+// included.
+func TestParseLargeDocuments(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"wide":{`)
+	for i := range 3*buildChunk + 7 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":[%d,"s%d",{"n":null,"t":true}]`, i, i, i)
+	}
+	b.WriteString(`},"long":[`)
+	for i := range 2*buildChunk + 1 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `%d.5`, i)
+	}
+	b.WriteString(`],"deep":` + strings.Repeat(`[{"a":`, 700) + `0` + strings.Repeat(`}]`, 700) + `}`)
+	doc := []byte(b.String())
+	for _, frozen := range []bool{false, true} {
+		var d Decoder
+		v, err := d.parse(doc, frozen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want any
+		dec := json.NewDecoder(bytes.NewReader(doc))
+		dec.UseNumber()
+		if err := dec.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(v.Any(), want) {
+			t.Fatalf("frozen %v: the decoded document differs from encoding/json's", frozen)
+		}
+		wide := v.Get("wide")
+		if len(wide.Obj) != 3*buildChunk+7 {
+			t.Fatalf("wide has %d members", len(wide.Obj))
+		}
+		for i, m := range wide.Obj {
+			if m.Key != "k"+strconv.Itoa(i) || string(doc[m.Val.Start:m.Val.End]) != fmt.Sprintf(`[%d,"s%d",{"n":null,"t":true}]`, i, i) {
+				t.Fatalf("member %d: %q spans %q", i, m.Key, doc[m.Val.Start:m.Val.End])
+			}
+		}
+		if l := v.Get("long"); len(l.Arr) != 2*buildChunk+1 || l.Arr[2*buildChunk].Str != strconv.Itoa(2*buildChunk)+".5" {
+			t.Fatalf("long: %d elements", len(l.Arr))
+		}
+	}
+}
+
+// TestParseDuplicateKeysSpelledApart: a key written with escapes is the
+// same key as its plain spelling, in a small document (keys are slices of
+// the source or decoded on the side) and in one too large to share a
+// source (every key decoded), in wide objects (map index) and narrow ones.
+func TestParseDuplicateKeysSpelledApart(t *testing.T) {
+	wide := ""
+	for i := range indexAt + 2 {
+		wide += `"w` + itoa(i) + `":0,`
+	}
+	for _, pad := range []string{"", strings.Repeat("p", sharedSourceMax)} {
+		for _, extra := range []string{"", wide} {
+			doc := `{"pad":"` + pad + `","x":[{` + extra + `"a\/b":1,"k\u00e9y":2,"a/b":3,"ké\u0079":4,"A/b":5}]}`
+			v, dups := mustParse(t, doc)
+			if len(dups) != 2 || dups[0] != (DuplicateKey{Pointer: "/x/0/a~1b", Key: "a/b"}) || dups[1] != (DuplicateKey{Pointer: "/x/0/kéy", Key: "kéy"}) {
+				t.Fatalf("pad %d, extra %d: dups = %+v, want a/b and kéy", len(pad), len(extra), dups)
+			}
+			o := v.Path("x").Arr[0]
+			if got := o.Get("a/b").Str; got != "3" {
+				t.Fatalf("a/b = %s, want 3 (the last wins)", got)
+			}
+			if got := o.Get("kéy").Str; got != "4" {
+				t.Fatalf("kéy = %s, want 4", got)
+			}
+			if k := o.Obj[len(o.Obj)-5].Key; k != "a/b" {
+				t.Fatalf("escaped key decoded as %q", k)
+			}
+		}
 	}
 }

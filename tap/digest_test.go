@@ -1,0 +1,113 @@
+package tap
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestDigestIdentity: the digest is of the content. Objects already in key
+// order are digested as they are and others sorted first; both must agree,
+// and a duplicate key counts only with its last value, whether the
+// duplicates are adjacent (in order) or not.
+func TestDigestIdentity(t *testing.T) {
+	same := [][]string{
+		{`{"a":1,"b":{"c":"x","d":[true,null]}}`, `{"b":{"d":[true,null],"c":"\u0078"},"a":1}`, " { \"b\" : { \"c\" : \"x\" , \"d\" : [ true , null ] } , \"a\" : 1 } "},
+		{`{"a":2}`, `{"a":1,"a":2}`, `{"a":{"z":0},"a":2}`},
+		{`{"a":1,"b":2}`, `{"b":0,"a":1,"b":2}`, `{"a":9,"b":2,"a":1}`},
+		{`{}`, ` { } `},
+		{`"é\n"`, `"\u00e9\u000a"`},
+	}
+	var sums [][32]byte
+	for _, group := range same {
+		first, _ := mustParse(t, group[0])
+		want := first.Sum()
+		if got := first.Digest(); got != hex.EncodeToString(want[:]) {
+			t.Errorf("%s: Digest %s is not the hex of Sum %x", group[0], got, want)
+		}
+		for _, s := range group[1:] {
+			v, _ := mustParse(t, s)
+			if v.Sum() != want {
+				t.Errorf("%s and %s have different digests:\n%s\n%s", group[0], s, first.Canonical(), v.Canonical())
+			}
+		}
+		for i, other := range sums {
+			if other == want {
+				t.Errorf("%s has the digest of %s", group[0], same[i][0])
+			}
+		}
+		sums = append(sums, want)
+	}
+	for _, pair := range [][2]string{
+		{`{"a":1}`, `{"a":1.0}`},
+		{`{"a":1,"a":2}`, `{"a":1}`},
+		{`{"a":2,"a":1}`, `{"a":2}`},
+		{`{"a":[1,2]}`, `{"a":[2,1]}`},
+		{`{"a":"1"}`, `{"a":1}`},
+		{`{"ab":1}`, `{"a":1,"b":1}`},
+	} {
+		a, _ := mustParse(t, pair[0])
+		b, _ := mustParse(t, pair[1])
+		if a.Sum() == b.Sum() {
+			t.Errorf("%s and %s have one digest; they differ in content", pair[0], pair[1])
+		}
+	}
+	// Large objects (sorted another way than small ones) too: 30 members
+	// written backwards, one of them twice, against the same in order.
+	var back, fwd []string
+	for i := 29; i >= 0; i-- {
+		back = append(back, fmt.Sprintf(`"k%02d":%d`, i, i))
+		fwd = append([]string{fmt.Sprintf(`"k%02d":%d`, i, i)}, fwd...)
+	}
+	back = append([]string{`"k07":"first"`}, back...)
+	a, _ := mustParse(t, "{"+strings.Join(back, ",")+"}")
+	b, _ := mustParse(t, "{"+strings.Join(fwd, ",")+"}")
+	if a.Sum() != b.Sum() {
+		t.Errorf("large objects: different digests:\n%s\n%s", a.Canonical(), b.Canonical())
+	}
+	back[0] = `"k07":7`
+	back[len(back)-8] = `"k07":"last"`
+	a, _ = mustParse(t, "{"+strings.Join(back, ",")+"}")
+	if a.Sum() == b.Sum() {
+		t.Errorf("large objects: the last duplicate does not win:\n%s", a.Canonical())
+	}
+	var absent *Value
+	if absent.Sum() != [32]byte{} || absent.Digest() != "" {
+		t.Error("an absent value has a digest")
+	}
+}
+
+// TestMemoryStoreSumAndOutcome: a record stored with its digest as bytes
+// loads with that digest in hex, as Store of the hex would give; an
+// outcome set in place changes the outcome alone, and only of an event
+// the store holds.
+func TestMemoryStoreSumAndOutcome(t *testing.T) {
+	ev, _ := mustParse(t, `{"id":"e1","source":"urn:s","type":"tool.before"}`)
+	k := EventKey{Source: "urn:s", ID: "e1"}
+	r := EventRecord{RPCID: `s:e1`, Method: "hooks/intercept", Type: "tool.before", Seq: 3, DeadlineMs: 500}
+	s := &MemoryStore{}
+	s.storeSum(k, r, ev.Sum())
+	viaHex := &MemoryStore{}
+	r.Digest = ev.Digest()
+	viaHex.Store(k, r)
+	got, ok := s.Load(k)
+	want, _ := viaHex.Load(k)
+	if !ok || got != want || got.Digest != ev.Digest() {
+		t.Fatalf("stored as bytes: %+v, %v; stored as hex: %+v", got, ok, want)
+	}
+	if !s.setOutcome(k, OutcomeDeny) {
+		t.Fatal("setOutcome did not find the event")
+	}
+	want.Outcome = OutcomeDeny
+	if got, _ := s.Load(k); got != want {
+		t.Errorf("after setOutcome: %+v, want %+v", got, want)
+	}
+	other := EventKey{Source: "urn:s", ID: "e2"}
+	if s.setOutcome(other, OutcomeDeny) {
+		t.Error("setOutcome found an event never stored")
+	}
+	if _, ok := s.Load(other); ok || s.Len() != 1 {
+		t.Errorf("setOutcome of an unknown event stored it (%d events)", s.Len())
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package tap
+
+const raceEnabled = false
