@@ -121,9 +121,14 @@ func (rd *Reader) put(rec Record) {
 		waiting = len(rd.q) - rd.head
 	}
 	if stream {
+		// Both directions' losses go with the next record of either (see
+		// flagLossOther).
+		other := otherStream(rec.Dir)
 		rec.Loss = rec.Loss || rd.loss[rec.Dir]
-		rec.Lost += rd.lines[rec.Dir]
+		rec.LossOther = rec.LossOther || rd.loss[other]
+		rec.Lost += rd.lines[rec.Dir] + rd.lines[other]
 		rd.loss[rec.Dir], rd.lines[rec.Dir] = false, 0
+		rd.loss[other], rd.lines[other] = false, 0
 	} else {
 		// A record of no direction (the end, a process note) carries
 		// nothing: the losses still pending go before it.

@@ -27,18 +27,27 @@ const recordHeader = 32
 // newline.
 const flagLoss = 1
 
+// flagLossOther says audit copies of the other stream direction were
+// dropped before the record (its lines are in the record's lost count
+// too). The loss travels on the next record of either direction: carried
+// only on the next record of its own, a dropped request's answer could be
+// judged first, as an answer to a request never sent (a CORR-2 the tap's
+// own drop caused).
+const flagLossOther = 2
+
 // MaxRecord caps one record's payload; a chunk is one read (readSize).
 const MaxRecord = 1 << 20
 
 // A Record is one audit-link record as the audit process reads it.
 type Record struct {
-	Kind    byte
-	Dir     tap.Direction
-	Loss    bool   // audit copies of Dir were dropped just before
-	Lost    uint64 // lines in them
-	Time    time.Time
-	Seq     uint64
-	Payload []byte
+	Kind      byte
+	Dir       tap.Direction
+	Loss      bool   // audit copies of Dir were dropped just before
+	LossOther bool   // audit copies of the other stream direction were dropped before
+	Lost      uint64 // lines in them (both directions)
+	Time      time.Time
+	Seq       uint64
+	Payload   []byte
 }
 
 // A RecordReader reads audit-link records.
@@ -64,7 +73,7 @@ func (rr *RecordReader) Next() (Record, error) {
 	if n > MaxRecord {
 		return Record{}, fmt.Errorf("audit link: record of %d bytes exceeds %d", n, MaxRecord)
 	}
-	r := Record{Kind: h[0], Dir: tap.Direction(h[1]), Loss: h[2]&flagLoss != 0,
+	r := Record{Kind: h[0], Dir: tap.Direction(h[1]), Loss: h[2]&flagLoss != 0, LossOther: h[2]&flagLossOther != 0,
 		Time: time.Unix(0, int64(binary.LittleEndian.Uint64(h[8:]))), Seq: binary.LittleEndian.Uint64(h[16:]),
 		Lost: binary.LittleEndian.Uint64(h[24:]), Payload: make([]byte, n)}
 	if _, err := io.ReadFull(rr.br, r.Payload); err != nil {
@@ -74,4 +83,12 @@ func (rr *RecordReader) Next() (Record, error) {
 		return Record{}, err
 	}
 	return r, nil
+}
+
+// otherStream is the stream direction opposite dir (harness ↔ backend).
+func otherStream(dir tap.Direction) tap.Direction {
+	if dir == tap.FromHarness {
+		return tap.FromBackend
+	}
+	return tap.FromHarness
 }
