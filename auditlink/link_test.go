@@ -516,3 +516,34 @@ func TestFeedAnswerAfterItsRequestWasDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestReaderSkipsADroppedChunkLargerThanItsBuffer: a chunk dropped for
+// want of room is skipped unread (not copied) however large, and its lines
+// are still counted exactly, across the reader's 64 KiB buffer.
+func TestReaderSkipsADroppedChunkLargerThanItsBuffer(t *testing.T) {
+	pr, pw := io.Pipe()
+	rd := NewReader(pr, ReaderConfig{Depth: 1, Bytes: 1 << 20})
+	big := bytes.Repeat([]byte(strings.Repeat("x", 69)+"\n"), 3000) // 210,000 bytes, 3,000 lines
+	go func() {
+		pw.Write(record(RecordChunk, tap.FromHarness, 0, 0, []byte(req+"\n"))) // fills the queue
+		pw.Write(record(RecordChunk, tap.FromHarness, 0, 0, big))              // no room: dropped
+		pw.Write(endRecord(t, time.Now().Add(time.Hour)))
+		pw.Close()
+	}()
+	for rd.Deadline().IsZero() {
+		time.Sleep(time.Millisecond)
+	}
+	if rd.Dropped() != 1 {
+		t.Fatalf("dropped %d chunks, want the big one", rd.Dropped())
+	}
+	c := &collect{}
+	s := newSession(c)
+	out := Feed(rd, s, "stdio:1", 0)
+	s.Close()
+	if !out.Clean {
+		t.Errorf("the link ended cleanly, the outcome says not")
+	}
+	if len(c.frames) != 1 || s.NotAudited() != 3000 {
+		t.Errorf("%d frames, %d not audited; want the request and 3000 lines not audited", len(c.frames), s.NotAudited())
+	}
+}
