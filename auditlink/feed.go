@@ -66,6 +66,9 @@ func Feed(rd *Reader, s *tap.Session, conn string, reserve time.Duration) Outcom
 		if rec.Loss && rec.Dir != 0 {
 			s.StreamLost(conn, rec.Dir)
 		}
+		if rec.LossOther && rec.Dir != 0 {
+			s.StreamLost(conn, otherStream(rec.Dir))
+		}
 		if rec.Lost > 0 {
 			s.Lost(rec.Lost)
 		}

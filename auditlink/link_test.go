@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/stdio"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -470,3 +471,79 @@ func TestRendezvousRefusesUnsafePaths(t *testing.T) {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// TestFeedAnswerAfterItsRequestWasDropped: the audit copy of a request
+// was dropped and its answer's record is the next to arrive. The loss
+// travels on that record (flagLossOther), so the conversation is an
+// excerpt before the answer is judged: no CORR-2 "matches no request",
+// which the tap's own drop would have caused. The same record without
+// the loss (what the link carried before) shows the finding it prevents.
+func TestFeedAnswerAfterItsRequestWasDropped(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		flags     byte
+		lost      uint64
+		wantCORR2 bool
+	}{
+		{"loss carried on the answer's record", flagLossOther, 1, false},
+		{"loss not yet known", 0, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr, pw := io.Pipe()
+			rd := NewReader(pr, ReaderConfig{})
+			go func() {
+				pw.Write(record(RecordChunk, tap.FromBackend, tc.flags, tc.lost, []byte(resp+"\n")))
+				pw.Write(endRecord(t, time.Now().Add(time.Hour)))
+				pw.Close()
+			}()
+			c := &collect{}
+			s := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio}, Rules: rules.Set(rules.Options{}),
+				Sink: c, Recorder: c, Conn: "stdio:1"})
+			Feed(rd, s, "stdio:1", 0)
+			s.Close()
+			corr2 := 0
+			for _, f := range c.findings {
+				if f.Check == "CORR-2" {
+					corr2++
+				}
+			}
+			if got := corr2 > 0; got != tc.wantCORR2 {
+				t.Errorf("CORR-2 findings: %d, want any: %v (%v)", corr2, tc.wantCORR2, c.findings)
+			}
+			if s.NotAudited() != tc.lost {
+				t.Errorf("not audited %d, want %d", s.NotAudited(), tc.lost)
+			}
+		})
+	}
+}
+
+// TestReaderSkipsADroppedChunkLargerThanItsBuffer: a chunk dropped for
+// want of room is skipped unread (not copied) however large, and its lines
+// are still counted exactly, across the reader's 64 KiB buffer.
+func TestReaderSkipsADroppedChunkLargerThanItsBuffer(t *testing.T) {
+	pr, pw := io.Pipe()
+	rd := NewReader(pr, ReaderConfig{Depth: 1, Bytes: 1 << 20})
+	big := bytes.Repeat([]byte(strings.Repeat("x", 69)+"\n"), 3000) // 210,000 bytes, 3,000 lines
+	go func() {
+		pw.Write(record(RecordChunk, tap.FromHarness, 0, 0, []byte(req+"\n"))) // fills the queue
+		pw.Write(record(RecordChunk, tap.FromHarness, 0, 0, big))              // no room: dropped
+		pw.Write(endRecord(t, time.Now().Add(time.Hour)))
+		pw.Close()
+	}()
+	for rd.Deadline().IsZero() {
+		time.Sleep(time.Millisecond)
+	}
+	if rd.Dropped() != 1 {
+		t.Fatalf("dropped %d chunks, want the big one", rd.Dropped())
+	}
+	c := &collect{}
+	s := newSession(c)
+	out := Feed(rd, s, "stdio:1", 0)
+	s.Close()
+	if !out.Clean {
+		t.Errorf("the link ended cleanly, the outcome says not")
+	}
+	if len(c.frames) != 1 || s.NotAudited() != 3000 {
+		t.Errorf("%d frames, %d not audited; want the request and 3000 lines not audited", len(c.frames), s.NotAudited())
+	}
+}

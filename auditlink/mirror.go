@@ -194,20 +194,31 @@ func (m *Mirror) write(kind byte, dir tap.Direction, t time.Time, p []byte) bool
 	}
 	b := m.buf[:n]
 	b[0], b[1], b[2], b[3] = kind, byte(dir), 0, 0
-	var lost uint64
+	// A stream record carries the losses of both directions (flagLoss,
+	// flagLossOther): the answer to a dropped request must not reach the
+	// audit before the news of the drop.
+	var lost, lostHere, lostOther uint64
+	var hadLoss, hadOther bool
 	stream := dir == tap.FromHarness || dir == tap.FromBackend
+	other := otherStream(dir)
 	if stream {
-		if m.loss[dir] {
-			b[2] = flagLoss
+		hadLoss, hadOther = m.loss[dir], m.loss[other]
+		if hadLoss {
+			b[2] |= flagLoss
 		}
-		lost = m.lines[dir]
+		if hadOther {
+			b[2] |= flagLossOther
+		}
+		lostHere, lostOther = m.lines[dir], m.lines[other]
+		lost = lostHere + lostOther
 		m.loss[dir], m.lines[dir] = false, 0
+		m.loss[other], m.lines[other] = false, 0
 	}
-	hadLoss := b[2] == flagLoss
 	drop := func() bool { // never written: the numbers and the loss stay as they were
 		m.seq--
 		if stream {
-			m.loss[dir], m.lines[dir] = hadLoss, lost
+			m.loss[dir], m.lines[dir] = hadLoss, lostHere
+			m.loss[other], m.lines[other] = hadOther, lostOther
 		}
 		m.dropped.Add(1)
 		return false

@@ -211,3 +211,66 @@ func TestMirrorEndCutsWhatCannotBeHandedOver(t *testing.T) {
 		t.Errorf("%d lines handed over + %d counted lost, want %d in all, some lost", got, lost, chunks)
 	}
 }
+
+// TestMirrorCarriesALossOnTheNextRecordOfEitherDirection: requests whose
+// audit copies were dropped (the pipe full) are answered; the answer's
+// record is the first written after the drops and must carry them
+// (flagLossOther and their lines), or the audit would judge the answer
+// before it knew its request was lost.
+func TestMirrorCarriesALossOnTheNextRecordOfEitherDirection(t *testing.T) {
+	m, r, err := NewPipeMirror(64 << 10) // a small backlog: drops come soon
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	line := append(bytes.Repeat([]byte("r"), 4095), '\n')
+	t0 := time.Unix(1700000000, 0)
+	for sent := 0; m.Dropped() < 3; sent++ {
+		if sent > 1<<14 {
+			t.Fatalf("%d harness chunks written into a pipe nobody reads, none dropped", sent)
+		}
+		m.Chunk(tap.FromHarness, t0, line)
+	}
+	done := make(chan []Record)
+	go func() {
+		var out []Record
+		rr := NewRecordReader(r)
+		for {
+			rec, err := rr.Next()
+			if err != nil {
+				done <- out
+				return
+			}
+			out = append(out, rec)
+		}
+	}()
+	for { // the answer: retried until the drained pipe takes it
+		before := m.Dropped()
+		m.Chunk(tap.FromBackend, t0, []byte("answer\n"))
+		if m.Dropped() == before {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	m.Chunk(tap.FromHarness, t0, []byte("next\n"))
+	m.End(stdio.Result{}, time.Minute)
+	var answer, next *Record
+	all := <-done
+	for i := range all {
+		switch string(all[i].Payload) {
+		case "answer\n":
+			answer = &all[i]
+		case "next\n":
+			next = &all[i]
+		}
+	}
+	if answer == nil || next == nil {
+		t.Fatalf("records missing: answer %v, next %v", answer, next)
+	}
+	if !answer.LossOther || answer.Loss || answer.Lost < 3 {
+		t.Errorf("the answer's record: LossOther %v, Loss %v, Lost %d; want the harness's loss of >= 3 lines on it", answer.LossOther, answer.Loss, answer.Lost)
+	}
+	if next.Loss || next.LossOther || next.Lost != 0 {
+		t.Errorf("the next harness record carries a loss again: Loss %v, LossOther %v, Lost %d", next.Loss, next.LossOther, next.Lost)
+	}
+}

@@ -3,6 +3,7 @@ package auditlink
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"runtime"
 	"sync"
@@ -80,7 +81,10 @@ func NewReader(r io.Reader, cfg ReaderConfig) *Reader {
 
 func (rd *Reader) read(rr *RecordReader) {
 	for {
-		rec, err := rr.Next()
+		rec, err := rd.next(rr)
+		if errors.Is(err, errSkipped) {
+			continue
+		}
 		rd.mu.Lock()
 		if err != nil {
 			rd.err = err
@@ -99,21 +103,70 @@ func (rd *Reader) read(rr *RecordReader) {
 	}
 }
 
+// errSkipped is next's way of saying it dropped the record it read.
+var errSkipped = errors.New("record dropped")
+
+// next reads the next record. A chunk that finds the queue full is
+// dropped as it is read: its payload is skipped, not copied (only its
+// lines are counted), so that a reader falling behind spends nothing on
+// what it throws away; next then returns errSkipped.
+func (rd *Reader) next(rr *RecordReader) (Record, error) {
+	rec, n, err := rr.header()
+	if err != nil {
+		return rec, err
+	}
+	if rec.Kind == RecordChunk {
+		rd.mu.Lock()
+		full := rd.fullLocked(n)
+		rd.mu.Unlock()
+		if full {
+			lines, err := rr.skip(n)
+			if err != nil {
+				return Record{}, err
+			}
+			rd.mu.Lock()
+			rd.dropLocked(rec, lines)
+			rd.mu.Unlock()
+			return Record{}, errSkipped
+		}
+	}
+	rec.Payload = make([]byte, n)
+	if _, err := io.ReadFull(rr.br, rec.Payload); err != nil {
+		return Record{}, unexpected(err)
+	}
+	return rec, nil
+}
+
+// fullLocked reports whether a payload of n bytes finds no room in the
+// queue (rd.mu held).
+func (rd *Reader) fullLocked(n int) bool {
+	return len(rd.q)-rd.head >= rd.cfg.Depth || rd.size+int64(n) > rd.cfg.Bytes
+}
+
+// dropLocked drops the chunk rec (its payload holding lines lines) and
+// counts it (rd.mu held).
+func (rd *Reader) dropLocked(rec Record, lines uint64) {
+	d := rec.Dir
+	if d != tap.FromHarness && d != tap.FromBackend {
+		d = 0
+	}
+	rd.loss[d] = true
+	rd.lines[d] += rec.Lost + lines
+	// The dropped record may have carried the other direction's loss.
+	if rec.LossOther && d != 0 {
+		rd.loss[otherStream(d)] = true
+	}
+	rd.dropped.Add(1)
+}
+
 // put queues rec, or drops it (a chunk past the bound), with rd.mu held.
 func (rd *Reader) put(rec Record) {
-	waiting := len(rd.q) - rd.head
-	full := waiting >= rd.cfg.Depth || rd.size+int64(len(rec.Payload)) > rd.cfg.Bytes
 	stream := rec.Dir == tap.FromHarness || rec.Dir == tap.FromBackend
-	if rec.Kind == RecordChunk && full {
-		d := rec.Dir
-		if !stream {
-			d = 0
-		}
-		rd.loss[d] = true
-		rd.lines[d] += rec.Lost + uint64(bytes.Count(rec.Payload, []byte{'\n'}))
-		rd.dropped.Add(1)
+	if rec.Kind == RecordChunk && rd.fullLocked(len(rec.Payload)) {
+		rd.dropLocked(rec, uint64(bytes.Count(rec.Payload, []byte{'\n'})))
 		return
 	}
+	waiting := len(rd.q) - rd.head
 	// Notes and the end record are few (a hostile peer's flood of them
 	// waits for room instead).
 	for waiting >= 2*rd.cfg.Depth+16 && rd.err == nil {
@@ -121,9 +174,14 @@ func (rd *Reader) put(rec Record) {
 		waiting = len(rd.q) - rd.head
 	}
 	if stream {
+		// Both directions' losses go with the next record of either (see
+		// flagLossOther).
+		other := otherStream(rec.Dir)
 		rec.Loss = rec.Loss || rd.loss[rec.Dir]
-		rec.Lost += rd.lines[rec.Dir]
+		rec.LossOther = rec.LossOther || rd.loss[other]
+		rec.Lost += rd.lines[rec.Dir] + rd.lines[other]
 		rd.loss[rec.Dir], rd.lines[rec.Dir] = false, 0
+		rd.loss[other], rd.lines[other] = false, 0
 	} else {
 		// A record of no direction (the end, a process note) carries
 		// nothing: the losses still pending go before it.

@@ -1,10 +1,12 @@
 package tap
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/ahp-tap/ahp-tap/vocab"
 	"go.uber.org/goleak"
 )
 
@@ -132,5 +134,29 @@ func TestEngineTruncatedFrame(t *testing.T) {
 	}
 	if fs := e.Feed(&Frame{Raw: []byte(`{}`)}); len(fs) != 0 {
 		t.Errorf("Feed(whole frame) = %v, want nothing", fs)
+	}
+}
+
+// countRule reports one finding per frame under its own check.
+type countRule struct{ check vocab.CheckID }
+
+func (r countRule) Info() RuleInfo { return RuleInfo{ID: string(r.check) + "/count", Check: r.check} }
+func (r countRule) Check(c *Conversation, f *Frame) []Finding {
+	return []Finding{{Check: string(r.check), Level: Info, Message: "counted"}}
+}
+
+// TestEnginePanicKeepsTheOtherRules: a rule that panics becomes a TAP-2
+// finding in its place; the findings of the rules before it are kept and
+// the rules after it still run, on every frame.
+func TestEnginePanicKeepsTheOtherRules(t *testing.T) {
+	e := NewEngine(Config{}, []Rule{countRule{"A"}, panicRule{}, countRule{"B"}, panicRule{}, countRule{"C"}})
+	for i := range 3 {
+		var got []string
+		for _, fd := range e.Feed(&Frame{Raw: []byte(`{}`)}) {
+			got = append(got, string(fd.Check))
+		}
+		if want := []string{"A", "TAP-2", "B", "TAP-2", "C"}; !slices.Equal(got, want) {
+			t.Errorf("frame %d: findings %v, want %v", i+1, got, want)
+		}
 	}
 }
