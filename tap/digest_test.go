@@ -3,6 +3,8 @@ package tap
 import (
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -109,5 +111,55 @@ func TestMemoryStoreSumAndOutcome(t *testing.T) {
 	}
 	if _, ok := s.Load(other); ok || s.Len() != 1 {
 		t.Errorf("setOutcome of an unknown event stored it (%d events)", s.Len())
+	}
+}
+
+// TestCanonicalPlainStringsAsScanned: a string the decoder read without
+// escapes is written into the canonical form as it is, unscanned; that
+// must give exactly what escaping its text gives, for every string of the
+// upstream fixtures and of a few chosen documents (non-ASCII, HTML
+// characters, invalid UTF-8, long commands).
+func TestCanonicalPlainStringsAsScanned(t *testing.T) {
+	docs := [][]byte{
+		[]byte(`{"command":"echo <b>&amp;</b> é 日本 ` + strings.Repeat("0123456789abcdef", 40) + `","x":"tab\tand \"quote\""}`),
+		[]byte("{\"bad\":\"\xff\xfe\",\"ok\":\"plain\"}"),
+	}
+	files, _ := filepath.Glob("../../shared/ahp/fixtures/draft/*/*.json")
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil {
+			docs = append(docs, b)
+		}
+	}
+	plain := 0
+	for i, doc := range docs {
+		v, err := (&Decoder{}).Parse(doc)
+		if err != nil {
+			continue
+		}
+		var scanned func(v *Value) *Value
+		scanned = func(v *Value) *Value { // a copy with every string scanned
+			if v == nil {
+				return nil
+			}
+			c := *v
+			if c.plain {
+				plain++
+			}
+			c.plain = false
+			c.Arr, c.Obj = nil, nil
+			for _, e := range v.Arr {
+				c.Arr = append(c.Arr, scanned(e))
+			}
+			for _, m := range v.Obj {
+				c.Obj = append(c.Obj, Member{Key: m.Key, Val: scanned(m.Val)})
+			}
+			return &c
+		}
+		if got, want := string(v.Canonical()), string(scanned(v).Canonical()); got != want {
+			t.Errorf("document %d: canonical form with plain strings\n%s\nwant\n%s", i, got, want)
+		}
+	}
+	if len(files) == 0 || plain == 0 {
+		t.Fatalf("%d fixtures, %d plain strings: the test checked nothing", len(files), plain)
 	}
 }

@@ -62,6 +62,11 @@ type Value struct {
 	Kind       Kind
 	// Bool is the value of a Bool.
 	Bool bool
+	// plain marks a String the decoder read with no escape (its Str is
+	// the document's text between the quotes, so it holds no quote,
+	// backslash or control character): its canonical form is Str quoted,
+	// with nothing to scan. Values built elsewhere are scanned.
+	plain bool
 }
 
 // A Member is one key/value pair of an Object.
@@ -401,7 +406,13 @@ func (cw *canonWriter) write(v *Value) {
 	case Number:
 		b.WriteString(v.Str)
 	case String:
-		writeJSONString(b, v.Str)
+		if v.plain {
+			b.WriteByte('"')
+			b.WriteString(v.Str)
+			b.WriteByte('"')
+		} else {
+			writeJSONString(b, v.Str)
+		}
 	case Array:
 		b.WriteByte('[')
 		for i, e := range v.Arr {
@@ -850,6 +861,7 @@ func (p *parser) build(root int32) *Value {
 		v.Start, v.End, v.Kind, v.Bool = nd.start, nd.end, nd.kind, nd.b
 		if nd.kind == String || nd.kind == Number {
 			v.Str = p.nodeText(nd)
+			v.plain = nd.kind == String && nd.side == 0
 		}
 		if nd.n == 0 {
 			continue
