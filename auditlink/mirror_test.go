@@ -42,22 +42,7 @@ func TestMirrorDropsWhenFullAndSaysSo(t *testing.T) {
 		t.Fatalf("dropped %d, want 10", lost)
 	}
 	// The reader catches up; the next record carries the loss.
-	done := make(chan []Record)
-	go func() {
-		var out []Record
-		rr := NewRecordReader(r)
-		for {
-			rec, err := rr.Next()
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					t.Errorf("reading: %v", err)
-				}
-				done <- out
-				return
-			}
-			out = append(out, rec)
-		}
-	}()
+	done := readRecords(r, 0, nil)
 	// Room comes back as the reader drains: retry until written.
 	for {
 		before := m.Dropped()
@@ -72,7 +57,11 @@ func TestMirrorDropsWhenFullAndSaysSo(t *testing.T) {
 	// machine (it returns as soon as everything is handed over); the cut
 	// has its own test (TestMirrorEndCutsWhatCannotBeHandedOver).
 	m.End(stdio.Result{ExitCode: 3}, time.Minute)
-	recs := <-done
+	read := <-done
+	if !errors.Is(read.err, io.EOF) {
+		t.Errorf("reading: %v", read.err)
+	}
+	recs := read.recs
 	var loss *Record
 	for i := range recs {
 		rec := &recs[i]
@@ -122,25 +111,13 @@ func TestSocketMirrorEndsTheLinkAndHearsTheAnswer(t *testing.T) {
 	t0 := time.Unix(1700000000, 0)
 	m.Chunk(tap.FromHarness, t0, []byte("{\"a\":1}\n"))
 	m.Note(tap.Note{Kind: tap.NoteEOF, Dir: tap.FromHarness, Time: t0})
-	done := make(chan []Record)
-	go func() {
-		var out []Record
-		rr := NewRecordReader(peer)
-		for {
-			rec, err := rr.Next()
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					t.Errorf("reading: %v", err)
-				}
-				peer.Write([]byte("A")) // the answer, after the end
-				done <- out
-				return
-			}
-			out = append(out, rec)
-		}
-	}()
+	done := readRecords(peer, 0, func() { peer.Write([]byte("A")) }) // the answer, after the end
 	m.End(stdio.Result{ExitCode: 0}, time.Second)
-	recs := <-done // without the shutdown, EOF never comes: the test hangs here
+	read := <-done // without the shutdown, EOF never comes: the test hangs here
+	if !errors.Is(read.err, io.EOF) {
+		t.Errorf("reading: %v", read.err)
+	}
+	recs := read.recs
 	if len(recs) != 3 || recs[0].Kind != RecordChunk || string(recs[0].Payload) != "{\"a\":1}\n" || recs[1].Kind != RecordNote || recs[2].Kind != RecordEnd {
 		t.Fatalf("records %+v, want the chunk, the note and the end record", recs)
 	}
@@ -172,22 +149,9 @@ func TestMirrorEndCutsWhatCannotBeHandedOver(t *testing.T) {
 	m.Note(tap.Note{Kind: tap.NoteEOF, Time: t0, Dir: tap.FromHarness})
 	// The reader is away until past half of End's wait (when it cuts),
 	// then reads what the pipe holds and what is handed over after.
-	done := make(chan []Record)
-	go func() {
-		time.Sleep(150 * time.Millisecond)
-		var out []Record
-		rr := NewRecordReader(r)
-		for {
-			rec, err := rr.Next()
-			if err != nil {
-				done <- out
-				return
-			}
-			out = append(out, rec)
-		}
-	}()
+	done := readRecords(r, 150*time.Millisecond, nil)
 	left := m.End(stdio.Result{}, 200*time.Millisecond)
-	recs := <-done
+	recs := (<-done).recs
 	if left != 0 {
 		t.Fatalf("End left %d bytes unsent: the end record did not reach the audit", left)
 	}
@@ -231,19 +195,7 @@ func TestMirrorCarriesALossOnTheNextRecordOfEitherDirection(t *testing.T) {
 		}
 		m.Chunk(tap.FromHarness, t0, line)
 	}
-	done := make(chan []Record)
-	go func() {
-		var out []Record
-		rr := NewRecordReader(r)
-		for {
-			rec, err := rr.Next()
-			if err != nil {
-				done <- out
-				return
-			}
-			out = append(out, rec)
-		}
-	}()
+	done := readRecords(r, 0, nil)
 	for { // the answer: retried until the drained pipe takes it
 		before := m.Dropped()
 		m.Chunk(tap.FromBackend, t0, []byte("answer\n"))
@@ -255,7 +207,7 @@ func TestMirrorCarriesALossOnTheNextRecordOfEitherDirection(t *testing.T) {
 	m.Chunk(tap.FromHarness, t0, []byte("next\n"))
 	m.End(stdio.Result{}, time.Minute)
 	var answer, next *Record
-	all := <-done
+	all := (<-done).recs
 	for i := range all {
 		switch string(all[i].Payload) {
 		case "answer\n":
@@ -273,4 +225,35 @@ func TestMirrorCarriesALossOnTheNextRecordOfEitherDirection(t *testing.T) {
 	if next.Loss || next.LossOther || next.Lost != 0 {
 		t.Errorf("the next harness record carries a loss again: Loss %v, LossOther %v, Lost %d", next.Loss, next.LossOther, next.Lost)
 	}
+}
+
+// recordsRead is what readRecords read, and the error that ended it.
+type recordsRead struct {
+	recs []Record
+	err  error
+}
+
+// readRecords reads the audit link r on a goroutine of its own, after
+// waiting delay (a reader away for a while), until the link ends; it then
+// calls then (when not nil) and sends what it read.
+func readRecords(r io.Reader, delay time.Duration, then func()) <-chan recordsRead {
+	done := make(chan recordsRead, 1)
+	go func() {
+		time.Sleep(delay)
+		var out recordsRead
+		rr := NewRecordReader(r)
+		for {
+			rec, err := rr.Next()
+			if err != nil {
+				out.err = err
+				if then != nil {
+					then()
+				}
+				done <- out
+				return
+			}
+			out.recs = append(out.recs, rec)
+		}
+	}()
+	return done
 }
