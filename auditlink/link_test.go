@@ -200,13 +200,7 @@ func TestReaderDropsPastItsBoundAndCounts(t *testing.T) {
 	if rd.Dropped() == 0 {
 		t.Fatalf("a reader bounded at 4 records dropped none of %d", n)
 	}
-	c := &collect{}
-	s := newSession(c)
-	out := Feed(rd, s, "stdio:1", 0)
-	s.Close()
-	if !out.Clean {
-		t.Errorf("the link ended cleanly, the outcome says not")
-	}
+	c, s := feedEnded(t, rd)
 	lines := uint64(0)
 	for i := range n {
 		if i%3 != 0 {
@@ -536,6 +530,16 @@ func TestReaderSkipsADroppedChunkLargerThanItsBuffer(t *testing.T) {
 	if rd.Dropped() != 1 {
 		t.Fatalf("dropped %d chunks, want the big one", rd.Dropped())
 	}
+	c, s := feedEnded(t, rd)
+	if len(c.frames) != 1 || s.NotAudited() != 3000 {
+		t.Errorf("%d frames, %d not audited; want the request and 3000 lines not audited", len(c.frames), s.NotAudited())
+	}
+}
+
+// feedEnded feeds the whole of a link that ends cleanly into a new
+// session, closes it, and returns what it recorded.
+func feedEnded(t *testing.T, rd *Reader) (*collect, *tap.Session) {
+	t.Helper()
 	c := &collect{}
 	s := newSession(c)
 	out := Feed(rd, s, "stdio:1", 0)
@@ -543,7 +547,5 @@ func TestReaderSkipsADroppedChunkLargerThanItsBuffer(t *testing.T) {
 	if !out.Clean {
 		t.Errorf("the link ended cleanly, the outcome says not")
 	}
-	if len(c.frames) != 1 || s.NotAudited() != 3000 {
-		t.Errorf("%d frames, %d not audited; want the request and 3000 lines not audited", len(c.frames), s.NotAudited())
-	}
+	return c, s
 }
