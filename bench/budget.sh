@@ -26,6 +26,8 @@ N=${1:-100000}
 DUR=${2:-5}
 ROUNDS=${3:-3}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 WORK=$(mktemp -d /tmp/ahp-tap-bench-budget.XXXXXX)
 PIDS=()
 cleanup() {
@@ -42,6 +44,19 @@ cd "$WORK"
 results=$WORK/results # lines: config round role cpu_us_per_request
 rates=$WORK/rates     # lines: config round requests_per_second
 
+# record CONFIG ROUND REQUESTS RATE: the rate, and the CPU per request of
+# each role of cs.json (what cpushare measured), into $rates and $results.
+record() {
+	echo "$1 $2 $4" >>"$rates"
+	python3 - "$1" "$2" "$3" <<'PY' >>"$results"
+import json, sys
+config, rnd, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+roles = json.load(open("cs.json"))["roles"]
+for role, cpu in roles.items():
+    print(config.replace(" ", "_"), rnd, role, round(cpu / n * 1e6, 2))
+PY
+}
+
 # stdio --------------------------------------------------------------------
 cat >stdio-reg.json <<'JSON'
 {"protocolVersion":"draft","hooks":[{"id":"com.example.bench","transport":{"type":"stdio","command":"stdiobench","args":["-backend"],"lifecycle":"persistent"},
@@ -54,39 +69,14 @@ stdio_run() { # config round relay-argv...
 	# processes on the machine may run ahp-tap too.
 	./cpushare -o cs.json -role driver="$WORK/stdiobench -name" -role audit="$WORK/ahp-tap __audit-process" -role relay="$1" -role backend="$WORK/stdiobench -backend" -- \
 		"$WORK/stdiobench" -name "$config" -latency-requests 10 -throughput-requests "$N" -format json -- "$@" >run.json
-	local rps
-	rps=$(sed 's/.*"throughput_rps":\([0-9.]*\).*/\1/' run.json)
-	echo "$config $round $rps" >>"$rates"
-	python3 - "$config" "$round" "$N" <<'PY' >>"$results"
-import json, sys
-config, rnd, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-roles = json.load(open("cs.json"))["roles"]
-for role, cpu in roles.items():
-    print(config.replace(" ", "_"), rnd, role, round(cpu / n * 1e6, 2))
-PY
+	record "$config" "$round" "$N" "$(sed 's/.*"throughput_rps":\([0-9.]*\).*/\1/' run.json)"
 }
 
 # http ---------------------------------------------------------------------
 BACKEND_PORT=9821 NGINX_PORT=9822 TAP_PORT=9823
 "$WORK/httpbackend" -listen 127.0.0.1:$BACKEND_PORT &
 PIDS+=($!)
-cat >nginx.conf <<NGINX
-worker_processes 1;
-daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $WORK/nginx-body;
-  proxy_temp_path $WORK/nginx-proxy;
-  upstream backend { server 127.0.0.1:$BACKEND_PORT; keepalive 64; }
-  server {
-    listen 127.0.0.1:$NGINX_PORT;
-    location / { proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; }
-  }
-}
-NGINX
+nginx_conf "$WORK" $BACKEND_PORT $NGINX_PORT >nginx.conf
 nginx -c "$WORK/nginx.conf" -p "$WORK" &
 PIDS+=($!)
 cat >http-reg.json <<REG
@@ -96,27 +86,15 @@ REG
 "$WORK/ahp-tap" http --listen 127.0.0.1:$TAP_PORT --upstream http://127.0.0.1:$BACKEND_PORT \
 	--registration http-reg.json --hook com.example.bench --log violations.log 2>tap-stderr.log &
 PIDS+=($!)
-sed -n '/^cat >"\$WORK\/post.lua"/,/^LUA$/p' "$ROOT/bench/http.sh" | sed '1d;$d' >post.lua
-for p in $BACKEND_PORT $NGINX_PORT $TAP_PORT; do
-	for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break; sleep 0.1; done
-done
+post_lua >post.lua
+for p in $BACKEND_PORT $NGINX_PORT $TAP_PORT; do wait_port $p; done
 http_run() { # config round port
 	local config=$1 round=$2 port=$3
 	wrk -t2 -c16 -d1s -s post.lua "http://127.0.0.1:$port" -- "$(date +%N | cut -c1-6)" >/dev/null 2>&1 || true
 	./cpushare -o cs.json -role driver='wrk -t2 -c16' -role backend="$WORK/httpbackend" -role relay="nginx -c $WORK" -role relay="nginx: worker" -role relay="$WORK/ahp-tap http" -nice audit=19 -- \
 		wrk -t2 -c16 -d"${DUR}s" -s post.lua "http://127.0.0.1:$port" -- "$(date +%N | cut -c1-6)" >"wrk-$config-$round.out" 2>&1
 	cp "wrk-$config-$round.out" wrk.out
-	local n rps
-	n=$(awk '/requests in/ {print $1}' wrk.out)
-	rps=$(awk '/^Requests\/sec/ {print $2}' wrk.out)
-	echo "$config $round $rps" >>"$rates"
-	python3 - "$config" "$round" "$n" <<'PY' >>"$results"
-import json, sys
-config, rnd, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-roles = json.load(open("cs.json"))["roles"]
-for role, cpu in roles.items():
-    print(config.replace(" ", "_"), rnd, role, round(cpu / n * 1e6, 2))
-PY
+	record "$config" "$round" "$(awk '/requests in/ {print $1}' wrk.out)" "$(awk '/^Requests\/sec/ {print $2}' wrk.out)"
 }
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs; stdio $N requests at 32 in flight, http ${DUR}s at 16 connections; $ROUNDS rounds" >&2

@@ -32,6 +32,8 @@ ROUNDS=${2:-3}
 CONNS=16
 THREADS=2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 WORK=$(mktemp -d /tmp/ahp-tap-bench-http.XXXXXX)
 PIDS=()
 cleanup() {
@@ -64,40 +66,11 @@ if [ -n "$BASELINE" ]; then
 	(cd "$BASELINE" && go build -o "$WORK/ahp-tap-baseline" ./cmd/ahp-tap)
 fi
 
-wait_port() { # wait until something listens on 127.0.0.1:$1
-	for _ in $(seq 100); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-		sleep 0.1
-	done
-	echo "nothing listens on port $1" >&2
-	return 1
-}
 
 "$WORK/httpbackend" -listen 127.0.0.1:$BACKEND_PORT &
 PIDS+=($!)
 
-cat >"$WORK/nginx.conf" <<NGINX
-worker_processes 1;
-daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/nginx-error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $WORK/nginx-body;
-  proxy_temp_path $WORK/nginx-proxy;
-  upstream backend { server 127.0.0.1:$BACKEND_PORT; keepalive 64; }
-  server {
-    listen 127.0.0.1:$NGINX_PORT;
-    location / {
-      proxy_pass http://backend;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
-    }
-  }
-}
-NGINX
+nginx_conf "$WORK" $BACKEND_PORT $NGINX_PORT >"$WORK/nginx.conf"
 nginx -c "$WORK/nginx.conf" -p "$WORK" &
 PIDS+=($!)
 
@@ -142,35 +115,7 @@ for p in $BACKEND_PORT $NGINX_PORT $MITM_PORT $TAP_PORT $RP_PORT $TAPCAP_PORT $F
 
 # The request: a conforming hooks/intercept for tool.before, padded to 1024
 # bytes in tool.input; each request gets its own id (JSON-RPC id = event id).
-cat >"$WORK/post.lua" <<'LUA'
--- Every request carries its own id (JSON-RPC id = event id), unique across
--- threads and across wrk runs (the run nonce comes as the script argument),
--- so the tap sees distinct events, not retries.
-local nthreads = 0
-function setup(thread)
-  nthreads = nthreads + 1
-  thread:set("tid", nthreads)
-end
-function init(args)
-  nonce = args[1] or "000000"
-  path = args[2] or "/agent-hooks" -- an absolute URL for the forward proxy
-  counter = 0
-end
-local function body(id)
-  return '{"jsonrpc":"2.0","id":"' .. id .. '","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"' .. id ..
-    '","source":"https://harness.example/bench","type":"tool.before","time":"2026-12-02T09:00:00Z",' ..
-    '"harness":{"name":"bench-harness","version":"1.0.0"},"session":{"id":"sess-bench"},' ..
-    '"tool":{"name":"read_file","kind":"file_read","input":{"path":"README.md","note":"PAD"},"origin":"native"},' ..
-    '"call":{"id":"call-' .. id .. '"},"path":"example"},"capabilities":{"effects":["deny"]}}}'
-end
-local pad = 1024 - #body("000000-t0-000000000") + 3
-function request()
-  counter = counter + 1
-  local id = string.format("%s-t%d-%09d", nonce, tid % 10, counter)
-  local b = body(id):gsub("PAD", string.rep("x", pad))
-  return wrk.format("POST", path, {["Content-Type"] = "application/json", ["Authorization"] = "Bearer bench-token-0123456789"}, b)
-end
-LUA
+post_lua >"$WORK/post.lua"
 
 nonce() { date +%N | cut -c1-6; } # differs between wrk runs, so ids never repeat
 
