@@ -1,7 +1,6 @@
 package auditlink
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -159,13 +158,10 @@ func (rd *Reader) dropLocked(rec Record, lines uint64) {
 	rd.dropped.Add(1)
 }
 
-// put queues rec, or drops it (a chunk past the bound), with rd.mu held.
+// put queues rec, with rd.mu held. A chunk got its room when next read
+// it (only Feed changes the queue since, and it only takes from it).
 func (rd *Reader) put(rec Record) {
 	stream := rec.Dir == tap.FromHarness || rec.Dir == tap.FromBackend
-	if rec.Kind == RecordChunk && rd.fullLocked(len(rec.Payload)) {
-		rd.dropLocked(rec, uint64(bytes.Count(rec.Payload, []byte{'\n'})))
-		return
-	}
 	waiting := len(rd.q) - rd.head
 	// Notes and the end record are few (a hostile peer's flood of them
 	// waits for room instead).
