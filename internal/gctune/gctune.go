@@ -11,7 +11,8 @@ import (
 // AuditPercent is the GC percent of the processes that audit: the engine
 // allocates a decoded tree per frame that dies with it, so at the default
 // 100 (or less) the collector, its write barriers and its assists take a
-// fifth of the engine's CPU (BENCHMARKS.md, "GC of the audit processes").
+// fifth of the engine's CPU (bench/engine.sh runs both; BENCHMARKS.md, "Issue 27
+// goals at the end of the session").
 // The memory limit, not the percent, bounds the heap.
 const AuditPercent = 400
 
