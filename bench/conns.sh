@@ -8,14 +8,22 @@
 #      bodies back to back for DURATION seconds: requests/s, and the frames
 #      forwarded but not audited (the tap's ahp_tap_audit_dropped_total +
 #      ahp_tap_audit_cut_total, and TAP-1 lines in its --log).
+#   3. For each rate of RATES (requests/s, default "2000 4000 6000 8000"),
+#      the same ACTIVE connections sending that many requests per second
+#      between them on a fixed schedule, as a fleet of harnesses does: the
+#      audited share at a given load. A closed loop (part 2) saturates two
+#      cores whatever ACTIVE is, so it measures how forwarding and the
+#      nice-19 audit share a machine with no CPU to spare, not what ACTIVE
+#      connections cost. RATES="" skips this part.
 # A fresh tap for each part; the backend is `httpload -backend`.
 #
-# Usage: IDLE=10000 ACTIVE=1000 DURATION=10 bench/conns.sh
+# Usage: IDLE=10000 ACTIVE=1000 DURATION=10 RATES="2000 4000" bench/conns.sh
 set -euo pipefail
 
 IDLE=${IDLE:-10000}
 ACTIVE=${ACTIVE:-1000}
 DURATION=${DURATION:-10}
+RATES=${RATES-2000 4000 6000 8000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d /tmp/ahp-tap-bench-conns.XXXXXX)
 BACKEND_PORT=${BACKEND_PORT:-9821} TAP_PORT=${TAP_PORT:-9822} METRICS_PORT=${METRICS_PORT:-9823}
@@ -73,4 +81,11 @@ tap "$WORK/active.log"
 echo "tap peak: $(awk '/^VmHWM/ {print $2, $3}' /proc/$TAP/status)"
 stop
 echo "TAP-1 lines in the log: $(grep -c 'TAP-1' "$WORK/active.log" || true)"
+
+for r in $RATES; do
+	tap "$WORK/rate-$r.log"
+	"$WORK/conns" -url "http://127.0.0.1:$TAP_PORT/agent-hooks" -active "$ACTIVE" -rate "$r" -duration "${DURATION}s" -metrics "http://127.0.0.1:$METRICS_PORT/metrics" || echo "(some connections failed)"
+	stop
+	echo "TAP-1 lines in the log: $(grep -c 'TAP-1' "$WORK/rate-$r.log" || true)"
+done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

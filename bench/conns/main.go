@@ -6,12 +6,21 @@
 //	    POST on each (so each is a harness connection the tap has served),
 //	    leaves them all open and idle, waits -settle, and prints the tap's
 //	    resident memory (VmRSS and VmHWM of /proc/PID/status).
-//	conns -url URL -active N -duration D -metrics URL
+//	conns -url URL -active N -duration D [-rate R] -metrics URL
 //	    N connections each POST 1 KiB hooks/intercept bodies one after
-//	    another for D; prints the requests answered, errors, and the
-//	    tap's audit counters (ahp_tap_audit_dropped_total and
-//	    ahp_tap_audit_cut_total: frames forwarded but not audited, what
-//	    a TAP-1 reports) from its --metrics address before and after.
+//	    another for D; prints the requests answered, errors, the
+//	    latency (p50, p99), and the tap's audit counters
+//	    (ahp_tap_audit_dropped_total and ahp_tap_audit_cut_total: frames
+//	    forwarded but not audited, what a TAP-1 reports) from its
+//	    --metrics address before and after. With -rate the N connections
+//	    together send R requests per second on a fixed schedule (each
+//	    connection every N/R seconds, phases spread), as a fleet of
+//	    harnesses does, instead of back to back: a closed loop of N
+//	    clients saturates the machine whatever N is, which says how
+//	    forwarding shares the CPU with the audit, not what N connections
+//	    at a given load cost. A request the schedule asked for while the
+//	    connection still waited for the previous answer is sent late, and
+//	    counted.
 //
 // Every answer must be a 200 carrying the request's JSON-RPC id; exit
 // status 1 when one is not. Raise the open-file limit for large N (the
@@ -28,6 +37,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,10 +54,11 @@ func main() {
 	settle := flag.Duration("settle", 2*time.Second, "idle mode: wait this long before reading memory")
 	metrics := flag.String("metrics", "", "the tap's metrics `URL` (http://ADDR/metrics)")
 	size := flag.Int("size", 1024, "body size in `BYTES`")
+	rate := flag.Float64("rate", 0, "active mode: `R` requests per second over all connections on a fixed schedule (0: back to back)")
 	flag.Parse()
 	u, err := url.Parse(*target)
-	if err != nil || u.Host == "" || (*idle > 0) == (*active > 0) {
-		fmt.Fprintln(os.Stderr, "conns: need -url and one of -idle N or -active N")
+	if err != nil || u.Host == "" || (*idle > 0) == (*active > 0) || *rate < 0 {
+		fmt.Fprintln(os.Stderr, "conns: need -url and one of -idle N or -active N (and -rate R ≥ 0)")
 		os.Exit(2)
 	}
 	var failed atomic.Int64
@@ -100,8 +111,15 @@ func main() {
 		}
 	} else {
 		deadline := start.Add(*duration)
+		var every time.Duration // between one connection's requests; 0: back to back
+		if *rate > 0 {
+			every = time.Duration(float64(*active) / *rate * float64(time.Second))
+		}
+		var late atomic.Int64
+		var mu sync.Mutex
+		var took []time.Duration
 		var wg sync.WaitGroup
-		for range *active {
+		for i := range *active {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -112,19 +130,46 @@ func main() {
 				}
 				defer c.Close()
 				br := bufio.NewReader(c)
-				for time.Now().Before(deadline) {
+				var mine []time.Duration
+				defer func() {
+					mu.Lock()
+					took = append(took, mine...)
+					mu.Unlock()
+				}()
+				// Connection i's schedule starts i/N of an interval in, so
+				// that the N connections' requests are spread evenly.
+				next := start.Add(every * time.Duration(i) / time.Duration(*active))
+				for {
+					if every > 0 {
+						if d := time.Until(next); d > 0 {
+							time.Sleep(d)
+						} else if -d > every {
+							late.Add(1)
+						}
+					}
+					t0 := time.Now()
+					if !t0.Before(deadline) {
+						return
+					}
 					if err := post(c, br, u, *size, seq.Add(1)); err != nil {
 						fail(err)
 						return
 					}
+					mine = append(mine, time.Since(t0))
 					ok.Add(1)
+					next = next.Add(every)
 				}
 			}()
 		}
 		wg.Wait()
 		el := time.Since(start).Seconds()
-		fmt.Printf("active: %d connections, %d requests answered in %.1f s (%.0f/s), %d failed\n",
-			*active, ok.Load(), el, float64(ok.Load())/el, failed.Load())
+		slices.Sort(took)
+		mode := "back to back"
+		if every > 0 {
+			mode = fmt.Sprintf("scheduled at %.0f/s, %d sent over an interval late", *rate, late.Load())
+		}
+		fmt.Printf("active: %d connections (%s), %d requests answered in %.1f s (%.0f/s), %d failed; latency p50 %s, p99 %s\n",
+			*active, mode, ok.Load(), el, float64(ok.Load())/el, failed.Load(), percentile(took, 50), percentile(took, 99))
 	}
 	if *metrics != "" {
 		time.Sleep(time.Second) // the audit side catches up with the last exchanges
@@ -172,6 +217,15 @@ func post(c net.Conn, br *bufio.Reader, u *url.URL, size int, n int64) error {
 		return fmt.Errorf("status %d, body %.200s", resp.StatusCode, got)
 	}
 	return nil
+}
+
+// percentile returns the p-th percentile of sorted durations, rounded
+// to microseconds ("-" when there are none).
+func percentile(sorted []time.Duration, p int) string {
+	if len(sorted) == 0 {
+		return "-"
+	}
+	return sorted[(len(sorted)-1)*p/100].Round(time.Microsecond).String()
 }
 
 // memory returns VmRSS and VmHWM of process pid.
