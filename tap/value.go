@@ -1342,8 +1342,21 @@ func EscapePointer(tok string) string {
 }
 
 // Ptr joins JSON Pointer tokens onto base: Ptr("/params", "event", 0).
+// It allocates the pointer once (rules build one per effect of every
+// response): the builder is sized for string and int tokens first.
 func Ptr(base string, toks ...any) string {
+	var digits [20]byte
+	n := len(base)
+	for _, t := range toks {
+		switch t := t.(type) {
+		case string:
+			n += 1 + len(t) + strings.Count(t, "~") + strings.Count(t, "/")
+		case int:
+			n += 1 + len(strconv.AppendInt(digits[:0], int64(t), 10))
+		}
+	}
 	var b strings.Builder
+	b.Grow(n)
 	b.WriteString(base)
 	for _, t := range toks {
 		b.WriteByte('/')
@@ -1351,9 +1364,9 @@ func Ptr(base string, toks ...any) string {
 		case string:
 			b.WriteString(EscapePointer(t))
 		case int:
-			b.WriteString(strconv.Itoa(t))
+			b.Write(strconv.AppendInt(digits[:0], int64(t), 10))
 		default:
-			fmt.Fprint(&b, t)
+			b.WriteString(fmt.Sprint(t))
 		}
 	}
 	return b.String()

@@ -543,3 +543,24 @@ func TestParseDuplicateKeysSpelledApart(t *testing.T) {
 		}
 	}
 }
+
+// TestPtr: tokens are escaped (RFC 6901) and joined onto the base, and the
+// pointer costs one allocation, whatever its indices.
+func TestPtr(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{Ptr("/result/effects", 0), "/result/effects/0"},
+		{Ptr("/result/effects", 1234, "type"), "/result/effects/1234/type"},
+		{Ptr("", "a/b", "m~n", -7), "/a~1b/m~0n/-7"},
+		{Ptr("/params"), "/params"},
+		{Ptr("/x", uint8(3)), "/x/3"},
+	} {
+		if c.got != c.want {
+			t.Errorf("Ptr = %q, want %q", c.got, c.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = Ptr("/result/effects", 1234, "type") }); n != 1 {
+		t.Errorf("Ptr allocates %v times, want 1", n)
+	}
+}
