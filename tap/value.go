@@ -381,16 +381,19 @@ func (v *Value) Sum() [32]byte {
 // canonPool: BASE-6 digests every event, so this is on the audit hot path.
 type canonWriter struct {
 	b bytes.Buffer
-	// scratch is a stack of object members being sorted; each object
-	// uses the tail it appended and truncates it when done.
-	scratch []Member
+	// order is a stack of the member indices of the objects being
+	// written, each object's sorted by key; each object uses the tail it
+	// appended and truncates it when done. Indices rather than Members:
+	// moving them while sorting costs no write barrier, and nothing needs
+	// clearing after.
+	order []int32
 }
 
 var canonPool = sync.Pool{New: func() any { return new(canonWriter) }}
 
 func (cw *canonWriter) reset() {
 	cw.b.Reset()
-	cw.scratch = cw.scratch[:0]
+	cw.order = cw.order[:0]
 }
 
 func (cw *canonWriter) write(v *Value) {
@@ -426,21 +429,23 @@ func (cw *canonWriter) write(v *Value) {
 		// Members sorted by key; a stable sort keeps duplicates in wire
 		// order, and the last one wins. Members already in strictly
 		// increasing order (sorted, no duplicates: what a canonical
-		// sender and most small objects send) are written as they are.
-		// Otherwise nested objects append after this one's members; if
-		// that reallocates scratch, ms still holds the old array,
-		// unchanged.
-		base := len(cw.scratch)
+		// sender and most small objects send) keep their order. Nested
+		// objects append after this one's indices; if that reallocates
+		// order, ord still holds the old array, unchanged.
 		ms := v.Obj
+		base := len(cw.order)
+		for i := range ms {
+			cw.order = append(cw.order, int32(i))
+		}
+		ord := cw.order[base:]
 		if !strictlySorted(ms) {
-			cw.scratch = append(cw.scratch, v.Obj...)
-			ms = cw.scratch[base:]
-			sortMembers(ms)
+			sortMembers(ms, ord)
 		}
 		b.WriteByte('{')
 		first := true
-		for i, m := range ms {
-			if i+1 < len(ms) && ms[i+1].Key == m.Key {
+		for k, i := range ord {
+			m := &ms[i]
+			if k+1 < len(ord) && ms[ord[k+1]].Key == m.Key {
 				continue
 			}
 			if !first {
@@ -452,26 +457,26 @@ func (cw *canonWriter) write(v *Value) {
 			cw.write(m.Val)
 		}
 		b.WriteByte('}')
-		clear(cw.scratch[base:])
-		cw.scratch = cw.scratch[:base]
+		cw.order = cw.order[:base]
 	}
 }
 
-// sortMembers sorts ms by key, keeping duplicates in wire order: by
-// insertion for the few members of most objects (no comparison function
-// to call), else slices.SortStableFunc.
-func sortMembers(ms []Member) {
-	if len(ms) > 24 {
-		slices.SortStableFunc(ms, func(x, y Member) int { return strings.Compare(x.Key, y.Key) })
+// sortMembers sorts ord, indices of ms, by key, keeping duplicates in
+// wire order: by insertion for the few members of most objects (no
+// comparison function to call), else slices.SortStableFunc.
+func sortMembers(ms []Member, ord []int32) {
+	if len(ord) > 24 {
+		slices.SortStableFunc(ord, func(x, y int32) int { return strings.Compare(ms[x].Key, ms[y].Key) })
 		return
 	}
-	for i := 1; i < len(ms); i++ {
-		m := ms[i]
+	for i := 1; i < len(ord); i++ {
+		o := ord[i]
+		key := ms[o].Key
 		j := i
-		for ; j > 0 && ms[j-1].Key > m.Key; j-- {
-			ms[j] = ms[j-1]
+		for ; j > 0 && ms[ord[j-1]].Key > key; j-- {
+			ord[j] = ord[j-1]
 		}
-		ms[j] = m
+		ord[j] = o
 	}
 }
 
@@ -1062,35 +1067,37 @@ func (p *parser) strRef() (int32, error) {
 // str parses a string; plain says it had no escapes, its text the
 // document's bytes between the quotes.
 func (p *parser) str() (s string, plain bool, err error) {
-	p.pos++ // opening quote
-	start := p.pos
+	// The fast path keeps the position in a local: through p, every step
+	// was a store and a load of p.pos, the loop's critical path.
+	data, pos := p.data, p.pos+1 // past the opening quote
+	start := pos
 	// or collects the bytes seen: its high bits say whether any was
 	// beyond ASCII (parser.high).
 	var or uint64
 	// Fast path: no escapes.
-	for p.pos < len(p.data) {
+	for pos < len(data) {
 		// Eight bytes at a time while none is a quote, a backslash or a
 		// control character (most of a long command or text).
-		for p.pos+8 <= len(p.data) {
-			w := binary.LittleEndian.Uint64(p.data[p.pos:])
+		for pos+8 <= len(data) {
+			w := binary.LittleEndian.Uint64(data[pos:])
 			if specialIn8(w) {
 				break
 			}
 			or |= w
-			p.pos += 8
+			pos += 8
 		}
-		if p.pos >= len(p.data) {
+		if pos >= len(data) {
 			break
 		}
-		c := p.data[p.pos]
+		c := data[pos]
 		or |= uint64(c)
 		if c == '"' {
 			if p.shared {
-				s = p.src[start:p.pos]
+				s = p.src[start:pos]
 			} else {
-				s = string(p.data[start:p.pos])
+				s = string(data[start:pos])
 			}
-			p.pos++
+			p.pos = pos + 1
 			p.high = p.high || or&highBits != 0
 			return s, true, nil
 		}
@@ -1098,10 +1105,12 @@ func (p *parser) str() (s string, plain bool, err error) {
 			break
 		}
 		if c < 0x20 {
+			p.pos = pos
 			return "", false, p.fail("control character in string")
 		}
-		p.pos++
+		pos++
 	}
+	p.pos = pos
 	var b strings.Builder
 	b.Write(p.data[start:p.pos])
 	for p.pos < len(p.data) {
