@@ -1075,9 +1075,10 @@ func (p *parser) str() (s string, plain bool, err error) {
 	// beyond ASCII (parser.high).
 	var or uint64
 	// Fast path: no escapes.
+	long := true // a long string is still to be tried with plainSpan
 	for pos < len(data) {
 		// Eight bytes at a time while none is a quote, a backslash or a
-		// control character (most of a long command or text).
+		// control character.
 		for pos+8 <= len(data) {
 			w := binary.LittleEndian.Uint64(data[pos:])
 			if specialIn8(w) {
@@ -1085,6 +1086,16 @@ func (p *parser) str() (s string, plain bool, err error) {
 			}
 			or |= w
 			pos += 8
+			if long && pos-start >= 16 {
+				// Most of a long command or text: plainSpan finds its
+				// end with fewer steps a byte.
+				long = false
+				if end, high, ok := plainSpan(data[pos:]); ok {
+					or |= high
+					pos += end
+					break
+				}
+			}
 		}
 		if pos >= len(data) {
 			break
@@ -1173,6 +1184,46 @@ func (p *parser) str() (s string, plain bool, err error) {
 		}
 	}
 	return "", false, p.fail("unterminated string")
+}
+
+// plainSpan returns the length of data up to its first quote, when that
+// span holds no backslash and no control character (ok false otherwise,
+// or without a quote), and the OR of its bytes (whose high bits say
+// whether any is beyond ASCII). Two vector searches (the quote, a
+// backslash) and a branch-free pass for control characters cost fewer
+// steps a byte than specialIn8's test of each word; a span that fails is
+// scanned again by str, once, so the decode stays linear.
+func plainSpan(data []byte) (n int, or uint64, ok bool) {
+	const ones = 0x0101010101010101
+	q := bytes.IndexByte(data, '"')
+	if q < 0 {
+		return 0, 0, false
+	}
+	span := data[:q]
+	if bytes.IndexByte(span, '\\') >= 0 {
+		return 0, 0, false
+	}
+	// ctl gets a high bit from a byte below 0x20 (w-0x20 borrows there,
+	// and only there: a byte from 0x20 to 0x7f stays below 0x80, one
+	// above 0x7f is masked by &^ w).
+	var ctl uint64
+	i := 0
+	for ; i+8 <= len(span); i += 8 {
+		w := binary.LittleEndian.Uint64(span[i:])
+		or |= w
+		ctl |= (w - ones*0x20) &^ w
+	}
+	for ; i < len(span); i++ {
+		c := span[i]
+		or |= uint64(c)
+		if c < 0x20 {
+			return 0, 0, false
+		}
+	}
+	if ctl&highBits != 0 {
+		return 0, 0, false
+	}
+	return q, or, true
 }
 
 // known parses a string of a document too large to share one copy of
