@@ -50,7 +50,7 @@ func authorityProblems(x *tap.Exchange, result *tap.Value) []problem {
 		ps = append(ps, problem{check: vocab.Base9, ptr: ptr, msg: fmt.Sprintf(format, args...)})
 	}
 	caps := x.Capabilities
-	advertised := textSet(caps.Get("effects"))
+	advertised := newTextSet(caps.Get("effects"))
 	evType, _ := x.Event.Get("type").Text()
 	b, boundaryKnown := boundaries[evType]
 	allowed := b.Effects
@@ -59,15 +59,14 @@ func authorityProblems(x *tap.Exchange, result *tap.Value) []problem {
 		if !ok {
 			continue // EFF-1
 		}
-		ptr := tap.Ptr("/result/effects", i)
 		if !coreEffectNames[t] {
 			continue // EFF-1 judges every type outside the eight core ones
 		}
-		if !advertised[t] {
-			add(ptr+"/type", "effect %s was not advertised in the request's capabilities.effects (%s); a backend may return only advertised effects", quoted(t), advertisedText(caps.Get("effects")))
+		if !advertised.has(t) {
+			add(tap.Ptr("/result/effects", i, "type"), "effect %s was not advertised in the request's capabilities.effects (%s); a backend may return only advertised effects", quoted(t), advertisedText(caps.Get("effects")))
 		}
 		if boundaryKnown && !slices.Contains(allowed, t) {
-			add(ptr+"/type", "effect %s is not allowed at %s (allowed there: %v)", quoted(t), evType, allowed)
+			add(tap.Ptr("/result/effects", i, "type"), "effect %s is not allowed at %s (allowed there: %v)", quoted(t), evType, allowed)
 		}
 		switch t {
 		case "flow":
@@ -75,40 +74,64 @@ func authorityProblems(x *tap.Exchange, result *tap.Value) []problem {
 			if !ok || (op != "stop" && op != "continue") {
 				continue // EFF-1 reports missing or undefined operations
 			}
-			if !textSet(caps.Path("flow", "operations"))[op] {
-				add(ptr+"/operation", "flow operation %s was not advertised in capabilities.flow.operations (%s)", quoted(op), advertisedText(caps.Path("flow", "operations")))
+			if !newTextSet(caps.Path("flow", "operations")).has(op) {
+				add(tap.Ptr("/result/effects", i, "operation"), "flow operation %s was not advertised in capabilities.flow.operations (%s)", quoted(op), advertisedText(caps.Path("flow", "operations")))
 			}
 			if op != "continue" {
 				continue
 			}
 			if boundaryKnown && !continueAllowed[evType] {
-				add(ptr+"/operation", "flow continue is allowed only at turn.finish.before and tool.after, not at %s", evType)
+				add(tap.Ptr("/result/effects", i, "operation"), "flow continue is allowed only at turn.finish.before and tool.after, not at %s", evType)
 			}
 			if rc := caps.Path("flow", "remainingContinuations"); rc.IsInteger() && rc.Sign() <= 0 {
-				add(ptr+"/operation", "flow continue returned with capabilities.flow.remainingContinuations %s; continue needs an allowance left", rc.Str)
+				add(tap.Ptr("/result/effects", i, "operation"), "flow continue returned with capabilities.flow.remainingContinuations %s; continue needs an allowance left", rc.Str)
 			}
 		case "inject":
 			at, ok := e.Get("deliverAt").Text()
 			if !ok || (at != "now" && at != "next_turn") {
 				continue // EFF-1
 			}
-			if !textSet(caps.Path("inject", "context", "deliverAt"))[at] {
-				add(ptr+"/deliverAt", "inject deliverAt %s was not advertised in capabilities.inject.context.deliverAt (%s)", quoted(at), advertisedText(caps.Path("inject", "context", "deliverAt")))
+			if !newTextSet(caps.Path("inject", "context", "deliverAt")).has(at) {
+				add(tap.Ptr("/result/effects", i, "deliverAt"), "inject deliverAt %s was not advertised in capabilities.inject.context.deliverAt (%s)", quoted(at), advertisedText(caps.Path("inject", "context", "deliverAt")))
 			}
 		}
 	}
 	return ps
 }
 
-// textSet returns the string elements of an array value as a set.
-func textSet(v *tap.Value) map[string]bool {
-	s := make(map[string]bool)
-	for _, e := range v.Elems() {
+// A textSet is the set of the string elements of an array value. Lookups
+// scan a short array (a capability list names a few effects or
+// operations: no map to allocate, for every response) and use a map for a
+// long one, so that checking each effect of a hostile response against a
+// hostile list stays linear in the size of the two.
+type textSet struct {
+	list *tap.Value
+	m    map[string]bool
+}
+
+// textSetScanMax is the longest array a textSet scans rather than indexes.
+const textSetScanMax = 16
+
+func newTextSet(v *tap.Value) textSet {
+	es := v.Elems()
+	if len(es) <= textSetScanMax {
+		return textSet{list: v}
+	}
+	m := make(map[string]bool, len(es))
+	for _, e := range es {
 		if t, ok := e.Text(); ok {
-			s[t] = true
+			m[t] = true
 		}
 	}
-	return s
+	return textSet{m: m}
+}
+
+// has reports whether s is one of the set's strings.
+func (ts textSet) has(s string) bool {
+	if ts.m != nil {
+		return ts.m[s]
+	}
+	return listsString(ts.list, s)
 }
 
 // advertisedText renders an advertised list for a message.

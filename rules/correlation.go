@@ -35,19 +35,22 @@ func correlationRules() []tap.Rule {
 // "allow"), an accepted deny is explicit_deny, a response after the
 // deadline is late whatever it says. BASE-6 reads the outcome of an
 // event's earlier delivery from the EventStore, where the conversation
-// copies it. Its result is the outcome ("" for frames that end nothing).
+// copies it. Its result says whether the outcome is late (CORR-3 reads it):
+// a bool, where the outcome string would cost an allocation per response
+// to put in an interface.
 var outcomeAnalysis = &tap.Analysis{Name: "outcome", Run: func(c *tap.Conversation, f *tap.Frame) any {
 	m, ok := f.Msg.(*tap.Response)
 	x := c.Exchange()
 	if !ok || x == nil || c.Correlation() != tap.Matched {
-		return ""
+		return false
 	}
-	if _, late := pastDeadline(x, f.Time); late {
+	_, late := pastDeadline(x, f.Time)
+	if late {
 		x.Outcome = tap.OutcomeLate
 	} else {
 		x.Outcome = judgeOutcome(c, x, m)
 	}
-	return x.Outcome
+	return late
 }}
 
 // judgeOutcome classifies a response to x. A result the harness must reject
@@ -76,10 +79,10 @@ func judgeOutcome(c *tap.Conversation, x *tap.Exchange, m *tap.Response) string 
 		return tap.OutcomeInvalid
 	}
 	deny := false
-	advertised := textSet(x.Capabilities.Get("effects"))
+	advertised := newTextSet(x.Capabilities.Get("effects"))
 	for _, e := range effects.Elems() {
 		t, ok := e.Get("type").Text()
-		if !ok || (!coreEffectNames[t] && !(reverseDNSName.MatchString(t) && advertised[t])) {
+		if !ok || (!coreEffectNames[t] && !(reverseDNSName.MatchString(t) && advertised.has(t))) {
 			// AHP-CORE-003, AHP-CAP-001: an unknown or unadvertised effect
 			// type rejects the whole response.
 			return tap.OutcomeInvalid
@@ -458,7 +461,7 @@ const deadlineWords = "the backend SHOULD answer within the deadline; AHP-FAIL-0
 func (r lateRule) Requires() []*tap.Analysis { return []*tap.Analysis{outcomeAnalysis} }
 
 func (r lateRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
-	if c.Result(outcomeAnalysis) != tap.OutcomeLate {
+	if late, _ := c.Result(outcomeAnalysis).(bool); !late {
 		return nil
 	}
 	x := c.Exchange()

@@ -60,13 +60,34 @@ func analyseEdits(c *tap.Conversation, f *tap.Frame) []problem {
 		}
 		res := EvaluateEdits(ctx, effects)
 		if x := c.Exchange(); x != nil {
-			x.Edit = res // the exchange record shows what a harness should apply
+			x.Edit = boxEdit(res) // the exchange record shows what a harness should apply
 		} else {
 			c.AddStandalone(&tap.Exchange{Key: tap.IDKey(m.ID), Method: methodIntercept, Response: f, Edit: res})
 		}
 		return responseProblems(res, m.Result.Get("effects"), frameProblems(c, f))
 	}
 	return nil
+}
+
+// Most responses edit nothing: an empty effect list, or a deny. Their
+// results are these, boxed once (an EditResult in an interface costs an
+// allocation per response otherwise; a type assertion copies it out, so
+// the shared box is never written).
+var (
+	acceptedBox = any(EditResult{Accepted: true})
+	endsBox     = any(EditResult{Accepted: true, Ends: true})
+)
+
+// boxEdit returns res in an interface, a shared one for the results most
+// responses have.
+func boxEdit(res EditResult) any {
+	if res.Accepted && res.Effective == nil && res.Unknown == nil && res.Reasons == nil && !res.NotReached {
+		if res.Ends {
+			return endsBox
+		}
+		return acceptedBox
+	}
+	return res
 }
 
 // hasModify reports whether effects lists a modify effect: only those

@@ -28,25 +28,27 @@ func effectRules() []tap.Rule {
 const eff = vocab.Eff1
 
 // interceptResultProblems checks the result of a hooks/intercept success
-// response at ptr: effects required (EFF-1), manifest forbidden (CAP-2).
-func interceptResultProblems(res *tap.Value, ptr string) []problem {
+// response (at /result): effects required (EFF-1), manifest forbidden
+// (CAP-2). Its pointers are constants: nothing is built for a
+// conforming response.
+func interceptResultProblems(res *tap.Value) []problem {
 	var ps []problem
 	if has(res, "manifest") {
-		ps = append(ps, problem{check: vocab.Cap2, ptr: ptr + "/manifest",
+		ps = append(ps, problem{check: vocab.Cap2, ptr: "/result/manifest",
 			msg: "a hooks/intercept result must not carry \"manifest\": discovery and interception never share a response"})
 	}
 	if ext := res.Get("extensions"); ext != nil && !ext.Is(tap.Object) {
 		// BASE-4 judges the keys of an object; anything else is no
 		// extensions object at all (intercept-response.schema).
-		ps = append(ps, problem{check: eff, ptr: ptr + "/extensions",
+		ps = append(ps, problem{check: eff, ptr: "/result/extensions",
 			msg: fmt.Sprintf("\"extensions\" must be an object of reverse-DNS keys, found %s", ext.Describe())})
 	}
 	effects := res.Get("effects")
 	if effects == nil {
-		return append(ps, problem{check: eff, ptr: ptr + "/effects",
+		return append(ps, problem{check: eff, ptr: "/result/effects",
 			msg: "a hooks/intercept result must carry \"effects\", an array (empty for no effect)"})
 	}
-	return append(ps, effectProblems(effects, ptr+"/effects")...)
+	return append(ps, effectProblems(effects, "/result/effects")...)
 }
 
 // effectProblems checks an effects array at ptr (§4.1). Besides each

@@ -80,11 +80,14 @@ func (r extensionRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 			if t, _ := e.Get("type").Text(); t != "deny" {
 				continue
 			}
-			ptr := tap.Ptr("/result/effects", i)
-			keys(e, ptr)
+			// The effect's pointer is built only when there is something
+			// to report at it (a deny is in one response in four).
+			if e.Has("extensions") {
+				keys(e, tap.Ptr("/result/effects", i))
+			}
 			if code := e.Get("code"); code != nil {
 				if s, ok := code.Text(); !ok || !reverseDNSName.MatchString(s) {
-					out = append(out, r.info.At(f, 0, ptr+"/code",
+					out = append(out, r.info.At(f, 0, tap.Ptr("/result/effects", i, "code"),
 						"deny.code is %s; it must be a reverse-DNS name (such as com.example.policy.protected_path)", show(code)))
 				}
 			}

@@ -462,7 +462,7 @@ func walkFrame(c *tap.Conversation, f *tap.Frame) []problem {
 		}
 		switch method {
 		case methodIntercept:
-			return interceptResultProblems(m.Result, "/result")
+			return interceptResultProblems(m.Result)
 		case methodCapabilities:
 			return capabilitiesResultProblems(m.Result, "/result")
 		}

@@ -89,7 +89,7 @@ func BenchmarkShapes(b *testing.B) {
 			if i%2 == 0 {
 				ps = append(eventProblems(rq.Path("params", "event"), "/params/event", true), interceptCapabilityProblems(rq.Get("params"), "/params")...)
 			} else {
-				ps = interceptResultProblems(rs.Get("result"), "/result")
+				ps = interceptResultProblems(rs.Get("result"))
 			}
 			if len(ps) != 0 {
 				b.Fatalf("problems: %s", showProblems(ps))

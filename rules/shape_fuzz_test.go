@@ -34,7 +34,7 @@ func FuzzShapes(f *testing.F) {
 		ps = append(ps, eventProblems(v, "", false)...)
 		ps = append(ps, interceptCapabilityProblems(params, "/params")...)
 		ps = append(ps, capabilitiesRequestProblems(params, "/params")...)
-		ps = append(ps, interceptResultProblems(res, "/result")...)
+		ps = append(ps, interceptResultProblems(res)...)
 		ps = append(ps, capabilitiesResultProblems(res, "/result")...)
 		ps = append(ps, effectProblems(res.Get("effects"), "/result/effects")...)
 		ps = append(ps, messageList(v, "", "")...)

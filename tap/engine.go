@@ -101,9 +101,7 @@ func (e *Engine) Feed(f *Frame) (out []Finding) {
 	}
 	e.conv.begin(f)
 	out = append(out, e.analyse(f)...)
-	for _, r := range e.rules {
-		out = append(out, e.run(r, f)...)
-	}
+	out = e.check(f, out)
 	if e.watch != nil {
 		e.watch.Judged(f, e.conv.cur)
 	}
@@ -131,13 +129,35 @@ func (e *Engine) Finish() (out []Finding) {
 	return out
 }
 
-func (e *Engine) run(r Rule, f *Frame) (out []Finding) {
+// check runs every rule on f, in order, and appends what they find to
+// out. A rule that panics becomes a TAP-2 finding in its place and the
+// rules after it still run: checkFrom contains panics with one deferred
+// recover for all the rules of a frame, and check resumes after the rule
+// that panicked. (A deferred recover per rule, 32 rules a frame, was ~4% of
+// the audit's CPU time.)
+func (e *Engine) check(f *Frame, out []Finding) []Finding {
+	for next := 0; next < len(e.rules); {
+		out, next = e.checkFrom(next, f, out)
+	}
+	return out
+}
+
+// checkFrom runs the rules from e.rules[i] on, appending to found, until
+// they are done or one panics; next is the rule to resume with.
+func (e *Engine) checkFrom(i int, f *Frame, found []Finding) (out []Finding, next int) {
+	out, next = found, i
 	defer func() {
 		if p := recover(); p != nil {
-			out = append(out, internalFinding(r, f, p))
+			// out holds the findings of the rules before e.rules[next];
+			// what the panicking rule had found is lost with it.
+			out = append(out, internalFinding(e.rules[next], f, p))
+			next++
 		}
 	}()
-	return r.Check(e.conv, f)
+	for ; next < len(e.rules); next++ {
+		out = append(out, e.rules[next].Check(e.conv, f)...)
+	}
+	return out, next
 }
 
 func (e *Engine) finish(r Rule, fin Finisher) (out []Finding) {

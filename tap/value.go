@@ -381,16 +381,19 @@ func (v *Value) Sum() [32]byte {
 // canonPool: BASE-6 digests every event, so this is on the audit hot path.
 type canonWriter struct {
 	b bytes.Buffer
-	// scratch is a stack of object members being sorted; each object
-	// uses the tail it appended and truncates it when done.
-	scratch []Member
+	// order is a stack of the member indices of the objects being
+	// written, each object's sorted by key; each object uses the tail it
+	// appended and truncates it when done. Indices rather than Members:
+	// moving them while sorting costs no write barrier, and nothing needs
+	// clearing after.
+	order []int32
 }
 
 var canonPool = sync.Pool{New: func() any { return new(canonWriter) }}
 
 func (cw *canonWriter) reset() {
 	cw.b.Reset()
-	cw.scratch = cw.scratch[:0]
+	cw.order = cw.order[:0]
 }
 
 func (cw *canonWriter) write(v *Value) {
@@ -426,21 +429,23 @@ func (cw *canonWriter) write(v *Value) {
 		// Members sorted by key; a stable sort keeps duplicates in wire
 		// order, and the last one wins. Members already in strictly
 		// increasing order (sorted, no duplicates: what a canonical
-		// sender and most small objects send) are written as they are.
-		// Otherwise nested objects append after this one's members; if
-		// that reallocates scratch, ms still holds the old array,
-		// unchanged.
-		base := len(cw.scratch)
+		// sender and most small objects send) keep their order. Nested
+		// objects append after this one's indices; if that reallocates
+		// order, ord still holds the old array, unchanged.
 		ms := v.Obj
+		base := len(cw.order)
+		for i := range ms {
+			cw.order = append(cw.order, int32(i))
+		}
+		ord := cw.order[base:]
 		if !strictlySorted(ms) {
-			cw.scratch = append(cw.scratch, v.Obj...)
-			ms = cw.scratch[base:]
-			sortMembers(ms)
+			sortMembers(ms, ord)
 		}
 		b.WriteByte('{')
 		first := true
-		for i, m := range ms {
-			if i+1 < len(ms) && ms[i+1].Key == m.Key {
+		for k, i := range ord {
+			m := &ms[i]
+			if k+1 < len(ord) && ms[ord[k+1]].Key == m.Key {
 				continue
 			}
 			if !first {
@@ -452,26 +457,26 @@ func (cw *canonWriter) write(v *Value) {
 			cw.write(m.Val)
 		}
 		b.WriteByte('}')
-		clear(cw.scratch[base:])
-		cw.scratch = cw.scratch[:base]
+		cw.order = cw.order[:base]
 	}
 }
 
-// sortMembers sorts ms by key, keeping duplicates in wire order: by
-// insertion for the few members of most objects (no comparison function
-// to call), else slices.SortStableFunc.
-func sortMembers(ms []Member) {
-	if len(ms) > 24 {
-		slices.SortStableFunc(ms, func(x, y Member) int { return strings.Compare(x.Key, y.Key) })
+// sortMembers sorts ord, indices of ms, by key, keeping duplicates in
+// wire order: by insertion for the few members of most objects (no
+// comparison function to call), else slices.SortStableFunc.
+func sortMembers(ms []Member, ord []int32) {
+	if len(ord) > 24 {
+		slices.SortStableFunc(ord, func(x, y int32) int { return strings.Compare(ms[x].Key, ms[y].Key) })
 		return
 	}
-	for i := 1; i < len(ms); i++ {
-		m := ms[i]
+	for i := 1; i < len(ord); i++ {
+		o := ord[i]
+		key := ms[o].Key
 		j := i
-		for ; j > 0 && ms[j-1].Key > m.Key; j-- {
-			ms[j] = ms[j-1]
+		for ; j > 0 && ms[ord[j-1]].Key > key; j-- {
+			ord[j] = ord[j-1]
 		}
-		ms[j] = m
+		ord[j] = o
 	}
 }
 
@@ -1062,35 +1067,48 @@ func (p *parser) strRef() (int32, error) {
 // str parses a string; plain says it had no escapes, its text the
 // document's bytes between the quotes.
 func (p *parser) str() (s string, plain bool, err error) {
-	p.pos++ // opening quote
-	start := p.pos
+	// The fast path keeps the position in a local: through p, every step
+	// was a store and a load of p.pos, the loop's critical path.
+	data, pos := p.data, p.pos+1 // past the opening quote
+	start := pos
 	// or collects the bytes seen: its high bits say whether any was
 	// beyond ASCII (parser.high).
 	var or uint64
 	// Fast path: no escapes.
-	for p.pos < len(p.data) {
+	long := true // a long string is still to be tried with plainSpan
+	for pos < len(data) {
 		// Eight bytes at a time while none is a quote, a backslash or a
-		// control character (most of a long command or text).
-		for p.pos+8 <= len(p.data) {
-			w := binary.LittleEndian.Uint64(p.data[p.pos:])
+		// control character.
+		for pos+8 <= len(data) {
+			w := binary.LittleEndian.Uint64(data[pos:])
 			if specialIn8(w) {
 				break
 			}
 			or |= w
-			p.pos += 8
+			pos += 8
+			if long && pos-start >= 16 {
+				// Most of a long command or text: plainSpan finds its
+				// end with fewer steps a byte.
+				long = false
+				if end, high, ok := plainSpan(data[pos:]); ok {
+					or |= high
+					pos += end
+					break
+				}
+			}
 		}
-		if p.pos >= len(p.data) {
+		if pos >= len(data) {
 			break
 		}
-		c := p.data[p.pos]
+		c := data[pos]
 		or |= uint64(c)
 		if c == '"' {
 			if p.shared {
-				s = p.src[start:p.pos]
+				s = p.src[start:pos]
 			} else {
-				s = string(p.data[start:p.pos])
+				s = string(data[start:pos])
 			}
-			p.pos++
+			p.pos = pos + 1
 			p.high = p.high || or&highBits != 0
 			return s, true, nil
 		}
@@ -1098,10 +1116,12 @@ func (p *parser) str() (s string, plain bool, err error) {
 			break
 		}
 		if c < 0x20 {
+			p.pos = pos
 			return "", false, p.fail("control character in string")
 		}
-		p.pos++
+		pos++
 	}
+	p.pos = pos
 	var b strings.Builder
 	b.Write(p.data[start:p.pos])
 	for p.pos < len(p.data) {
@@ -1164,6 +1184,46 @@ func (p *parser) str() (s string, plain bool, err error) {
 		}
 	}
 	return "", false, p.fail("unterminated string")
+}
+
+// plainSpan returns the length of data up to its first quote, when that
+// span holds no backslash and no control character (ok false otherwise,
+// or without a quote), and the OR of its bytes (whose high bits say
+// whether any is beyond ASCII). Two vector searches (the quote, a
+// backslash) and a branch-free pass for control characters cost fewer
+// steps a byte than specialIn8's test of each word; a span that fails is
+// scanned again by str, once, so the decode stays linear.
+func plainSpan(data []byte) (n int, or uint64, ok bool) {
+	const ones = 0x0101010101010101
+	q := bytes.IndexByte(data, '"')
+	if q < 0 {
+		return 0, 0, false
+	}
+	span := data[:q]
+	if bytes.IndexByte(span, '\\') >= 0 {
+		return 0, 0, false
+	}
+	// ctl gets a high bit from a byte below 0x20 (w-0x20 borrows there,
+	// and only there: a byte from 0x20 to 0x7f stays below 0x80, one
+	// above 0x7f is masked by &^ w).
+	var ctl uint64
+	i := 0
+	for ; i+8 <= len(span); i += 8 {
+		w := binary.LittleEndian.Uint64(span[i:])
+		or |= w
+		ctl |= (w - ones*0x20) &^ w
+	}
+	for ; i < len(span); i++ {
+		c := span[i]
+		or |= uint64(c)
+		if c < 0x20 {
+			return 0, 0, false
+		}
+	}
+	if ctl&highBits != 0 {
+		return 0, 0, false
+	}
+	return q, or, true
 }
 
 // known parses a string of a document too large to share one copy of
@@ -1342,8 +1402,21 @@ func EscapePointer(tok string) string {
 }
 
 // Ptr joins JSON Pointer tokens onto base: Ptr("/params", "event", 0).
+// It allocates the pointer once (rules build one per effect of every
+// response): the builder is sized for string and int tokens first.
 func Ptr(base string, toks ...any) string {
+	var digits [20]byte
+	n := len(base)
+	for _, t := range toks {
+		switch t := t.(type) {
+		case string:
+			n += 1 + len(t) + strings.Count(t, "~") + strings.Count(t, "/")
+		case int:
+			n += 1 + len(strconv.AppendInt(digits[:0], int64(t), 10))
+		}
+	}
 	var b strings.Builder
+	b.Grow(n)
 	b.WriteString(base)
 	for _, t := range toks {
 		b.WriteByte('/')
@@ -1351,9 +1424,9 @@ func Ptr(base string, toks ...any) string {
 		case string:
 			b.WriteString(EscapePointer(t))
 		case int:
-			b.WriteString(strconv.Itoa(t))
+			b.Write(strconv.AppendInt(digits[:0], int64(t), 10))
 		default:
-			fmt.Fprint(&b, t)
+			b.WriteString(fmt.Sprint(t))
 		}
 	}
 	return b.String()

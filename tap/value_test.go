@@ -543,3 +543,56 @@ func TestParseDuplicateKeysSpelledApart(t *testing.T) {
 		}
 	}
 }
+
+// TestPtr: tokens are escaped (RFC 6901) and joined onto the base, and the
+// pointer costs one allocation, whatever its indices.
+func TestPtr(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{Ptr("/result/effects", 0), "/result/effects/0"},
+		{Ptr("/result/effects", 1234, "type"), "/result/effects/1234/type"},
+		{Ptr("", "a/b", "m~n", -7), "/a~1b/m~0n/-7"},
+		{Ptr("/params"), "/params"},
+		{Ptr("/x", uint8(3)), "/x/3"},
+	} {
+		if c.got != c.want {
+			t.Errorf("Ptr = %q, want %q", c.got, c.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = Ptr("/result/effects", 1234, "type") }); n != 1 {
+		t.Errorf("Ptr allocates %v times, want 1", n)
+	}
+}
+
+// TestStringScanEveryPosition: a string is decoded as encoding/json
+// decodes it, and its bytes beyond ASCII are noticed, whatever the
+// position of a special byte (control character, backslash escape,
+// byte beyond ASCII) in it: before, inside and after the eight-byte
+// words and the long-string span the scanner takes at a time.
+func TestStringScanEveryPosition(t *testing.T) {
+	for n := 0; n <= 48; n++ {
+		for at := 0; at < n; at++ {
+			for _, special := range []string{"\x01", "\x1f", `\n`, `\"`, `\u00e9`, "é", "\xff", "\x7f", " "} {
+				body := strings.Repeat("a", at) + special + strings.Repeat("b", n-at-1)
+				doc := []byte(`{"k":"` + body + `","z":1}`)
+				var want struct{ K string }
+				werr := json.Unmarshal(doc, &want)
+				var d Decoder
+				v, err := d.Parse(doc)
+				if (err != nil) != (werr != nil) && utf8.Valid(doc) {
+					t.Fatalf("%q: error %v, encoding/json says %v", doc, err, werr)
+				}
+				if err != nil {
+					continue
+				}
+				if got, _ := v.Get("k").Text(); utf8.Valid(doc) && got != want.K {
+					t.Fatalf("%q: decoded %q, want %q", doc, got, want.K)
+				}
+				if ascii := !strings.ContainsFunc(string(doc), func(r rune) bool { return r >= 0x80 || r == utf8.RuneError }) && utf8.Valid(doc); d.ascii != ascii {
+					t.Fatalf("%q: ascii = %v, want %v", doc, d.ascii, ascii)
+				}
+			}
+		}
+	}
+}
