@@ -40,7 +40,7 @@ func (b *Builder) Request(method string, target *url.URL, h http.Header, upstrea
 	if upstream != "" {
 		upstream = b.RedactURLString(upstream)
 	}
-	return b.RequestMeta(method, target, h.Clone(), upstream)
+	return b.RequestMeta(method, b.RedactURL(target), h.Clone(), upstream)
 }
 
 // Learn learns the credentials of a request's header and target: the part
@@ -53,15 +53,16 @@ func (b *Builder) Learn(target *url.URL, h http.Header) {
 }
 
 // RequestMeta is Request without learning, for a relay that learnt as the
-// request arrived: the envelope, with what was learnt so far redacted. h
-// is the caller's to give away: it is redacted in place (RedactHeader)
-// and becomes the envelope's header. upstream is redacted already
-// (RedactURLString): the relay redacts it once for the request's envelope
-// and its response's.
-func (b *Builder) RequestMeta(method string, target *url.URL, h http.Header, upstream string) *tap.HTTPMeta {
+// request arrived: the envelope, with what was learnt so far redacted.
+// target and upstream are redacted already (RedactURL, RedactURLString:
+// the relay keeps them for the next request to the same target, and
+// shares upstream with the response's envelope). h is the caller's to give
+// away: it is redacted in place (RedactHeader) and becomes the envelope's
+// header.
+func (b *Builder) RequestMeta(method, target string, h http.Header, upstream string) *tap.HTTPMeta {
 	m := &tap.HTTPMeta{
 		Method:             method,
-		URL:                b.RedactURL(target),
+		URL:                target,
 		AuthorizationCount: len(h["Authorization"]),
 		Upstream:           upstream,
 	}

@@ -87,7 +87,8 @@ type Credentials struct {
 	// learned: a clear bit means no credential starts at that position,
 	// which spares the lock and the map for almost every byte scanned.
 	filter [filterWords]atomic.Uint64
-	count  atomic.Int64 // credentials remembered now
+	count  atomic.Int64  // credentials remembered now
+	learnt atomic.Uint64 // credentials remembered so far, forgotten ones included (Learnt)
 
 	mu     sync.RWMutex           // guards anchor, order, next, warned
 	anchor map[uint64]*credBucket // credentials by the hash of their first 8 bytes
@@ -322,11 +323,17 @@ func (c *Credentials) remember(cred string) {
 	bk.keys[k] = struct{}{}
 	i := h >> (64 - filterBits)
 	c.filter[i/64].Or(1 << (i % 64))
+	c.learnt.Add(1)
 	c.mu.Unlock()
 	if warn && c.Forgotten != nil {
 		c.Forgotten(c.max)
 	}
 }
+
+// Learnt counts the credentials learnt so far. A text redacted while
+// Learnt was n is redacted the same way while it still is n: a caller
+// may keep the result that long instead of redacting the text again.
+func (c *Credentials) Learnt() uint64 { return c.learnt.Load() }
 
 func (bk *credBucket) has(k credKey) bool {
 	if bk == nil {

@@ -488,11 +488,39 @@ func (c *auditCopy) body() httpaudit.Body {
 
 // reqMeta builds the request's audit envelope, redacted.
 func (x *exchange) reqMeta() *tap.HTTPMeta {
+	if x.targetText == "" { // the net/http path
+		return x.p.creds.RequestMeta(x.httpVerb, x.p.creds.RedactURL(x.target), x.reqHead.header(), x.upstreamText())
+	}
+	t := x.relayTarget()
+	return x.p.creds.RequestMeta(x.httpVerb, t.url, x.reqHead.header(), t.upstream)
+}
+
+// A targetMemo is a relay request target and its upstream URL, redacted.
+// A harness sends the same target again and again: parsing and rendering
+// it, and its upstream URL, cost the audit side more than the header did.
+// The memo holds while no credential is learnt (Credentials.Learnt).
+type targetMemo struct {
+	target, upPath string // as received, and as forwarded
+	learnt         uint64
+	url, upstream  string
+}
+
+// relayTarget is the relay's request target and upstream URL redacted:
+// the last request's when it went to the same place and nothing was
+// learnt since.
+func (x *exchange) relayTarget() *targetMemo {
+	learnt := x.p.creds.Learnt() // before redacting: a credential learnt meanwhile voids the memo
+	if t := x.p.lastTarget.Load(); t != nil && t.learnt == learnt && t.target == x.targetText && t.upPath == x.upPath {
+		return t
+	}
 	u := x.target
 	if u == nil {
 		u = requestURL(x.targetText)
 	}
-	return x.p.creds.RequestMeta(x.httpVerb, u, x.reqHead.header(), x.upstreamText())
+	t := &targetMemo{target: x.targetText, upPath: x.upPath, learnt: learnt,
+		url: x.p.creds.RedactURL(u), upstream: x.p.creds.RedactURLString(x.upBase + x.upPath)}
+	x.p.lastTarget.Store(t)
+	return t
 }
 
 // respMeta builds the final response's audit envelope, redacted, from
@@ -504,8 +532,11 @@ func (x *exchange) respMeta() *tap.HTTPMeta {
 // upstreamText is the upstream URL redacted, for diagnostics and envelopes.
 func (x *exchange) upstreamText() string {
 	x.upOnce.Do(func() {
-		if up := x.upBase + x.upPath; up != "" {
-			x.upText = x.p.creds.RedactURLString(up)
+		switch {
+		case x.targetText != "":
+			x.upText = x.relayTarget().upstream
+		case x.upBase != "":
+			x.upText = x.p.creds.RedactURLString(x.upBase)
 		}
 	})
 	return x.upText

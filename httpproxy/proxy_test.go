@@ -77,6 +77,7 @@ type testTap struct {
 	capPath string
 	diag    *syncBuffer
 	metrics *Metrics
+	proxy   *Proxy
 	stop    func() // stops the proxy, closes the auditor and the capture
 }
 
@@ -135,6 +136,7 @@ func startTapAt(t testing.TB, cfg Config, addr string) *testTap {
 		t.Fatal(err)
 	}
 	var shutdown func() error
+	tt.proxy = p
 	tt.url, shutdown = serveProxy(t, p, addr)
 	var once sync.Once
 	tt.stop = func() {
