@@ -157,12 +157,6 @@ if [ "$PROFILE" = 1 ]; then
 	cp "$WORK/ahp-tap" "$PROFILE_DIR/ahp-tap"
 fi
 
-audited() { # metrics port -> "audited share of the exchange items"
-	curl -s "http://127.0.0.1:$1/metrics" | awk '
-		/^ahp_tap_http_requests_total/ {req += $2}
-		/^ahp_tap_audit_dropped_total/ {drop = $2}
-		END {if (req > 0) printf "%.0f%% (%d requests; %d of their %d frames and notes dropped)", 100 * (1 - drop / (2 * req)), req, drop, 2 * req; else print "n/a"}'
-}
 AUDITED=$(audited $METRICS_PORT)
 AUDITEDCAP=$(audited $METRICSCAP_PORT)
 kill -TERM $TAP_PID $TAPCAP_PID $TAPFWD_PID

@@ -72,3 +72,12 @@ function request()
 end
 LUA
 }
+
+# audited METRICS_PORT: the audited share of the exchange items (a request
+# and its response each) of the HTTP tap serving metrics on the port.
+audited() {
+	curl -s "http://127.0.0.1:$1/metrics" | awk '
+		/^ahp_tap_http_requests_total/ {req += $2}
+		/^ahp_tap_audit_dropped_total/ {drop = $2}
+		END {if (req > 0) printf "%.0f%% (%d requests; %d of their %d frames and notes dropped)", 100 * (1 - drop / (2 * req)), req, drop, 2 * req; else print "n/a"}'
+}
