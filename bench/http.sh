@@ -53,7 +53,7 @@ if ((${#need[@]})); then
 fi
 
 BACKEND_PORT=9801 NGINX_PORT=9802 MITM_PORT=9803 TAP_PORT=9804 RP_PORT=9805 TAPCAP_PORT=9806 FWD_PORT=9807 PPROF_PORT=9808
-BASE_PORT=9809 METRICS_PORT=9810 METRICSCAP_PORT=9811
+BASE_PORT=9809 METRICS_PORT=9810 METRICSCAP_PORT=9811 METRICSBASE_PORT=9812
 BASELINE=${BASELINE:-}
 PROFILE=${PROFILE:-0}
 PROFILE_DIR=${PROFILE_DIR:-/tmp/ahp-tap-http-profile}
@@ -105,7 +105,7 @@ TARGETS="direct nginx mitmdump go-httputil ahp-tap ahp-tap+capture ahp-tap-forwa
 if [ -n "$BASELINE" ]; then
 	"$WORK/ahp-tap-baseline" http --listen 127.0.0.1:$BASE_PORT --upstream http://127.0.0.1:$BACKEND_PORT \
 		--registration "$WORK/registration.json" --hook com.example.bench \
-		--log "$WORK/violations-base.log" 2>"$WORK/tapbase-stderr.log" &
+		--log "$WORK/violations-base.log" --metrics 127.0.0.1:$METRICSBASE_PORT 2>"$WORK/tapbase-stderr.log" &
 	PIDS+=($!)
 	wait_port $BASE_PORT
 	TARGETS="$TARGETS ahp-tap-baseline"
@@ -159,6 +159,8 @@ fi
 
 AUDITED=$(audited $METRICS_PORT)
 AUDITEDCAP=$(audited $METRICSCAP_PORT)
+AUDITEDBASE=
+[ -n "$BASELINE" ] && AUDITEDBASE="; ahp-tap-baseline $(audited $METRICSBASE_PORT)"
 kill -TERM $TAP_PID $TAPCAP_PID $TAPFWD_PID
 wait $TAP_PID $TAPCAP_PID $TAPFWD_PID || true
 findings=$(cat "$WORK/violations.log" "$WORK/violations-cap.log" "$WORK/violations-fwd.log" | wc -l | tr -d ' ')
@@ -183,7 +185,7 @@ done
 echo
 awk -v t="$(col ahp-tap 2)" -v n="$(col nginx 2)" -v m="$(col mitmdump 2)" -v g="$(col go-httputil 2)" -v tp="$(col ahp-tap 4)" -v np="$(col nginx 4)" 'BEGIN {
 	printf "ahp-tap/nginx requests/s %.2fx (goal >= 0.7x); ahp-tap/mitmdump %.1fx (goal >= 20x); ahp-tap p99 / nginx p99 %.2fx (goal <= 2x); ahp-tap/go-httputil %.2fx\n", t/n, t/m, tp/np, t/g }'
-echo "audited (every run of the target, warm-ups included): ahp-tap $AUDITED; ahp-tap+capture $AUDITEDCAP"
+echo "audited (every run of the target, warm-ups included): ahp-tap $AUDITED; ahp-tap+capture $AUDITEDCAP$AUDITEDBASE"
 echo "ahp-tap+capture captured $frames frames; violation log lines (both taps): $findings; tap summaries:"
 sed 's/^/    /' "$WORK/tap-stderr.log" "$WORK/tapcap-stderr.log" "$WORK/tapfwd-stderr.log" | tail -n 30
 if [ "$findings" != 0 ]; then
