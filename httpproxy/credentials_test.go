@@ -56,12 +56,7 @@ func TestTargetRedactedWithCredentialsLearntLater(t *testing.T) {
 		post(t, c, target, []byte(interceptBody), hdr)
 	}
 	tt.stop()
-	var frames []*tap.Frame
-	for _, it := range readCapture(t, tt.capPath) {
-		if it.Frame != nil {
-			frames = append(frames, it.Frame)
-		}
-	}
+	frames := capturedFrames(t, tt.capPath)
 	if len(frames) != 6 {
 		t.Fatalf("captured %d frames, want 6", len(frames))
 	}

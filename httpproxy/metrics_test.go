@@ -64,14 +64,12 @@ func TestRequestsCountedBySeries(t *testing.T) {
 	m := NewMetrics(nil)
 	var wg sync.WaitGroup
 	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range 100 {
 				m.countRequest(http.MethodPost, 200)
 				m.countRequest([]string{http.MethodGet, "BREW"}[g%2], 500+i%2)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	text := scrape(t, m.Handler(), "/metrics")
