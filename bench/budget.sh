@@ -79,10 +79,7 @@ PIDS+=($!)
 nginx_conf "$WORK" $BACKEND_PORT $NGINX_PORT >nginx.conf
 nginx -c "$WORK/nginx.conf" -p "$WORK" &
 PIDS+=($!)
-cat >http-reg.json <<REG
-{"protocolVersion":"draft","hooks":[{"id":"com.example.bench","transport":{"type":"http","url":"http://127.0.0.1:$TAP_PORT/agent-hooks"},
- "subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"fail-closed","content":{"default":"body"}}]}]}
-REG
+http_registration $TAP_PORT >http-reg.json
 "$WORK/ahp-tap" http --listen 127.0.0.1:$TAP_PORT --upstream http://127.0.0.1:$BACKEND_PORT \
 	--registration http-reg.json --hook com.example.bench --log violations.log --metrics 127.0.0.1:$METRICS_PORT 2>tap-stderr.log &
 PIDS+=($!)

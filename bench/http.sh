@@ -81,10 +81,7 @@ PIDS+=($!)
 "$WORK/httprp" -listen 127.0.0.1:$RP_PORT -upstream http://127.0.0.1:$BACKEND_PORT &
 PIDS+=($!)
 
-cat >"$WORK/registration.json" <<REG
-{"protocolVersion":"draft","hooks":[{"id":"com.example.bench","transport":{"type":"http","url":"http://127.0.0.1:$TAP_PORT/agent-hooks"},
- "subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"fail-closed","content":{"default":"body"}}]}]}
-REG
+http_registration $TAP_PORT >"$WORK/registration.json"
 AHP_TAP_PPROF=127.0.0.1:$PPROF_PORT "$WORK/ahp-tap" http --listen 127.0.0.1:$TAP_PORT --upstream http://127.0.0.1:$BACKEND_PORT \
 	--registration "$WORK/registration.json" --hook com.example.bench \
 	--log "$WORK/violations.log" --metrics 127.0.0.1:$METRICS_PORT 2>"$WORK/tap-stderr.log" &

@@ -39,6 +39,16 @@ http {
 NGINX
 }
 
+# http_registration TAP_PORT: a registration whose one hook
+# (com.example.bench) is an HTTP backend at the tap on TAP_PORT,
+# subscribed to tool.before intercepts with a 5 s deadline.
+http_registration() {
+	cat <<REG
+{"protocolVersion":"draft","hooks":[{"id":"com.example.bench","transport":{"type":"http","url":"http://127.0.0.1:$1/agent-hooks"},
+ "subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"fail-closed","content":{"default":"body"}}]}]}
+REG
+}
+
 # post_lua: the wrk script posting a conforming 1 KiB hooks/intercept for
 # tool.before; each request gets its own id (JSON-RPC id = event id).
 post_lua() {
