@@ -34,14 +34,7 @@ THREADS=2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
-WORK=$(mktemp -d /tmp/ahp-tap-bench-http.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+bench_work http
 
 need=()
 command -v wrk >/dev/null || need+=(wrk)

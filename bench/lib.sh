@@ -1,5 +1,19 @@
 # bench/lib.sh: pieces the HTTP benchmark scripts share (sourced by
-# bench/http.sh and bench/budget.sh).
+# bench/http.sh, bench/budget.sh and bench/pacedcpu.sh).
+
+# bench_work NAME: make the run's scratch directory, $WORK, and on exit
+# stop the processes listed in PIDS and remove it.
+bench_work() {
+	WORK=$(mktemp -d "/tmp/ahp-tap-bench-$1.XXXXXX")
+	PIDS=()
+	trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$WORK"
+}
 
 # wait_port PORT: wait until something listens on 127.0.0.1:PORT.
 wait_port() {

@@ -26,14 +26,7 @@ BASELINE=${BASELINE:?set BASELINE to the checkout to compare with}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
-WORK=$(mktemp -d /tmp/ahp-tap-bench-paced.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+bench_work paced
 mkdir "$WORK/this" "$WORK/baseline"
 (cd "$ROOT" && go build -o "$WORK/this/ahp-tap" ./cmd/ahp-tap && go build -o "$WORK/httpload" ./bench/httpload &&
 	go build -o "$WORK/conns" ./bench/conns && go build -o "$WORK/cpushare" ./bench/cpushare)
