@@ -395,24 +395,7 @@ func (c *relayConn) exchange() (keep bool) {
 	}
 	defer p.hops.release(hc)
 	method := rq.raw[rq.parts[0].s:rq.parts[0].e]
-	target := rq.raw[rq.parts[1].s:rq.parts[1].e]
-	upTarget := p.relayTarget(target)
-	// The envelope is kept as the head's bytes and field spans (one copy
-	// each); the audit side makes them an http.Header and parses the
-	// target. Only a target with a query is parsed here: its credentials
-	// are learnt before anything is logged (origin form has no userinfo).
-	held := rq.hold()
-	x := &exchange{conn: c.id, httpVerb: held.raw[rq.parts[0].s:rq.parts[0].e], reqHead: held,
-		targetText: held.raw[rq.parts[1].s:rq.parts[1].e], upBase: p.upstreamBase}
-	if bytes.IndexByte(target, '?') >= 0 {
-		x.target = requestURL(x.targetText)
-	}
-	if bytes.Equal(upTarget, target) {
-		x.upPath, upTarget = x.targetText, nil
-	} else {
-		x.upPath = string(upTarget)
-	}
-	p.startExchange(x, rq.framing != noBody, rq.lengthHint())
+	x, upTarget := p.relayExchange(rq, c.id)
 	out := rq.appendForwarded((*c.out)[:0], upTarget, p.upstreamHost)
 	if hc.field != nil {
 		out = withHopField(out, hc.field) // a loop is possible (hops.go)
@@ -531,6 +514,31 @@ func (c *relayConn) exchange() (keep bool) {
 		c.dropUpstream()
 	}
 	return keep && !c.r.closing.Load()
+}
+
+// relayExchange starts the exchange of the request head rq on the harness
+// connection conn, and returns the request target to send upstream in
+// its place (nil: the target as received). The envelope is kept as the
+// head's bytes and field spans (one copy each); the audit side makes them
+// an http.Header and parses the target. Only a target with a query is
+// parsed here: its credentials are learnt before anything is logged
+// (origin form has no userinfo).
+func (p *Proxy) relayExchange(rq *head, conn string) (x *exchange, upTarget []byte) {
+	target := rq.raw[rq.parts[1].s:rq.parts[1].e]
+	upTarget = p.relayTarget(target)
+	held := rq.hold()
+	x = &exchange{conn: conn, httpVerb: held.raw[rq.parts[0].s:rq.parts[0].e], reqHead: held,
+		targetText: held.raw[rq.parts[1].s:rq.parts[1].e], upBase: p.upstreamBase}
+	if bytes.IndexByte(target, '?') >= 0 {
+		x.target = requestURL(x.targetText)
+	}
+	if bytes.Equal(upTarget, target) {
+		x.upPath, upTarget = x.targetText, nil
+	} else {
+		x.upPath = string(upTarget)
+	}
+	p.startExchange(x, rq.framing != noBody, rq.lengthHint())
+	return x, upTarget
 }
 
 // readResponse reads response heads from up until a final one, which it
