@@ -397,9 +397,9 @@ func (h *head) appendForwarded(out, target, host []byte) []byte {
 // and its field spans, made into an http.Header only on the audit side
 // (header), so that the forwarding goroutine only copies two slices.
 type heldHead struct {
-	h      http.Header
-	raw    string
-	fields []field // spans into raw; nil: h holds the fields
+	h      http.Header // the net/http path's
+	raw    string      // the relay's head ("" on the net/http path)
+	fields []field     // spans into raw
 }
 
 // hold keeps h's fields for the audit side: the relay reuses h.
@@ -409,7 +409,7 @@ func (h *head) hold() heldHead {
 
 // learn remembers the credentials the fields carry.
 func (hh heldHead) learn(c *httpaudit.Credentials) {
-	if hh.fields == nil {
+	if hh.raw == "" {
 		c.Add(hh.h)
 		return
 	}
@@ -424,7 +424,7 @@ func (hh heldHead) learn(c *httpaudit.Credentials) {
 // every field including the hop-by-hop ones (the audit records what the
 // peer sent). The header is the caller's to change.
 func (hh heldHead) header() http.Header {
-	if hh.fields == nil {
+	if hh.raw == "" {
 		return hh.h
 	}
 	// The names and values are substrings of raw, and one array holds
