@@ -73,18 +73,15 @@ stdio_run() { # config round relay-argv...
 }
 
 # http ---------------------------------------------------------------------
-BACKEND_PORT=9821 NGINX_PORT=9822 TAP_PORT=9823
+BACKEND_PORT=9821 NGINX_PORT=9822 TAP_PORT=9823 METRICS_PORT=9824
 "$WORK/httpbackend" -listen 127.0.0.1:$BACKEND_PORT &
 PIDS+=($!)
 nginx_conf "$WORK" $BACKEND_PORT $NGINX_PORT >nginx.conf
 nginx -c "$WORK/nginx.conf" -p "$WORK" &
 PIDS+=($!)
-cat >http-reg.json <<REG
-{"protocolVersion":"draft","hooks":[{"id":"com.example.bench","transport":{"type":"http","url":"http://127.0.0.1:$TAP_PORT/agent-hooks"},
- "subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"fail-closed","content":{"default":"body"}}]}]}
-REG
+http_registration $TAP_PORT >http-reg.json
 "$WORK/ahp-tap" http --listen 127.0.0.1:$TAP_PORT --upstream http://127.0.0.1:$BACKEND_PORT \
-	--registration http-reg.json --hook com.example.bench --log violations.log 2>tap-stderr.log &
+	--registration http-reg.json --hook com.example.bench --log violations.log --metrics 127.0.0.1:$METRICS_PORT 2>tap-stderr.log &
 PIDS+=($!)
 post_lua >post.lua
 for p in $BACKEND_PORT $NGINX_PORT $TAP_PORT; do wait_port $p; done
@@ -105,6 +102,7 @@ for round in $(seq "$ROUNDS"); do
 	http_run http-ahp-tap "$round" $TAP_PORT
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+AUDITED=$(audited $METRICS_PORT)
 
 python3 - "$results" "$rates" "$(nproc)" <<'PY'
 import collections, statistics, sys
@@ -129,5 +127,6 @@ for config in totals:
     print(f"| {config} | {med(rps[config]):.0f} | " + " | ".join(f"{v:.1f}" for v in row) + f" | {total:.1f} | {cores / total * 1e6:.0f} |")
 PY
 echo
+echo "# http-ahp-tap audited (every round, warm-ups included): $AUDITED"
 grep -o '"check":"[A-Z0-9-]*"' stdio-violations.log 2>/dev/null | sort | uniq -c | sed 's/^/# stdio findings: /' || true
 grep -o '"check":"[A-Z0-9-]*"' violations.log 2>/dev/null | sort | uniq -c | sed 's/^/# http findings: /' || true

@@ -34,14 +34,7 @@ THREADS=2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$ROOT/bench/lib.sh"
-WORK=$(mktemp -d /tmp/ahp-tap-bench-http.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+bench_work http
 
 need=()
 command -v wrk >/dev/null || need+=(wrk)
@@ -53,7 +46,7 @@ if ((${#need[@]})); then
 fi
 
 BACKEND_PORT=9801 NGINX_PORT=9802 MITM_PORT=9803 TAP_PORT=9804 RP_PORT=9805 TAPCAP_PORT=9806 FWD_PORT=9807 PPROF_PORT=9808
-BASE_PORT=9809 METRICS_PORT=9810 METRICSCAP_PORT=9811
+BASE_PORT=9809 METRICS_PORT=9810 METRICSCAP_PORT=9811 METRICSBASE_PORT=9812
 BASELINE=${BASELINE:-}
 PROFILE=${PROFILE:-0}
 PROFILE_DIR=${PROFILE_DIR:-/tmp/ahp-tap-http-profile}
@@ -81,10 +74,7 @@ PIDS+=($!)
 "$WORK/httprp" -listen 127.0.0.1:$RP_PORT -upstream http://127.0.0.1:$BACKEND_PORT &
 PIDS+=($!)
 
-cat >"$WORK/registration.json" <<REG
-{"protocolVersion":"draft","hooks":[{"id":"com.example.bench","transport":{"type":"http","url":"http://127.0.0.1:$TAP_PORT/agent-hooks"},
- "subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"fail-closed","content":{"default":"body"}}]}]}
-REG
+http_registration $TAP_PORT >"$WORK/registration.json"
 AHP_TAP_PPROF=127.0.0.1:$PPROF_PORT "$WORK/ahp-tap" http --listen 127.0.0.1:$TAP_PORT --upstream http://127.0.0.1:$BACKEND_PORT \
 	--registration "$WORK/registration.json" --hook com.example.bench \
 	--log "$WORK/violations.log" --metrics 127.0.0.1:$METRICS_PORT 2>"$WORK/tap-stderr.log" &
@@ -105,7 +95,7 @@ TARGETS="direct nginx mitmdump go-httputil ahp-tap ahp-tap+capture ahp-tap-forwa
 if [ -n "$BASELINE" ]; then
 	"$WORK/ahp-tap-baseline" http --listen 127.0.0.1:$BASE_PORT --upstream http://127.0.0.1:$BACKEND_PORT \
 		--registration "$WORK/registration.json" --hook com.example.bench \
-		--log "$WORK/violations-base.log" 2>"$WORK/tapbase-stderr.log" &
+		--log "$WORK/violations-base.log" --metrics 127.0.0.1:$METRICSBASE_PORT 2>"$WORK/tapbase-stderr.log" &
 	PIDS+=($!)
 	wait_port $BASE_PORT
 	TARGETS="$TARGETS ahp-tap-baseline"
@@ -157,14 +147,10 @@ if [ "$PROFILE" = 1 ]; then
 	cp "$WORK/ahp-tap" "$PROFILE_DIR/ahp-tap"
 fi
 
-audited() { # metrics port -> "audited share of the exchange items"
-	curl -s "http://127.0.0.1:$1/metrics" | awk '
-		/^ahp_tap_http_requests_total/ {req += $2}
-		/^ahp_tap_audit_dropped_total/ {drop = $2}
-		END {if (req > 0) printf "%.0f%% (%d requests; %d of their %d frames and notes dropped)", 100 * (1 - drop / (2 * req)), req, drop, 2 * req; else print "n/a"}'
-}
 AUDITED=$(audited $METRICS_PORT)
 AUDITEDCAP=$(audited $METRICSCAP_PORT)
+AUDITEDBASE=
+[ -n "$BASELINE" ] && AUDITEDBASE="; ahp-tap-baseline $(audited $METRICSBASE_PORT)"
 kill -TERM $TAP_PID $TAPCAP_PID $TAPFWD_PID
 wait $TAP_PID $TAPCAP_PID $TAPFWD_PID || true
 findings=$(cat "$WORK/violations.log" "$WORK/violations-cap.log" "$WORK/violations-fwd.log" | wc -l | tr -d ' ')
@@ -189,7 +175,7 @@ done
 echo
 awk -v t="$(col ahp-tap 2)" -v n="$(col nginx 2)" -v m="$(col mitmdump 2)" -v g="$(col go-httputil 2)" -v tp="$(col ahp-tap 4)" -v np="$(col nginx 4)" 'BEGIN {
 	printf "ahp-tap/nginx requests/s %.2fx (goal >= 0.7x); ahp-tap/mitmdump %.1fx (goal >= 20x); ahp-tap p99 / nginx p99 %.2fx (goal <= 2x); ahp-tap/go-httputil %.2fx\n", t/n, t/m, tp/np, t/g }'
-echo "audited (every run of the target, warm-ups included): ahp-tap $AUDITED; ahp-tap+capture $AUDITEDCAP"
+echo "audited (every run of the target, warm-ups included): ahp-tap $AUDITED; ahp-tap+capture $AUDITEDCAP$AUDITEDBASE"
 echo "ahp-tap+capture captured $frames frames; violation log lines (both taps): $findings; tap summaries:"
 sed 's/^/    /' "$WORK/tap-stderr.log" "$WORK/tapcap-stderr.log" "$WORK/tapfwd-stderr.log" | tail -n 30
 if [ "$findings" != 0 ]; then

@@ -1,5 +1,19 @@
 # bench/lib.sh: pieces the HTTP benchmark scripts share (sourced by
-# bench/http.sh and bench/budget.sh).
+# bench/http.sh, bench/budget.sh and bench/pacedcpu.sh).
+
+# bench_work NAME: make the run's scratch directory, $WORK, and on exit
+# stop the processes listed in PIDS and remove it.
+bench_work() {
+	WORK=$(mktemp -d "/tmp/ahp-tap-bench-$1.XXXXXX")
+	PIDS=()
+	trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$WORK"
+}
 
 # wait_port PORT: wait until something listens on 127.0.0.1:PORT.
 wait_port() {
@@ -39,6 +53,16 @@ http {
 NGINX
 }
 
+# http_registration TAP_PORT: a registration whose one hook
+# (com.example.bench) is an HTTP backend at the tap on TAP_PORT,
+# subscribed to tool.before intercepts with a 5 s deadline.
+http_registration() {
+	cat <<REG
+{"protocolVersion":"draft","hooks":[{"id":"com.example.bench","transport":{"type":"http","url":"http://127.0.0.1:$1/agent-hooks"},
+ "subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":5000,"failurePolicy":"fail-closed","content":{"default":"body"}}]}]}
+REG
+}
+
 # post_lua: the wrk script posting a conforming 1 KiB hooks/intercept for
 # tool.before; each request gets its own id (JSON-RPC id = event id).
 post_lua() {
@@ -71,4 +95,13 @@ function request()
   return wrk.format("POST", path, {["Content-Type"] = "application/json", ["Authorization"] = "Bearer bench-token-0123456789"}, b)
 end
 LUA
+}
+
+# audited METRICS_PORT: the audited share of the exchange items (a request
+# and its response each) of the HTTP tap serving metrics on the port.
+audited() {
+	curl -s "http://127.0.0.1:$1/metrics" | awk '
+		/^ahp_tap_http_requests_total/ {req += $2}
+		/^ahp_tap_audit_dropped_total/ {drop = $2}
+		END {if (req > 0) printf "%.0f%% (%d requests; %d of their %d frames and notes dropped)", 100 * (1 - drop / (2 * req)), req, drop, 2 * req; else print "n/a"}'
 }

@@ -32,12 +32,15 @@ type Builder struct {
 }
 
 // Request learns the credentials of a request's header and target and
-// returns its envelope for the audit: the target and upstream URLs and the
-// header redacted. upstream is where the request went ("" when it is the
-// target itself: a HAR entry, a mock peer).
+// returns its envelope for the audit: the target and upstream URLs and
+// (a copy of) the header redacted. upstream is where the request went (""
+// when it is the target itself: a HAR entry, a mock peer).
 func (b *Builder) Request(method string, target *url.URL, h http.Header, upstream string) *tap.HTTPMeta {
 	b.Learn(target, h)
-	return b.RequestMeta(method, target, h, upstream)
+	if upstream != "" {
+		upstream = b.RedactURLString(upstream)
+	}
+	return b.RequestMeta(method, b.RedactURL(target), h.Clone(), upstream)
 }
 
 // Learn learns the credentials of a request's header and target: the part
@@ -49,18 +52,22 @@ func (b *Builder) Learn(target *url.URL, h http.Header) {
 	b.AddURL(target)
 }
 
-// RequestMeta is Request without learning: the envelope, with what was
-// learned so far redacted.
-func (b *Builder) RequestMeta(method string, target *url.URL, h http.Header, upstream string) *tap.HTTPMeta {
+// RequestMeta is Request without learning, for a relay that learnt as the
+// request arrived: the envelope, with what was learnt so far redacted.
+// target and upstream are redacted already (RedactURL, RedactURLString:
+// the relay keeps them for the next request to the same target, and
+// shares upstream with the response's envelope). h is the caller's to give
+// away: it is redacted in place (RedactHeader) and becomes the envelope's
+// header.
+func (b *Builder) RequestMeta(method, target string, h http.Header, upstream string) *tap.HTTPMeta {
 	m := &tap.HTTPMeta{
 		Method:             method,
-		URL:                b.RedactURL(target),
-		Header:             b.MetaHeader(h),
-		AuthorizationCount: len(h.Values("Authorization")),
+		URL:                target,
+		AuthorizationCount: len(h["Authorization"]),
+		Upstream:           upstream,
 	}
-	if upstream != "" {
-		m.Upstream = b.RedactURLString(upstream)
-	}
+	b.RedactHeader(h)
+	m.Header = h
 	return m
 }
 
@@ -76,12 +83,19 @@ func (b *Builder) RequestText(method, target string, h http.Header) *tap.HTTPMet
 		AuthorizationCount: len(h.Values("Authorization"))}
 }
 
-// Response returns a response's envelope for the audit: its header
-// redacted. upstream is the request's (already redacted) Upstream.
+// Response returns a response's envelope for the audit: (a copy of) its
+// header redacted. upstream is the request's (already redacted) Upstream.
 func (b *Builder) Response(status int, h http.Header, upstream string, latency time.Duration) *tap.HTTPMeta {
+	return b.ResponseMeta(status, h.Clone(), upstream, latency)
+}
+
+// ResponseMeta is Response for a header the caller gives away: h is
+// redacted in place and becomes the envelope's.
+func (b *Builder) ResponseMeta(status int, h http.Header, upstream string, latency time.Duration) *tap.HTTPMeta {
+	b.RedactHeader(h)
 	return &tap.HTTPMeta{
 		Status:    status,
-		Header:    b.MetaHeader(h),
+		Header:    h,
 		Upstream:  upstream,
 		LatencyMs: float64(latency.Microseconds()) / 1000,
 	}

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -86,7 +87,8 @@ type Credentials struct {
 	// learned: a clear bit means no credential starts at that position,
 	// which spares the lock and the map for almost every byte scanned.
 	filter [filterWords]atomic.Uint64
-	count  atomic.Int64 // credentials remembered now
+	count  atomic.Int64  // credentials remembered now
+	learnt atomic.Uint64 // credentials remembered so far, forgotten ones included (Learnt)
 
 	mu     sync.RWMutex           // guards anchor, order, next, warned
 	anchor map[uint64]*credBucket // credentials by the hash of their first 8 bytes
@@ -159,29 +161,51 @@ func (c *Credentials) setup() {
 // space, "Bearer\tabc" as "Bearer abc"; the user:password of Basic too), and
 // the whole values of X-Api-Key and the --redact-header headers.
 func (c *Credentials) Add(h http.Header) {
-	c.once.Do(c.setup)
 	for k, vs := range h {
-		lk := strings.ToLower(k)
-		if !c.learn[lk] {
-			continue
-		}
 		for _, v := range vs {
-			if lk == "authorization" || lk == "proxy-authorization" {
-				scheme, cred := splitAuthorization(v)
-				c.remember(cred)
-				if strings.EqualFold(scheme, "basic") {
-					if up, err := base64.StdEncoding.DecodeString(cred); err == nil {
-						c.remember(string(up))
-						if _, pass, ok := strings.Cut(string(up), ":"); ok {
-							c.remember(pass)
-						}
-					}
-				}
-				continue
-			}
-			c.remember(strings.TrimSpace(v))
+			c.AddField(k, v)
 		}
 	}
+}
+
+// AddField is Add for one header field (name in any case): the relay
+// learns from the field lines it parsed, without building a header.
+func (c *Credentials) AddField(name, value string) {
+	c.once.Do(c.setup)
+	var buf [32]byte
+	lk := lowerName(buf[:0], name)
+	if !c.learn[string(lk)] {
+		return
+	}
+	if !bytes.Equal(lk, []byte("authorization")) && !bytes.Equal(lk, []byte("proxy-authorization")) {
+		c.remember(strings.TrimSpace(value))
+		return
+	}
+	scheme, cred := splitAuthorization(value)
+	c.remember(cred)
+	if strings.EqualFold(scheme, "basic") {
+		if up, err := base64.StdEncoding.DecodeString(cred); err == nil {
+			c.remember(string(up))
+			if _, pass, ok := strings.Cut(string(up), ":"); ok {
+				c.remember(pass)
+			}
+		}
+	}
+}
+
+// lowerName appends name in lower case (ASCII: header names are tokens)
+// to buf: with a buffer on the caller's stack, a map lookup by the result
+// (m[string(b)]) allocates nothing, where strings.ToLower of a canonical
+// name allocates every time.
+func lowerName(buf []byte, name string) []byte {
+	for i := 0; i < len(name); i++ {
+		b := name[i]
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		buf = append(buf, b)
+	}
+	return buf
 }
 
 // AddURL remembers the values of credential query parameters of u (the
@@ -258,9 +282,8 @@ func (c *Credentials) remember(cred string) {
 		return
 	}
 	c.once.Do(c.setup)
-	b := []byte(cred)
-	h := c.anchorOf(binary.LittleEndian.Uint64(b))
-	k := credKey{n: len(b), sum: c.digest(b)}
+	h := c.anchorOf(binary.LittleEndian.Uint64([]byte(cred[:8])))
+	k := credKey{n: len(cred), sum: maphash.String(c.key, cred)} // as digest hashes the same bytes
 	c.mu.RLock()
 	known := c.anchor[h].has(k)
 	c.mu.RUnlock()
@@ -300,11 +323,17 @@ func (c *Credentials) remember(cred string) {
 	bk.keys[k] = struct{}{}
 	i := h >> (64 - filterBits)
 	c.filter[i/64].Or(1 << (i % 64))
+	c.learnt.Add(1)
 	c.mu.Unlock()
 	if warn && c.Forgotten != nil {
 		c.Forgotten(c.max)
 	}
 }
+
+// Learnt counts the credentials learnt so far. A text redacted while
+// Learnt was n is redacted the same way while it still is n: a caller
+// may keep the result that long instead of redacting the text again.
+func (c *Credentials) Learnt() uint64 { return c.learnt.Load() }
 
 func (bk *credBucket) has(k credKey) bool {
 	if bk == nil {
@@ -523,7 +552,9 @@ func (c *Credentials) RedactString(s string) string {
 	if c.count.Load() == 0 {
 		return s
 	}
-	b, n := c.Redact([]byte(s))
+	// Redact never modifies its argument: a read-only view of s spares a
+	// copy of every header value and URL searched.
+	b, n := c.Redact(unsafe.Slice(unsafe.StringData(s), len(s)))
 	if n == 0 {
 		return s
 	}
@@ -549,30 +580,44 @@ func (c *Credentials) RedactURLString(s string) string {
 	return c.RedactString(s)
 }
 
-// MetaHeader copies h for a tap.HTTPMeta: Authorization values (and
-// Proxy-Authorization, unless --no-redact) keep only their scheme, the
-// values of the other redacted headers are replaced whole, and every
-// remembered credential elsewhere is replaced.
+// MetaHeader copies h for a tap.HTTPMeta, redacted as RedactHeader does.
 func (c *Credentials) MetaHeader(h http.Header) map[string][]string {
+	out := h.Clone()
+	if out == nil {
+		out = http.Header{}
+	}
+	c.RedactHeader(out)
+	return out
+}
+
+// RedactHeader redacts h in place for a tap.HTTPMeta: Authorization
+// values (and Proxy-Authorization, unless --no-redact) keep only their
+// scheme, the values of the other redacted headers are replaced whole,
+// and every remembered credential elsewhere is replaced. A header built
+// for the audit alone is redacted without a copy.
+func (c *Credentials) RedactHeader(h http.Header) {
 	c.once.Do(c.setup)
-	out := make(map[string][]string, len(h))
 	for k, vs := range h {
-		lk := strings.ToLower(k)
-		cp := make([]string, len(vs))
+		if vs == nil {
+			h[k] = []string{} // recorded as an empty list, as every copy did
+			continue
+		}
+		var buf [32]byte
+		lk := lowerName(buf[:0], k)
+		auth := bytes.Equal(lk, []byte("authorization")) || bytes.Equal(lk, []byte("proxy-authorization")) && c.headers[string(lk)]
+		whole := c.headers[string(lk)]
 		for i, v := range vs {
 			switch {
-			case lk == "authorization" || (lk == "proxy-authorization" && c.headers[lk]):
+			case auth:
 				scheme, _ := splitAuthorization(v)
-				cp[i] = strings.TrimSpace(scheme + " " + tap.RedactedCredential)
-			case c.headers[lk]:
-				cp[i] = tap.RedactedCredential
+				vs[i] = strings.TrimSpace(scheme + " " + tap.RedactedCredential)
+			case whole:
+				vs[i] = tap.RedactedCredential
 			default:
-				cp[i] = c.RedactString(v)
+				vs[i] = c.RedactString(v)
 			}
 		}
-		out[k] = cp
 	}
-	return out
 }
 
 // An escapeMap maps offsets of a decoded text back to the text it was

@@ -154,13 +154,19 @@ type exchange struct {
 	httpVerb string
 	// The request's envelope as received (its credentials learnt): the
 	// audit side builds the redacted tap.HTTPMeta from it (reqMeta), so
-	// that the forwarding goroutine does not. h is the exchange's own.
-	target   *url.URL
-	reqHead  http.Header
-	upstream string
-	// upText is upstream redacted, for diagnostics (upstreamText).
-	upOnce sync.Once
-	upText string
+	// that the forwarding goroutine does not. target is the parsed
+	// request target: the net/http path's, or a relay target with a query
+	// (parsed to learn its credentials); otherwise the audit side parses
+	// targetText.
+	target     *url.URL
+	targetText string
+	reqHead    heldHead
+	// The upstream URL is upBase followed by upPath (the relay keeps the
+	// two, so that the forwarding goroutine does not join them); upText
+	// is it redacted, for diagnostics and envelopes (upstreamText).
+	upBase, upPath string
+	upOnce         sync.Once
+	upText         string
 
 	mu      sync.Mutex // guards the fields below: the transport may still read the request body when the response is done
 	req     auditCopy
@@ -172,7 +178,7 @@ type exchange struct {
 	// one); the audit side builds its tap.HTTPMeta (respMeta).
 	respSeen   bool
 	respStatus int
-	respHead   http.Header
+	respHead   heldHead
 	respTime   time.Time
 	finished   bool      // finish ran
 	failure    *tap.Note // set when ahp-tap answered (upstream failure) or the harness went away
@@ -195,16 +201,18 @@ func (p *Proxy) newExchange(r *http.Request, conn, upstream string) *exchange {
 	hasBody := r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
 	// A copy: the header goes to the audit side, and the forwarding
 	// code may change r's before then.
-	return p.newExchangeHead(r.Method, r.URL, r.Header.Clone(), hasBody, r.ContentLength, conn, upstream)
+	x := &exchange{conn: conn, httpVerb: r.Method, target: r.URL, reqHead: heldHead{h: r.Header.Clone()}, upBase: upstream}
+	return p.startExchange(x, hasBody, r.ContentLength)
 }
 
-// newExchangeHead starts an exchange from a request's envelope: method,
-// target, header (the exchange's to keep: the audit side reads it later),
-// whether a body follows and its Content-Length (-1 when unknown). The
-// relay and the net/http paths both start here. Only the credentials are
-// learnt here; the redacted envelope is built on the audit side.
-func (p *Proxy) newExchangeHead(method string, target *url.URL, h http.Header, hasBody bool, contentLength int64, conn, upstream string) *exchange {
-	x := &exchange{p: p, conn: conn, start: time.Now(), httpVerb: method, target: target, reqHead: h, upstream: upstream}
+// startExchange starts x, made from a request's envelope (method, target,
+// header: the exchange's to keep, the audit side reads it later; and the
+// upstream URL): hasBody says whether a body follows, contentLength is
+// its Content-Length (-1 when unknown). The relay and the net/http paths
+// both start here. Only the credentials are learnt here; the redacted
+// envelope is built on the audit side.
+func (p *Proxy) startExchange(x *exchange, hasBody bool, contentLength int64) *exchange {
+	x.p, x.start = p, time.Now()
 	x.req.limit, x.resp.limit = p.maxAudit, p.maxAudit
 	if !p.auditor.Complete() {
 		x.req.a, x.resp.a = p.auditor, p.auditor
@@ -213,7 +221,10 @@ func (p *Proxy) newExchangeHead(method string, target *url.URL, h http.Header, h
 	if hasBody {
 		x.req.presize(contentLength)
 	}
-	p.creds.Learn(target, h)
+	x.reqHead.learn(&p.creds.Credentials)
+	if x.target != nil {
+		p.creds.AddURL(x.target)
+	}
 	if p.probe > 0 && x.req.a != nil {
 		x.probe = time.AfterFunc(p.probe+tap.ClockGrace, x.submitEarly)
 	}
@@ -233,12 +244,11 @@ func (x *exchange) submitEarly() {
 		return
 	}
 	x.early, x.reqSent, x.earlyDone = true, true, make(chan struct{})
-	rc := x.req
 	x.mu.Unlock()
 	defer close(x.earlyDone)
 	at := x.p.SafeClock(time.Now().Add(-tap.ClockGrace))
 	ok := x.p.auditor.SubmitAll(
-		x.item(tap.FromHarness, x.start, &rc, x.reqMeta),
+		x.item(tap.FromHarness, x.start, &x.req, x.prepareRequest),
 		tap.Item{Note: &tap.Note{Kind: tap.NoteDeadline, Time: at, Conn: x.conn}})
 	x.mu.Lock()
 	x.earlyLost = !ok
@@ -343,16 +353,16 @@ func (x *exchange) copyBytes(response bool, p []byte) {
 // responseHeaders records the upstream's response envelope (a copy of its
 // header: the forwarding code may change resp's).
 func (x *exchange) responseHeaders(resp *http.Response) {
-	x.responseHead(resp.StatusCode, resp.Header.Clone(), resp.ContentLength)
+	x.responseHead(resp.StatusCode, heldHead{h: resp.Header.Clone()}, resp.ContentLength)
 }
 
 // responseHead records the upstream's final response envelope: status,
 // header (the exchange's to keep) and Content-Length (-1 when unknown).
-func (x *exchange) responseHead(status int, h http.Header, contentLength int64) {
+func (x *exchange) responseHead(status int, h heldHead, contentLength int64) {
 	now := time.Now()
 	x.mu.Lock()
-	x.respSeen, x.respStatus, x.respHead, x.respTime = true, status, h, now
-	if !x.finished {
+	if !x.finished { // after finish the envelope is the audit side's to read
+		x.respSeen, x.respStatus, x.respHead, x.respTime = true, status, h, now
 		x.resp.presize(contentLength)
 		if x.probe != nil {
 			x.p.headsMu.Lock()
@@ -391,11 +401,13 @@ func (x *exchange) finish() {
 	}
 	x.finished = true
 	x.reqSent = true // later reads of the request body no longer touch req
-	rc, c, seen, status, rh, t, failure := x.req, x.resp, x.respSeen, x.respStatus, x.respHead, x.respTime, x.failure
+	// From here on req, resp and the response's envelope are only read:
+	// the audit side reads them (prepareRequest, prepareResponse).
+	c, seen, status, failure := &x.resp, x.respSeen, x.respStatus, x.failure
 	inj, swallowed := x.inj, x.swallowed
 	early, earlyDone := x.early, x.earlyDone
-	if !x.reqEOF {
-		rc.truncated = true // the upstream answered before reading it all
+	if !x.reqEOF && !early {
+		x.req.truncated = true // the upstream answered before reading it all
 	}
 	if !x.respEOF {
 		// The copy stopped early (the harness went away, or the upstream
@@ -409,7 +421,7 @@ func (x *exchange) finish() {
 		delete(x.p.heads, x)
 		x.p.headsMu.Unlock()
 	}
-	var items []tap.Item
+	items := make([]tap.Item, 0, 4)
 	if early {
 		<-earlyDone // the request is handed over (or dropped) before its answer
 		x.mu.Lock()
@@ -423,7 +435,7 @@ func (x *exchange) finish() {
 			return
 		}
 	} else {
-		items = append(items, x.item(tap.FromHarness, x.start, &rc, x.reqMeta))
+		items = append(items, x.item(tap.FromHarness, x.start, &x.req, x.prepareRequest))
 	}
 	if inj != nil {
 		items = append(items, tap.Item{Note: inj})
@@ -436,14 +448,14 @@ func (x *exchange) finish() {
 		c.release()
 	case status == http.StatusOK && c.size > 0:
 		x.p.metrics.countRequest(x.httpVerb, status)
-		items = append(items, x.item(tap.FromBackend, t, &c, func() *tap.HTTPMeta { return x.respMeta(status, rh, t) }))
+		items = append(items, x.item(tap.FromBackend, x.respTime, c, x.prepareResponse))
 	default:
 		defer c.release() // its bytes are searched, not queued
 		x.p.metrics.countRequest(x.httpVerb, status)
 		// A response without a JSON-RPC message: its body is not a frame,
 		// but it is still searched for credentials (AUTH-1). Rare: its
 		// note is built here.
-		items = append(items, tap.Item{Note: x.p.creds.ResponseNote(t, x.conn, httpaudit.Body{Bytes: c.buf, Size: c.size}, x.respMeta(status, rh, t))})
+		items = append(items, tap.Item{Note: x.p.creds.ResponseNote(x.respTime, x.conn, httpaudit.Body{Bytes: c.buf, Size: c.size}, x.respMeta())})
 	}
 	if swallowed != nil {
 		items = append(items, tap.Item{Note: swallowed})
@@ -454,33 +466,77 @@ func (x *exchange) finish() {
 }
 
 // item is the audit item of one body. Its frame holds the copy as read;
-// the audit goroutine builds the envelope with meta and redacts the copy
-// (Item.Prepare) before anything checks, logs or captures it, so that
+// the audit goroutine builds the envelope and redacts the copy (prepare,
+// as Item.Prepare) before anything checks, logs or captures it, so that
 // neither costs the forwarding goroutine (issue 27 item 2).
-func (x *exchange) item(dir tap.Direction, t time.Time, c *auditCopy, meta func() *tap.HTTPMeta) tap.Item {
-	body := httpaudit.Body{Bytes: c.buf, Size: c.size, Truncated: c.truncated}
+func (x *exchange) item(dir tap.Direction, t time.Time, c *auditCopy, prepare func(*tap.Frame)) tap.Item {
 	f := &tap.Frame{Dir: dir, Time: t, Transport: tap.HTTP, Conn: x.conn, Raw: c.buf}
-	return tap.Item{Frame: f, Reserved: c.reserved, Prepare: func(f *tap.Frame) {
-		x.p.creds.Fill(f, body, meta())
-	}}
+	return tap.Item{Frame: f, Reserved: c.reserved, Prepare: prepare}
+}
+
+// prepareRequest fills the request's frame on the audit side: the body
+// redacted, the envelope.
+func (x *exchange) prepareRequest(f *tap.Frame) { x.p.creds.Fill(f, x.req.body(), x.reqMeta()) }
+
+// prepareResponse fills the final response's frame on the audit side.
+func (x *exchange) prepareResponse(f *tap.Frame) { x.p.creds.Fill(f, x.resp.body(), x.respMeta()) }
+
+// body is the copy as the audit sees it.
+func (c *auditCopy) body() httpaudit.Body {
+	return httpaudit.Body{Bytes: c.buf, Size: c.size, Truncated: c.truncated}
 }
 
 // reqMeta builds the request's audit envelope, redacted.
 func (x *exchange) reqMeta() *tap.HTTPMeta {
-	return x.p.creds.RequestMeta(x.httpVerb, x.target, x.reqHead, x.upstream)
+	if x.targetText == "" { // the net/http path
+		return x.p.creds.RequestMeta(x.httpVerb, x.p.creds.RedactURL(x.target), x.reqHead.header(), x.upstreamText())
+	}
+	t := x.relayTarget()
+	return x.p.creds.RequestMeta(x.httpVerb, t.url, x.reqHead.header(), t.upstream)
+}
+
+// A targetMemo is a relay request target and its upstream URL, redacted.
+// A harness sends the same target again and again: parsing and rendering
+// it, and its upstream URL, cost the audit side more than the header did.
+// The memo holds while no credential is learnt (Credentials.Learnt).
+type targetMemo struct {
+	target, upPath string // as received, and as forwarded
+	learnt         uint64
+	url, upstream  string
+}
+
+// relayTarget is the relay's request target and upstream URL redacted:
+// the last request's when it went to the same place and nothing was
+// learnt since.
+func (x *exchange) relayTarget() *targetMemo {
+	learnt := x.p.creds.Learnt() // before redacting: a credential learnt meanwhile voids the memo
+	if t := x.p.lastTarget.Load(); t != nil && t.learnt == learnt && t.target == x.targetText && t.upPath == x.upPath {
+		return t
+	}
+	u := x.target
+	if u == nil {
+		u = requestURL(x.targetText)
+	}
+	t := &targetMemo{target: x.targetText, upPath: x.upPath, learnt: learnt,
+		url: x.p.creds.RedactURL(u), upstream: x.p.creds.RedactURLString(x.upBase + x.upPath)}
+	x.p.lastTarget.Store(t)
+	return t
 }
 
 // respMeta builds the final response's audit envelope, redacted, from
 // what finish read of it.
-func (x *exchange) respMeta(status int, h http.Header, t time.Time) *tap.HTTPMeta {
-	return x.p.creds.Response(status, h, x.upstreamText(), t.Sub(x.start))
+func (x *exchange) respMeta() *tap.HTTPMeta {
+	return x.p.creds.ResponseMeta(x.respStatus, x.respHead.header(), x.upstreamText(), x.respTime.Sub(x.start))
 }
 
 // upstreamText is the upstream URL redacted, for diagnostics and envelopes.
 func (x *exchange) upstreamText() string {
 	x.upOnce.Do(func() {
-		if x.upstream != "" {
-			x.upText = x.p.creds.RedactURLString(x.upstream)
+		switch {
+		case x.targetText != "":
+			x.upText = x.relayTarget().upstream
+		case x.upBase != "":
+			x.upText = x.p.creds.RedactURLString(x.upBase)
 		}
 	})
 	return x.upText

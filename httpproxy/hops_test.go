@@ -5,16 +5,24 @@ import (
 	"testing"
 )
 
-func parsedRequest(t *testing.T, raw string) *head {
+func parsedRequest(t testing.TB, raw string) *head { return parsedHead(t, raw, true) }
+
+// parsedHead parses raw as the relay reads a request head (request) or a
+// response head.
+func parsedHead(t testing.TB, raw string, request bool) *head {
 	t.Helper()
 	h := &head{}
-	if err := h.parse([]byte(raw), true); err != nil {
+	if err := h.parse([]byte(raw), request); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.parseRequestLine(); err != nil {
+	line := h.parseStatusLine
+	if request {
+		line = h.parseRequestLine
+	}
+	if err := line(); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.interpret(true); err != nil {
+	if err := h.interpret(request); err != nil {
 		t.Fatal(err)
 	}
 	return h

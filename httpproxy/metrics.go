@@ -1,8 +1,11 @@
 package httpproxy
 
 import (
+	"maps"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +21,12 @@ import (
 type Metrics struct {
 	*metrics.Base
 	requests *prometheus.CounterVec // by HTTP method and status answered to the harness
+	// series holds the requests counters looked up so far, read without
+	// a lock: WithLabelValues (a status string, a hash of the labels, a
+	// lock) cost every request more than counting it. Copied on write
+	// under seriesMu; at most one entry per method label and status.
+	series   atomic.Pointer[map[requestKey]prometheus.Counter]
+	seriesMu sync.Mutex
 	failures *prometheus.CounterVec // upstream failures by kind
 	gone     prometheus.Counter     // requests the harness abandoned
 	latency  prometheus.Histogram   // upstream time to response headers
@@ -50,6 +59,7 @@ func NewMetrics(dropped func() uint64) *Metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
 	}
+	m.series.Store(&map[requestKey]prometheus.Counter{})
 	m.Register(m.requests, m.failures, m.gone, m.latency)
 	for _, c := range FailureCauses {
 		m.failures.WithLabelValues(c) // series at zero before the first failure
@@ -97,7 +107,29 @@ func (m *Metrics) countRequest(method string, status int) {
 	default:
 		method = "other" // label values stay a small, fixed set
 	}
-	m.requests.WithLabelValues(method, strconv.Itoa(status)).Inc()
+	k := requestKey{method, status}
+	if c, ok := (*m.series.Load())[k]; ok {
+		c.Inc()
+		return
+	}
+	m.seriesMu.Lock()
+	old := *m.series.Load()
+	c, ok := old[k]
+	if !ok {
+		c = m.requests.WithLabelValues(method, strconv.Itoa(status))
+		next := make(map[requestKey]prometheus.Counter, len(old)+1)
+		maps.Copy(next, old)
+		next[k] = c
+		m.series.Store(&next)
+	}
+	m.seriesMu.Unlock()
+	c.Inc()
+}
+
+// requestKey names one series of ahp_tap_http_requests_total.
+type requestKey struct {
+	method string
+	status int
 }
 
 func (m *Metrics) countFailure(kind string) {

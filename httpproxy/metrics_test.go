@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -52,5 +53,35 @@ func TestMetricsSeries(t *testing.T) {
 	}
 	if got := scrape(t, m.HealthHandler(), "/healthz"); got != "ok\n" {
 		t.Errorf("health = %q", got)
+	}
+}
+
+// Requests are counted by method and status, from many goroutines at once,
+// through the series the metrics keep looked up: each count lands in its
+// own series, none is lost.
+func TestRequestsCountedBySeries(t *testing.T) {
+	t.Parallel()
+	m := NewMetrics(nil)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 100 {
+				m.countRequest(http.MethodPost, 200)
+				m.countRequest([]string{http.MethodGet, "BREW"}[g%2], 500+i%2)
+			}
+		})
+	}
+	wg.Wait()
+	text := scrape(t, m.Handler(), "/metrics")
+	for _, want := range []string{
+		`ahp_tap_http_requests_total{method="POST",status="200"} 400`,
+		`ahp_tap_http_requests_total{method="GET",status="500"} 100`,
+		`ahp_tap_http_requests_total{method="GET",status="501"} 100`,
+		`ahp_tap_http_requests_total{method="other",status="500"} 100`,
+		`ahp_tap_http_requests_total{method="other",status="501"} 100`,
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("metrics lack %q", want)
+		}
 	}
 }

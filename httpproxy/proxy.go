@@ -141,12 +141,15 @@ type Proxy struct {
 	tr    *http.Transport          // upstream transport: verifies TLS, never compresses, never follows redirects
 	gp    *goproxy.ProxyHttpServer // the goproxy front: forward requests, CONNECT, and NonproxyHandler for reverse mode
 	creds httpaudit.Builder        // the audit copy of each exchange: credentials seen, for redaction and AUTH-1; memory only
-	conns atomic.Uint64            // numbers accepted connections
-	bufs  sync.Pool                // *[]byte copy buffers for reverse-mode responses
-	certs certStore                // MITM leaf certificates by host
-	own   ownConns                 // local addresses of open upstream connections: loop detection
-	hops  *hops                    // loops through chains of taps (hops.go)
-	bg    sync.WaitGroup           // audit facts handed over off the request path; Serve waits for them
+	// lastTarget is the relay's last request target redacted (for the
+	// envelopes of the next requests to it): memory only, like creds.
+	lastTarget atomic.Pointer[targetMemo]
+	conns      atomic.Uint64  // numbers accepted connections
+	bufs       sync.Pool      // *[]byte copy buffers for reverse-mode responses
+	certs      certStore      // MITM leaf certificates by host
+	own        ownConns       // local addresses of open upstream connections: loop detection
+	hops       *hops          // loops through chains of taps (hops.go)
+	bg         sync.WaitGroup // audit facts handed over off the request path; Serve waits for them
 
 	// probe is Config.Probe; heads holds, by exchange, when the response
 	// head came of each exchange not yet handed over (SafeClock).

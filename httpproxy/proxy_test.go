@@ -77,6 +77,7 @@ type testTap struct {
 	capPath string
 	diag    *syncBuffer
 	metrics *Metrics
+	proxy   *Proxy
 	stop    func() // stops the proxy, closes the auditor and the capture
 }
 
@@ -135,6 +136,7 @@ func startTapAt(t testing.TB, cfg Config, addr string) *testTap {
 		t.Fatal(err)
 	}
 	var shutdown func() error
+	tt.proxy = p
 	tt.url, shutdown = serveProxy(t, p, addr)
 	var once sync.Once
 	tt.stop = func() {
@@ -476,6 +478,18 @@ func readCapture(t *testing.T, path string) []capture.Item {
 	return items
 }
 
+// capturedFrames is the frames of the capture at path, in order.
+func capturedFrames(t *testing.T, path string) []*tap.Frame {
+	t.Helper()
+	var frames []*tap.Frame
+	for _, it := range readCapture(t, path) {
+		if it.Frame != nil {
+			frames = append(frames, it.Frame)
+		}
+	}
+	return frames
+}
+
 func TestCaptureKeepsPerConnectionOrder(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -712,13 +726,7 @@ func TestForwardPlainHTTPIsAudited(t *testing.T) {
 }
 
 func countFrames(t *testing.T, path string) int {
-	n := 0
-	for _, it := range readCapture(t, path) {
-		if it.Frame != nil {
-			n++
-		}
-	}
-	return n
+	return len(capturedFrames(t, path))
 }
 
 func TestForwardConnectWithoutMITMIsTunnelled(t *testing.T) {
@@ -766,13 +774,7 @@ func TestForwardMITMIsAudited(t *testing.T) {
 	}
 	c.CloseIdleConnections()
 	tt.stop()
-	items := readCapture(t, tt.capPath)
-	var frames []*tap.Frame
-	for _, it := range items {
-		if it.Frame != nil {
-			frames = append(frames, it.Frame)
-		}
-	}
+	frames := capturedFrames(t, tt.capPath)
 	if len(frames) != 2 || string(frames[0].Raw) != interceptBody || !strings.HasPrefix(frames[0].HTTP.Upstream, "https://") {
 		t.Fatalf("captured %d frames, want the intercepted request and response", len(frames))
 	}
@@ -951,12 +953,7 @@ func TestFrameTimesMeasureUpstreamLatency(t *testing.T) {
 	tt := startTap(t, Config{Upstream: mustURL(t, up.URL)})
 	post(t, client(), tt.url, []byte(interceptBody), jsonHeader())
 	tt.stop()
-	var frames []*tap.Frame
-	for _, it := range readCapture(t, tt.capPath) {
-		if it.Frame != nil {
-			frames = append(frames, it.Frame)
-		}
-	}
+	frames := capturedFrames(t, tt.capPath)
 	if len(frames) != 2 {
 		t.Fatalf("captured %d frames, want 2", len(frames))
 	}

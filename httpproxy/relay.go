@@ -395,13 +395,7 @@ func (c *relayConn) exchange() (keep bool) {
 	}
 	defer p.hops.release(hc)
 	method := rq.raw[rq.parts[0].s:rq.parts[0].e]
-	target := rq.raw[rq.parts[1].s:rq.parts[1].e]
-	upTarget := p.relayTarget(target)
-	x := p.newExchangeHead(string(method), requestURL(target), rq.header(), rq.framing != noBody, rq.lengthHint(),
-		c.id, p.upstreamBase+string(upTarget))
-	if bytes.Equal(upTarget, target) {
-		upTarget = nil
-	}
+	x, upTarget := p.relayExchange(rq, c.id)
 	out := rq.appendForwarded((*c.out)[:0], upTarget, p.upstreamHost)
 	if hc.field != nil {
 		out = withHopField(out, hc.field) // a loop is possible (hops.go)
@@ -463,7 +457,7 @@ func (c *relayConn) exchange() (keep bool) {
 	_ = up.nc.SetReadDeadline(time.Time{})
 
 	rs := &c.resp
-	x.responseHead(rs.status, rs.header(), rs.lengthHint())
+	x.responseHead(rs.status, rs.hold(), rs.lengthHint())
 	f := rs.framing
 	if bodyless(method, rs.status) {
 		f = noBody
@@ -520,6 +514,31 @@ func (c *relayConn) exchange() (keep bool) {
 		c.dropUpstream()
 	}
 	return keep && !c.r.closing.Load()
+}
+
+// relayExchange starts the exchange of the request head rq on the harness
+// connection conn, and returns the request target to send upstream in
+// its place (nil: the target as received). The envelope is kept as the
+// head's bytes and field spans (one copy each); the audit side makes them
+// an http.Header and parses the target. Only a target with a query is
+// parsed here: its credentials are learnt before anything is logged
+// (origin form has no userinfo).
+func (p *Proxy) relayExchange(rq *head, conn string) (x *exchange, upTarget []byte) {
+	target := rq.raw[rq.parts[1].s:rq.parts[1].e]
+	upTarget = p.relayTarget(target)
+	held := rq.hold()
+	x = &exchange{conn: conn, httpVerb: held.raw[rq.parts[0].s:rq.parts[0].e], reqHead: held,
+		targetText: held.raw[rq.parts[1].s:rq.parts[1].e], upBase: p.upstreamBase}
+	if bytes.IndexByte(target, '?') >= 0 {
+		x.target = requestURL(x.targetText)
+	}
+	if bytes.Equal(upTarget, target) {
+		x.upPath, upTarget = x.targetText, nil
+	} else {
+		x.upPath = string(upTarget)
+	}
+	p.startExchange(x, rq.framing != noBody, rq.lengthHint())
+	return x, upTarget
 }
 
 // readResponse reads response heads from up until a final one, which it
@@ -713,11 +732,11 @@ func (e badResponse) Error() string { return "malformed response: " + e.err.Erro
 
 // requestURL is the request target as a URL for the audit envelope and
 // credential learning; a target net/url will not parse is kept as a path.
-func requestURL(target []byte) *url.URL {
-	if u, err := url.ParseRequestURI(string(target)); err == nil {
+func requestURL(target string) *url.URL {
+	if u, err := url.ParseRequestURI(target); err == nil {
 		return u
 	}
-	return &url.URL{Path: string(target)}
+	return &url.URL{Path: target}
 }
 
 // lengthHint is the Content-Length of a fixed-length body, else -1.

@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strconv"
+	"strings"
+
+	"github.com/ahp-tap/ahp-tap/httpaudit"
 )
 
 // The relay's HTTP/1.1 message heads (RFC 9112 §2–5). A head is kept as the
@@ -388,19 +392,50 @@ func (h *head) appendForwarded(out, target, host []byte) []byte {
 	return append(out, h.raw[pos:]...)
 }
 
+// A heldHead is a message head's fields kept for the audit envelope: an
+// http.Header (the net/http path's copy), or the relay's head as received
+// and its field spans, made into an http.Header only on the audit side
+// (header), so that the forwarding goroutine only copies two slices.
+type heldHead struct {
+	h      http.Header // the net/http path's
+	raw    string      // the relay's head ("" on the net/http path)
+	fields []field     // spans into raw
+}
+
+// hold keeps h's fields for the audit side: the relay reuses h.
+func (h *head) hold() heldHead {
+	return heldHead{raw: string(h.raw), fields: slices.Clone(h.fields)}
+}
+
+// learn remembers the credentials the fields carry.
+func (hh heldHead) learn(c *httpaudit.Credentials) {
+	if hh.raw == "" {
+		c.Add(hh.h)
+		return
+	}
+	for i := range hh.fields {
+		f := &hh.fields[i]
+		c.AddField(hh.raw[f.name.s:f.name.e], hh.raw[f.value.s:f.value.e])
+	}
+}
+
 // header returns the fields as an http.Header for the audit envelope:
 // canonical names (the rules look names up that way), values as received,
 // every field including the hop-by-hop ones (the audit records what the
-// peer sent).
-func (h *head) header() http.Header {
-	// One string holds every name and value, one array every value slice:
-	// three allocations per head instead of two per field.
-	all := string(h.raw)
-	vals := make([]string, len(h.fields))
-	hd := make(http.Header, len(h.fields))
-	for i := range h.fields {
-		f := &h.fields[i]
-		k := commonKey(h.name(f))
+// peer sent). The header is the caller's to change.
+func (hh heldHead) header() http.Header {
+	if hh.raw == "" {
+		return hh.h
+	}
+	// The names and values are substrings of raw, and one array holds
+	// every value slice: two allocations per head instead of two per
+	// field.
+	all := hh.raw
+	vals := make([]string, len(hh.fields))
+	hd := make(http.Header, len(hh.fields))
+	for i := range hh.fields {
+		f := &hh.fields[i]
+		k := commonKey(all[f.name.s:f.name.e])
 		if k == "" {
 			k = textproto.CanonicalMIMEHeaderKey(all[f.name.s:f.name.e])
 		}
@@ -421,9 +456,9 @@ var commonNames = []string{"Host", "Content-Type", "Content-Length", "Authorizat
 
 // commonKey returns the canonical form of name when it is a common one,
 // else "".
-func commonKey(name []byte) string {
+func commonKey(name string) string {
 	for _, c := range commonNames {
-		if len(c) == len(name) && bytes.EqualFold(name, []byte(c)) {
+		if len(c) == len(name) && strings.EqualFold(name, c) {
 			return c
 		}
 	}

@@ -11,7 +11,7 @@ func TestHeadHeaderForTheAudit(t *testing.T) {
 	if err := h.parse(raw, true); err != nil {
 		t.Fatal(err)
 	}
-	hd := h.header()
+	hd := h.hold().header()
 	want := "map[Content-Type:[application/json] Host:[a] X-Other:[v] X-Rep:[1 2 3]]"
 	if got := fmt.Sprint(hd); got != want {
 		t.Errorf("header() = %s, want %s", got, want)
