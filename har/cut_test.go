@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/ahp-tap/ahp-tap/internal/norace"
 )
 
 // The cutter keeps a long string as a prefix that is still valid JSON,
@@ -14,6 +16,9 @@ import (
 // unchanged.
 func TestCutterKeepsValidJSON(t *testing.T) {
 	t.Parallel()
+	if norace.Run(t) {
+		return
+	}
 	for _, unit := range []string{`\"`, `\u00e9`, `ab`, `\\`, `é`} {
 		long := strings.Repeat(unit, maxString/len(unit)+7)
 		doc := `{"log":{"entries":[{"short":"a\"b","long":"` + long + `","after":[1,"x"]}]}}`
@@ -56,6 +61,9 @@ func TestCutterKeepsValidJSON(t *testing.T) {
 // headers) is refused with one error, never held.
 func TestCutterEntryBound(t *testing.T) {
 	t.Parallel()
+	if norace.Run(t) {
+		return
+	}
 	var b bytes.Buffer
 	b.WriteString(`{"log":{"entries":[{"request":{"method":"POST","headers":[`)
 	h := `{"name":"x","value":"y"},`
@@ -76,6 +84,9 @@ func TestCutterEntryBound(t *testing.T) {
 // A base64 body cut by the reader is decoded up to its last whole quantum
 // and audited as a truncated copy of the size the HAR gives.
 func TestCutBase64Body(t *testing.T) {
+	if norace.Run(t) {
+		return
+	}
 	text := strings.Repeat("QUFB", maxString/4+100)
 	b, err := decodeBody(text+"\x00ahp-tap:cut", "base64", 1<<30)
 	if err != nil {

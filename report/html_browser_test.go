@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ahp-tap/ahp-tap/internal/browser"
@@ -25,11 +26,42 @@ func chromium(t *testing.T) string {
 	return bin
 }
 
-// dumpDOM loads url in headless Chromium and returns the DOM after the
-// page's script ran.
+// pages is the one headless Chromium that loads the pages of this test
+// binary's browser tests, started by the first (a start costs about 2
+// CPU-seconds, a page load a small part of that) and ended by TestMain.
+var pages struct {
+	once sync.Once
+	dir  string
+	b    *browser.Browser
+	err  error
+	mu   sync.Mutex // one page load at a time: the browser has one page
+}
+
+// closePages ends the shared Chromium, if a test started it.
+func closePages() {
+	if pages.b != nil {
+		pages.b.Close()
+	}
+	if pages.dir != "" {
+		os.RemoveAll(pages.dir)
+	}
+}
+
+// dumpDOM loads url in headless Chromium (bin) and returns the DOM after
+// the page's script ran.
 func dumpDOM(t *testing.T, bin, url string) string {
 	t.Helper()
-	dom, err := browser.DumpDOM(bin, t.TempDir(), url)
+	pages.once.Do(func() {
+		if pages.dir, pages.err = os.MkdirTemp("", "report-chromium"); pages.err == nil {
+			pages.b, pages.err = browser.Start(bin, pages.dir)
+		}
+	})
+	if pages.err != nil {
+		t.Fatal(pages.err)
+	}
+	pages.mu.Lock()
+	defer pages.mu.Unlock()
+	dom, err := pages.b.LoadDOM(url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ahp-tap/ahp-tap/internal/norace"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -38,6 +39,9 @@ func TestDuplicateKeysFindingSet(t *testing.T) {
 // same value bound as a frame: past it, it is left unchecked rather than
 // decoded into hundreds of megabytes.
 func TestEmbeddedJSONBound(t *testing.T) {
+	if norace.Run(t) {
+		return
+	}
 	over := "[" + strings.TrimSuffix(strings.Repeat("0,", tap.MaxFrameValues), ",") + "]"
 	if v, faults := parseMCP(over); v != nil || faults != nil {
 		t.Errorf("parseMCP(%d values) = %v, %v; want nothing (unchecked)", tap.MaxFrameValues+1, v != nil, faults)

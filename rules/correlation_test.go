@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/internal/norace"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -553,6 +554,9 @@ func TestAnsweredOnceAcrossForgetting(t *testing.T) {
 // of the exchange it ends (it used to keep every late exchange for the
 // whole conversation).
 func TestLateStateBounded(t *testing.T) {
+	if norace.Run(t) {
+		return
+	}
 	rule := lateRule{warnInfo("CORR-3/late", "CORR-3", "")}
 	e := tap.NewEngine(tap.Config{Timeout: 500 * time.Millisecond}, []tap.Rule{rule})
 	const n = 5000

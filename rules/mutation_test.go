@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/internal/norace"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -169,6 +170,9 @@ func profileRejects(m mutation) bool {
 var mutationAllowed = map[string]string{}
 
 func TestMutationsAgreeWithSchema(t *testing.T) {
+	if norace.Run(t) {
+		return
+	}
 	cases := loadCorpus(t)
 	spec, err := LoadSpec(sharedAHP, "draft")
 	if err != nil {

@@ -3,6 +3,8 @@ package tap
 import (
 	"strings"
 	"testing"
+
+	"github.com/ahp-tap/ahp-tap/internal/norace"
 )
 
 // dupParams is an intercept request whose params hold n members all named
@@ -27,6 +29,9 @@ func dupParams(n, depth int) string {
 // Issue 8 item 6: 200,000 duplicate keys in a 2 MB request cost work linear
 // in the members, and only the first MaxDuplicateKeys are listed.
 func TestDuplicateKeysLinear(t *testing.T) {
+	if norace.Run(t) {
+		return
+	}
 	for _, n := range []int{20_000, 200_000} {
 		doc := dupParams(n, 0)
 		var d Decoder
@@ -67,6 +72,9 @@ func TestDuplicateKeysDeep(t *testing.T) {
 // A frame past MaxFrameValues is not decoded and is one TAP-1 fact; one
 // value fewer and it is audited as usual.
 func TestFrameValueBound(t *testing.T) {
+	if norace.Run(t) {
+		return
+	}
 	array := func(values int) []byte { // one array holding values-1 zeros
 		return []byte("[" + strings.TrimSuffix(strings.Repeat("0,", values-1), ",") + "]")
 	}

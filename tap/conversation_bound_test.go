@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ahp-tap/ahp-tap/internal/norace"
 )
 
 // TestAnsweredExchangesHoldNoFrames: a long conversation of large requests
@@ -12,6 +14,9 @@ import (
 // stays far below the bytes seen (found by bench/soak.sh: 2×1024 kept
 // requests of up to 1 MiB held ~450 MiB).
 func TestAnsweredExchangesHoldNoFrames(t *testing.T) {
+	if norace.Run(t) {
+		return
+	}
 	e := NewEngine(Config{}, nil)
 	pad := strings.Repeat("x", 100<<10)
 	for i := range 1500 { // 150 MiB of requests

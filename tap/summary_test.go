@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/ahp-tap/ahp-tap/internal/norace"
 )
 
 // TestSummaryKeepsNoSource: a settled exchange's frames keep their id and
@@ -51,6 +53,9 @@ func rpcIDStr(f *Frame) string {
 // bytes whatever the size of their frames. A summary string left pointing
 // into its request's bytes kept the whole request: 60 KiB each here.
 func TestSettledExchangesPinNoFrames(t *testing.T) {
+	if norace.Run(t) {
+		return
+	}
 	for _, method := range []string{"hooks/intercept", "com.example/custom"} {
 		t.Run(method, func(t *testing.T) { settledPinNoFrames(t, method) })
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ahp-tap/ahp-tap/internal/norace"
 )
 
 // update rewrites golden files: go test ./cmd/ahp-tap -run Golden -update
@@ -21,32 +23,33 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 var tapBinary string
 
 // childBinary is this test binary built without the race detector (the
-// test binary itself when it is not race-built): the helper backends,
-// the generators of big test inputs, and the ahp-tap children of the
-// tests that do not need the race detector in the child run it (with
-// AHP_TAP_MAIN=1). A race-built child costs several times the CPU to
-// start and to run. The stdio tests' taps (tapCmd) stay race-built: they
-// are the end-to-end check of the forwarding and audit goroutines.
+// test binary itself when it is not race-built; norace.Build): the helper
+// backends, the generators of big test inputs, and the ahp-tap children
+// of the tests run it (with AHP_TAP_MAIN=1), the stdio tests' taps
+// (tapCmd) included. A race-built child costs several times the CPU to
+// start and to run; the few taps that stay race-built are named at
+// raceTapCmd.
 var childBinary string
 
 // buildBinaries builds tapBinary and, under -race, childBinary into dir,
 // the two builds side by side.
 func buildBinaries(dir string) error {
 	childBinary = os.Args[0]
-	builds := [][]string{{"build", "-o", tapBinary, "."}}
+	builds := []func() error{func() error {
+		if out, err := exec.Command("go", "build", "-o", tapBinary, ".").CombinedOutput(); err != nil {
+			return fmt.Errorf("go build: %v\n%s", err, out)
+		}
+		return nil
+	}}
 	if raceEnabled {
-		childBinary = filepath.Join(dir, "ahp-tap-children.test")
-		builds = append(builds, []string{"test", "-c", "-o", childBinary, "."})
+		builds = append(builds, func() (err error) {
+			childBinary, err = norace.Build(dir)
+			return err
+		})
 	}
 	errs := make(chan error, len(builds))
-	for _, args := range builds {
-		go func() {
-			if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-				errs <- fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-				return
-			}
-			errs <- nil
-		}()
+	for _, build := range builds {
+		go func() { errs <- build() }()
 	}
 	var first error
 	for range builds {

@@ -129,7 +129,7 @@ func TestStdioTruncatedRequestNoFalseCorr2(t *testing.T) {
 		t.Fatalf("request of %d bytes is too short for the test", len(req))
 	}
 	logPath := writeFile(t, "v.log", "")
-	cmd := tapCmd([]string{"--max-audit-line", "300", "--log", logPath, "--summary=false"}, "answer",
+	cmd := raceTapCmd([]string{"--max-audit-line", "300", "--log", logPath, "--summary=false"}, "answer",
 		`{"jsonrpc":"2.0","id":"evt-1","result":{"protocolVersion":"draft","effects":[]}}`)
 	cmd.Stdin = strings.NewReader(req + req)
 	var stderr bytes.Buffer

@@ -340,7 +340,7 @@ func TestStdioForwardsQuitUsrAndWinch(t *testing.T) {
 // as it would without ahp-tap, and a SIGINT to ahp-tap must neither kill
 // it nor be forwarded (issue 8 item 7).
 func TestStdioKeepsSignalsIgnoredAtStart(t *testing.T) {
-	argv := []string{os.Args[0], "stdio", "--", childBinary, "helper", "ignored"}
+	argv := []string{childBinary, "stdio", "--", childBinary, "helper", "ignored"}
 	cmd := exec.Command("/bin/sh", "-c", `trap "" INT HUP; exec "$@"`, "sh")
 	cmd.Args = append(cmd.Args, argv...)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")

@@ -22,18 +22,38 @@ import (
 )
 
 // tapCmd is `ahp-tap stdio FLAGS -- <helper NAME ARGS>` with the test
-// binary playing both parts.
+// binary built without the race detector (childBinary) playing both parts.
 func tapCmd(flags []string, helper string, args ...string) *exec.Cmd {
+	return tapCmdFrom(childBinary, flags, helper, args...)
+}
+
+// raceTapCmd is tapCmd with the tap race-built under -race: this test
+// binary itself. The tests that use it are the end-to-end race check of
+// the tap's forwarding and audit goroutines (the packages run under -race
+// in their own tests, with fakes around them): TestStdioForwardsSIGTERM
+// (signal forwarding while both directions are copied),
+// TestStdioUnwritableLogDoesNotDisturbTraffic (forwarding while the log
+// writer fails), TestStdioCaptureReplaysToTheSameFindings (per_event
+// taps: forwarding, the audit process, the capture and the log) and
+// TestStdioTruncatedRequestNoFalseCorr2 (persistent: the audit of lines cut
+// at --max-audit-line). A race-built tap costs several times the CPU of
+// the others, so the rest use tapCmd.
+func raceTapCmd(flags []string, helper string, args ...string) *exec.Cmd {
+	return tapCmdFrom(os.Args[0], flags, helper, args...)
+}
+
+// tapCmdFrom is tapCmd with bin as the tap.
+func tapCmdFrom(bin string, flags []string, helper string, args ...string) *exec.Cmd {
 	argv := append([]string{"stdio"}, flags...)
 	if p, err := exec.LookPath("cat"); err == nil && helper == "cat" && len(args) == 0 {
-		// The system's cat behaves as the helper does and starts at once;
-		// the race-instrumented test binary takes a second or more.
+		// The system's cat behaves as the helper does and starts at once,
+		// sooner than the test binary.
 		argv = append(argv, "--", p)
 	} else {
 		argv = append(argv, "--", childBinary, "helper", helper)
 		argv = append(argv, args...)
 	}
-	cmd := exec.Command(os.Args[0], argv...)
+	cmd := exec.Command(bin, argv...)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	return cmd
 }
@@ -74,7 +94,7 @@ func TestStdioDiesOfTheBackendsSignal(t *testing.T) {
 
 func TestStdioForwardsSIGTERM(t *testing.T) {
 	t.Parallel()
-	cmd := tapCmd(nil, "trap")
+	cmd := raceTapCmd(nil, "trap")
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stdin = strings.NewReader("")
 	if err := cmd.Start(); err != nil {
@@ -138,7 +158,7 @@ func TestStdioUnwritableLogDoesNotDisturbTraffic(t *testing.T) {
 	t.Parallel()
 	in := []byte("{\"jsonrpc\":\"2.0\",\"method\":\"hooks/observe\",\"params\":{}}\nnot json\n")
 	for _, logPath := range []string{"/dev/full", filepath.Join(t.TempDir(), "missing-dir", "log.jsonl"), "/proc/version"} {
-		cmd := tapCmd([]string{"--log", logPath, "--capture", logPath}, "cat")
+		cmd := raceTapCmd([]string{"--log", logPath, "--capture", logPath}, "cat")
 		cmd.Stdin = bytes.NewReader(in)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -226,7 +246,7 @@ func TestStdioCaptureReplaysToTheSameFindings(t *testing.T) {
 	live, replayed, capPath := filepath.Join(dir, "live.jsonl"), filepath.Join(dir, "replay.jsonl"), filepath.Join(dir, "cap.jsonl")
 	answer := `{"jsonrpc":"2.0","id":"e1","result":{"protocolVersion":"draft","effects":[]}}`
 	in := `{"jsonrpc":"2.0","id":"e1","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"e1","source":"urn:x","type":"tool.before","time":"2026-01-01T00:00:00Z","harness":{"name":"h","version":"1"}},"capabilities":{"effects":["deny"]}}}` + "\r\n{\n"
-	cmd := tapCmd([]string{"--log", live, "--capture", capPath, "--lifecycle", "per_event", "--timeout", "5s"}, "answer", answer)
+	cmd := raceTapCmd([]string{"--log", live, "--capture", capPath, "--lifecycle", "per_event", "--timeout", "5s"}, "answer", answer)
 	cmd.Stdin = strings.NewReader(in)
 	if out, err := cmd.Output(); err != nil {
 		t.Fatalf("ahp-tap: %v (%s)", err, out)
