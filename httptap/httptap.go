@@ -405,12 +405,22 @@ func (r *run) serve(ctx context.Context, links []*link, msrv *http.Server) (serv
 		}
 		return max(time.Until(d), minSinkClose)
 	}
-	closeErrs := make([]error, len(links))
-	for i, k := range links {
+	// Every route's audit drains before any route's way out closes: a
+	// route's live conduct link that closed while another route was still
+	// draining let the conduct server end for want of links, and the
+	// slower route's facts started a second server that judged them
+	// without the first route's: a false COND-3 on a starved machine.
+	for _, k := range links {
 		wg.Go(func() {
 			if !k.auditor.CloseWithin(left()) { // drains the queue, end-of-stream rules, TAP-1 for drops
 				fmt.Fprintf(r.Diag, "ahp-tap %s: the audit did not finish within --drain %s; %d frames were not audited (TAP-1)\n", k.name, r.Drain, k.auditor.Dropped())
 			}
+		})
+	}
+	wg.Wait()
+	closeErrs := make([]error, len(links))
+	for i, k := range links {
+		wg.Go(func() {
 			closeErrs[i] = k.out.Close(time.Now().Add(left())) // conduct, OTLP, log, console, capture, within --drain
 		})
 	}
