@@ -25,15 +25,10 @@ ACTIVE=${ACTIVE:-1000}
 DURATION=${DURATION:-10}
 RATES=${RATES-2000 4000 6000 8000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-WORK=$(mktemp -d /tmp/ahp-tap-bench-conns.XXXXXX)
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
+bench_work conns
 BACKEND_PORT=${BACKEND_PORT:-9821} TAP_PORT=${TAP_PORT:-9822} METRICS_PORT=${METRICS_PORT:-9823}
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
 ulimit -n "$(ulimit -Hn)"
 need=$((IDLE + 100))
 if (($(ulimit -n) < need)); then
@@ -42,15 +37,6 @@ if (($(ulimit -n) < need)); then
 fi
 
 (cd "$ROOT" && go build -o "$WORK/ahp-tap" ./cmd/ahp-tap && go build -o "$WORK/httpload" ./bench/httpload && go build -o "$WORK/conns" ./bench/conns)
-
-wait_port() {
-	for _ in $(seq 100); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-		sleep 0.1
-	done
-	echo "nothing listens on port $1" >&2
-	return 1
-}
 
 "$WORK/httpload" -backend 127.0.0.1:$BACKEND_PORT &
 PIDS+=($!)

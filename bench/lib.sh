@@ -1,5 +1,5 @@
 # bench/lib.sh: pieces the HTTP benchmark scripts share (sourced by
-# bench/http.sh, bench/budget.sh and bench/pacedcpu.sh).
+# bench/http.sh, bench/budget.sh, bench/pacedcpu.sh and bench/conns.sh).
 
 # bench_work NAME: make the run's scratch directory, $WORK, and on exit
 # stop the processes listed in PIDS and remove it.
