@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"iter"
 	"net/http"
 	"net/textproto"
 	"strconv"
@@ -402,32 +401,34 @@ type heldHead struct {
 }
 
 // hold keeps h for the audit side: the relay reuses h. Only the bytes are
-// copied; the fields are found again in them (fields) where needed, which
-// costs less than a copy of the spans on the forwarding goroutine.
+// copied; the fields are found again in them where needed, which
+// costs less than a copy of the spans on the forwarding goroutine
+// (nextField).
 func (h *head) hold() heldHead {
 	return heldHead{raw: string(h.raw)}
 }
 
-// fields yields the name and value of each field line of a held relay
-// head, as head.parse found them: the head was parsed, so its lines end in
-// LF or CRLF, the start line comes first and the empty line last, and a
-// name runs up to the first colon; a value is trimmed of spaces and tabs.
-func (hh heldHead) fields() iter.Seq2[string, string] {
-	return func(yield func(name, value string) bool) {
-		_, rest, _ := strings.Cut(hh.raw, "\n") // the start line
-		for {
-			line, next, _ := strings.Cut(rest, "\n")
-			line = strings.TrimSuffix(line, "\r")
-			if line == "" {
-				return
-			}
-			name, value, _ := strings.Cut(line, ":")
-			if !yield(name, strings.Trim(value, " \t")) {
-				return
-			}
-			rest = next
-		}
+// nextField returns the name and value of the first field line in rest
+// (a held relay head's lines after its start line: fieldLines) and the
+// lines after it; ok is false at the empty line that ends the head. The
+// head was parsed (head.parse): its lines end in LF or CRLF, a name runs
+// up to the first colon, and a value is trimmed of spaces and tabs. A
+// loop, not an iterator: the audit side's range-over-func closure
+// allocated.
+func nextField(rest string) (name, value, next string, ok bool) {
+	line, next, _ := strings.Cut(rest, "\n")
+	line = strings.TrimSuffix(line, "\r")
+	if line == "" {
+		return "", "", "", false
 	}
+	name, value, _ = strings.Cut(line, ":")
+	return name, strings.Trim(value, " \t"), next, true
+}
+
+// fieldLines is a held relay head less its start line.
+func (hh heldHead) fieldLines() string {
+	_, rest, _ := strings.Cut(hh.raw, "\n")
+	return rest
 }
 
 // learn remembers the credentials the fields carry.
@@ -436,7 +437,7 @@ func (hh heldHead) learn(c *httpaudit.Credentials) {
 		c.Add(hh.h)
 		return
 	}
-	for name, value := range hh.fields() {
+	for name, value, rest, ok := nextField(hh.fieldLines()); ok; name, value, rest, ok = nextField(rest) {
 		c.AddField(name, value)
 	}
 }
@@ -455,7 +456,7 @@ func (hh heldHead) header() http.Header {
 	n := max(strings.Count(hh.raw, "\n")-2, 0) // less the start line and the empty line
 	vals := make([]string, 0, n)
 	hd := make(http.Header, n)
-	for name, value := range hh.fields() {
+	for name, value, rest, ok := nextField(hh.fieldLines()); ok; name, value, rest, ok = nextField(rest) {
 		k := commonKey(name)
 		if k == "" {
 			k = textproto.CanonicalMIMEHeaderKey(name)

@@ -23,7 +23,8 @@ func TestHeldHeadFieldsAsParsed(t *testing.T) {
 			want = append(want, fmt.Sprintf("%s=%s", h.name(&h.fields[i]), h.value(&h.fields[i])))
 		}
 		var got []string
-		for name, value := range h.hold().fields() {
+		hh := h.hold()
+		for name, value, rest, ok := nextField(hh.fieldLines()); ok; name, value, rest, ok = nextField(rest) {
 			got = append(got, name+"="+value)
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
