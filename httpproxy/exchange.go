@@ -182,6 +182,12 @@ type exchange struct {
 	respTime   time.Time
 	finished   bool      // finish ran
 	failure    *tap.Note // set when ahp-tap answered (upstream failure) or the harness went away
+	// reqFrame and respFrame are the frames handed to the auditor (item),
+	// kept in the exchange: no allocation of their own on the forwarding
+	// goroutine. prep, made once, prepares either (Item.Prepare).
+	reqFrame, respFrame tap.Frame
+	prep                func(*tap.Frame)
+
 	// inj and swallowed are the notes of a fault injected for this
 	// exchange (--inject, inject.go): after the request, and after the
 	// backend's answer the tap kept from the harness.
@@ -248,7 +254,7 @@ func (x *exchange) submitEarly() {
 	defer close(x.earlyDone)
 	at := x.p.SafeClock(time.Now().Add(-tap.ClockGrace))
 	ok := x.p.auditor.SubmitAll(
-		x.item(tap.FromHarness, x.start, &x.req, x.prepareRequest),
+		x.item(tap.FromHarness, x.start, &x.req),
 		tap.Item{Note: &tap.Note{Kind: tap.NoteDeadline, Time: at, Conn: x.conn}})
 	x.mu.Lock()
 	x.earlyLost = !ok
@@ -435,7 +441,7 @@ func (x *exchange) finish() {
 			return
 		}
 	} else {
-		items = append(items, x.item(tap.FromHarness, x.start, &x.req, x.prepareRequest))
+		items = append(items, x.item(tap.FromHarness, x.start, &x.req))
 	}
 	if inj != nil {
 		items = append(items, tap.Item{Note: inj})
@@ -448,7 +454,7 @@ func (x *exchange) finish() {
 		c.release()
 	case status == http.StatusOK && c.size > 0:
 		x.p.metrics.countRequest(x.httpVerb, status)
-		items = append(items, x.item(tap.FromBackend, x.respTime, c, x.prepareResponse))
+		items = append(items, x.item(tap.FromBackend, x.respTime, c))
 	default:
 		defer c.release() // its bytes are searched, not queued
 		x.p.metrics.countRequest(x.httpVerb, status)
@@ -469,9 +475,25 @@ func (x *exchange) finish() {
 // the audit goroutine builds the envelope and redacts the copy (prepare,
 // as Item.Prepare) before anything checks, logs or captures it, so that
 // neither costs the forwarding goroutine (issue 27 item 2).
-func (x *exchange) item(dir tap.Direction, t time.Time, c *auditCopy, prepare func(*tap.Frame)) tap.Item {
-	f := &tap.Frame{Dir: dir, Time: t, Transport: tap.HTTP, Conn: x.conn, Raw: c.buf}
-	return tap.Item{Frame: f, Reserved: c.reserved, Prepare: prepare}
+func (x *exchange) item(dir tap.Direction, t time.Time, c *auditCopy) tap.Item {
+	f := &x.respFrame
+	if c == &x.req {
+		f = &x.reqFrame
+	}
+	*f = tap.Frame{Dir: dir, Time: t, Transport: tap.HTTP, Conn: x.conn, Raw: c.buf}
+	if x.prep == nil {
+		x.prep = x.prepare
+	}
+	return tap.Item{Frame: f, Reserved: c.reserved, Prepare: x.prep}
+}
+
+// prepare is Item.Prepare for either of the exchange's frames.
+func (x *exchange) prepare(f *tap.Frame) {
+	if f == &x.reqFrame {
+		x.prepareRequest(f)
+	} else {
+		x.prepareResponse(f)
+	}
 }
 
 // prepareRequest fills the request's frame on the audit side: the body

@@ -297,7 +297,12 @@ func (c *relayConn) serve() {
 			return // the harness closed (or half-closed) an idle connection, or shutdown did
 		}
 		c.setIdle(false)
-		_ = c.nc.SetReadDeadline(time.Now().Add(c.r.p.readTimeout))
+		if !headBuffered(c.br) {
+			// The head is still coming: it has --read-timeout to arrive.
+			// (A head read whole with its first byte, the usual case, needs
+			// no deadline: readHead will not read from the connection.)
+			_ = c.nc.SetReadDeadline(time.Now().Add(c.r.p.readTimeout))
+		}
 		raw, _, err := readHead(c.br, c.hbuf, maxRequestHead)
 		c.hbuf = raw[:0]
 		if errors.Is(err, errHeadTooLarge) {
@@ -341,6 +346,19 @@ func (c *relayConn) parseRequest(raw []byte) error {
 		return errors.New("no Host field")
 	}
 	return nil
+}
+
+// headBuffered reports whether br holds a whole request head, so that
+// readHead will take it from the buffer without reading the connection:
+// the buffer starts with a start line (readHead skips empty lines before
+// one, and a blank line among them is no end of a head) and holds an empty
+// line after it.
+func headBuffered(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	if len(b) == 0 || b[0] == '\r' || b[0] == '\n' {
+		return false
+	}
+	return bytes.Contains(b, []byte("\n\r\n")) || bytes.Contains(b, []byte("\n\n"))
 }
 
 // decline hands the connection, with the head already read, to the
@@ -426,7 +444,6 @@ func (c *relayConn) exchange() (keep bool) {
 		if err != nil {
 			return c.failBeforeResponse(x, nil, err, inline)
 		}
-		_ = up.nc.SetWriteDeadline(time.Time{})
 		_, err = up.nc.Write(out)
 		if err == nil && !inline {
 			cp = c.startCopier(up, x)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -397,14 +396,39 @@ func (h *head) appendForwarded(out, target, host []byte) []byte {
 // and its field spans, made into an http.Header only on the audit side
 // (header), so that the forwarding goroutine only copies two slices.
 type heldHead struct {
-	h      http.Header // the net/http path's
-	raw    string      // the relay's head ("" on the net/http path)
-	fields []field     // spans into raw
+	h   http.Header // the net/http path's
+	raw string      // the relay's head ("" on the net/http path)
 }
 
-// hold keeps h's fields for the audit side: the relay reuses h.
+// hold keeps h for the audit side: the relay reuses h. Only the bytes are
+// copied; the fields are found again in them where needed, which
+// costs less than a copy of the spans on the forwarding goroutine
+// (nextField).
 func (h *head) hold() heldHead {
-	return heldHead{raw: string(h.raw), fields: slices.Clone(h.fields)}
+	return heldHead{raw: string(h.raw)}
+}
+
+// nextField returns the name and value of the first field line in rest
+// (a held relay head's lines after its start line: fieldLines) and the
+// lines after it; ok is false at the empty line that ends the head. The
+// head was parsed (head.parse): its lines end in LF or CRLF, a name runs
+// up to the first colon, and a value is trimmed of spaces and tabs. A
+// loop, not an iterator: the audit side's range-over-func closure
+// allocated.
+func nextField(rest string) (name, value, next string, ok bool) {
+	line, next, _ := strings.Cut(rest, "\n")
+	line = strings.TrimSuffix(line, "\r")
+	if line == "" {
+		return "", "", "", false
+	}
+	name, value, _ = strings.Cut(line, ":")
+	return name, strings.Trim(value, " \t"), next, true
+}
+
+// fieldLines is a held relay head less its start line.
+func (hh heldHead) fieldLines() string {
+	_, rest, _ := strings.Cut(hh.raw, "\n")
+	return rest
 }
 
 // learn remembers the credentials the fields carry.
@@ -413,9 +437,8 @@ func (hh heldHead) learn(c *httpaudit.Credentials) {
 		c.Add(hh.h)
 		return
 	}
-	for i := range hh.fields {
-		f := &hh.fields[i]
-		c.AddField(hh.raw[f.name.s:f.name.e], hh.raw[f.value.s:f.value.e])
+	for name, value, rest, ok := nextField(hh.fieldLines()); ok; name, value, rest, ok = nextField(rest) {
+		c.AddField(name, value)
 	}
 }
 
@@ -430,16 +453,16 @@ func (hh heldHead) header() http.Header {
 	// The names and values are substrings of raw, and one array holds
 	// every value slice: two allocations per head instead of two per
 	// field.
-	all := hh.raw
-	vals := make([]string, len(hh.fields))
-	hd := make(http.Header, len(hh.fields))
-	for i := range hh.fields {
-		f := &hh.fields[i]
-		k := commonKey(all[f.name.s:f.name.e])
+	n := max(strings.Count(hh.raw, "\n")-2, 0) // less the start line and the empty line
+	vals := make([]string, 0, n)
+	hd := make(http.Header, n)
+	for name, value, rest, ok := nextField(hh.fieldLines()); ok; name, value, rest, ok = nextField(rest) {
+		k := commonKey(name)
 		if k == "" {
-			k = textproto.CanonicalMIMEHeaderKey(all[f.name.s:f.name.e])
+			k = textproto.CanonicalMIMEHeaderKey(name)
 		}
-		vals[i] = all[f.value.s:f.value.e]
+		vals = append(vals, value)
+		i := len(vals) - 1
 		if prev, ok := hd[k]; ok {
 			hd[k] = append(prev, vals[i]) // prev's capacity is 1: this copies
 		} else {
