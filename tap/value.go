@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -547,10 +548,12 @@ func escapeIn8(s string, i int) bool {
 // highBits are the high bits of the eight bytes of a word.
 const highBits = 0x8080808080808080
 
-// specialIn8 is escapeIn8 for the eight bytes of w (little-endian):
-// whether any is a control character, a quote or a backslash (false hits
-// beside one are possible; bytes ≥ 0x80 never match).
-func specialIn8(w uint64) bool {
+// specialMask marks the bytes of w (little-endian) that are a control
+// character, a quote or a backslash: the high bit of each such byte is set
+// in the result. Bytes above the lowest marked one may be marked falsely
+// (a borrow), never bytes below it, so its lowest set bit is the first
+// special byte; bytes ≥ 0x80 are never marked.
+func specialMask(w uint64) uint64 {
 	const (
 		ones  = 0x0101010101010101
 		highs = highBits
@@ -559,7 +562,7 @@ func specialIn8(w uint64) bool {
 	q := w ^ (ones * '"')
 	bs := w ^ (ones * '\\')
 	zero := (q-ones)&^q | (bs-ones)&^bs
-	return (less|zero)&highs != 0
+	return (less | zero) & highs
 }
 
 // Any converts v to the generic form encoding/json would produce with
@@ -1076,30 +1079,35 @@ func (p *parser) str() (s string, plain bool, err error) {
 	var or uint64
 	// Fast path: no escapes.
 	long := true // a long string is still to be tried with plainSpan
-	for pos < len(data) {
-		// Eight bytes at a time while none is a quote, a backslash or a
-		// control character.
-		for pos+8 <= len(data) {
+	for {
+		if pos+8 <= len(data) {
+			// Eight bytes at a time while none is a quote, a backslash
+			// or a control character; the lowest byte specialMask marks
+			// is the first such byte, the one to look at.
 			w := binary.LittleEndian.Uint64(data[pos:])
-			if specialIn8(w) {
-				break
-			}
-			or |= w
-			pos += 8
-			if long && pos-start >= 16 {
-				// Most of a long command or text: plainSpan finds its
-				// end with fewer steps a byte.
-				long = false
-				if end, high, ok := plainSpan(data[pos:]); ok {
-					or |= high
-					pos += end
-					break
+			if m := specialMask(w); m != 0 {
+				k := uint(bits.TrailingZeros64(m)) &^ 7 // bits below the byte
+				or |= w & (1<<k - 1)
+				pos += int(k >> 3)
+			} else {
+				or |= w
+				pos += 8
+				if long && pos-start >= 16 {
+					// Most of a long command or text: plainSpan finds
+					// its end with fewer steps a byte.
+					long = false
+					if end, high, ok := plainSpan(data[pos:]); ok {
+						or |= high
+						pos += end
+					}
 				}
+				continue
 			}
-		}
-		if pos >= len(data) {
+		} else if pos >= len(data) {
 			break
 		}
+		// data[pos] is the byte specialMask marked, or one of the last
+		// seven of the document.
 		c := data[pos]
 		or |= uint64(c)
 		if c == '"' {
@@ -1191,7 +1199,7 @@ func (p *parser) str() (s string, plain bool, err error) {
 // or without a quote), and the OR of its bytes (whose high bits say
 // whether any is beyond ASCII). Two vector searches (the quote, a
 // backslash) and a branch-free pass for control characters cost fewer
-// steps a byte than specialIn8's test of each word; a span that fails is
+// steps a byte than specialMask's test of each word; a span that fails is
 // scanned again by str, once, so the decode stays linear.
 func plainSpan(data []byte) (n int, or uint64, ok bool) {
 	const ones = 0x0101010101010101

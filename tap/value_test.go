@@ -2,9 +2,11 @@ package tap
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
@@ -591,6 +593,50 @@ func TestStringScanEveryPosition(t *testing.T) {
 				}
 				if ascii := !strings.ContainsFunc(string(doc), func(r rune) bool { return r >= 0x80 || r == utf8.RuneError }) && utf8.Valid(doc); d.ascii != ascii {
 					t.Fatalf("%q: ascii = %v, want %v", doc, d.ascii, ascii)
+				}
+			}
+		}
+	}
+}
+
+// TestSpecialMaskFirstByte: the parser's word scan steps to the lowest
+// byte specialMask marks and reads it as the first quote, backslash or
+// control character of the eight. Every byte value at every position,
+// after ordinary bytes (ASCII and beyond) and before special and ordinary
+// ones: a mark below the first special byte would end a string early, one
+// missing would let a quote through.
+func TestSpecialMaskFirstByte(t *testing.T) {
+	special := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' }
+	fill := []byte{'a', 0x80, 0xff, ' ', 0x7f, 0xa0, '!', 0x9f, ']', 0x21}
+	after := []byte{'"', '\\', 0x00, 0x1f, 'z', 0xe0, 0x20}
+	for at := range 8 {
+		for c := range 256 {
+			for k := range after {
+				var b [8]byte
+				for i := range b {
+					switch {
+					case i < at:
+						b[i] = fill[(i+c+k)%len(fill)]
+					case i == at:
+						b[i] = byte(c)
+					default:
+						b[i] = after[(i+k)%len(after)]
+					}
+				}
+				first := 8
+				for i, x := range b {
+					if special(x) {
+						first = i
+						break
+					}
+				}
+				m := specialMask(binary.LittleEndian.Uint64(b[:]))
+				got := 8
+				if m != 0 {
+					got = bits.TrailingZeros64(m) / 8
+				}
+				if got != first {
+					t.Fatalf("% x: specialMask's lowest mark at byte %d, first special byte at %d", b, got, first)
 				}
 			}
 		}
