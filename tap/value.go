@@ -352,7 +352,7 @@ func (v *Value) Canonical() []byte {
 	defer canonPool.Put(cw)
 	cw.reset()
 	cw.write(v)
-	return bytes.Clone(cw.b.Bytes())
+	return bytes.Clone(cw.b)
 }
 
 // Digest is the hex SHA-256 of v's canonical form; "" for an absent value.
@@ -375,13 +375,15 @@ func (v *Value) Sum() [32]byte {
 	defer canonPool.Put(cw)
 	cw.reset()
 	cw.write(v)
-	return sha256.Sum256(cw.b.Bytes())
+	return sha256.Sum256(cw.b)
 }
 
 // A canonWriter renders canonical forms. Its buffers are reused through
-// canonPool: BASE-6 digests every event, so this is on the audit hot path.
+// canonPool: BASE-6 digests every event, so this is on the audit hot path
+// (hence appends to a plain slice: a bytes.Buffer's WriteByte per
+// punctuation mark was a call each).
 type canonWriter struct {
-	b bytes.Buffer
+	b []byte
 	// order is a stack of the member indices of the objects being
 	// written, each object's sorted by key; each object uses the tail it
 	// appended and truncates it when done. Indices rather than Members:
@@ -392,8 +394,15 @@ type canonWriter struct {
 
 var canonPool = sync.Pool{New: func() any { return new(canonWriter) }}
 
+// maxPooledCanon is the largest buffer a canonWriter keeps for the next
+// value: a huge event's goes to the garbage collector.
+const maxPooledCanon = 64 << 10
+
 func (cw *canonWriter) reset() {
-	cw.b.Reset()
+	if cap(cw.b) > maxPooledCanon {
+		cw.b = nil
+	}
+	cw.b = cw.b[:0]
 	cw.order = cw.order[:0]
 }
 
@@ -401,31 +410,30 @@ func (cw *canonWriter) write(v *Value) {
 	if v == nil {
 		return
 	}
-	b := &cw.b
 	switch v.Kind {
 	case Null:
-		b.WriteString("null")
+		cw.b = append(cw.b, "null"...)
 	case Bool:
-		b.WriteString(strconv.FormatBool(v.Bool))
+		cw.b = strconv.AppendBool(cw.b, v.Bool)
 	case Number:
-		b.WriteString(v.Str)
+		cw.b = append(cw.b, v.Str...)
 	case String:
 		if v.plain {
-			b.WriteByte('"')
-			b.WriteString(v.Str)
-			b.WriteByte('"')
+			cw.b = append(cw.b, '"')
+			cw.b = append(cw.b, v.Str...)
+			cw.b = append(cw.b, '"')
 		} else {
-			writeJSONString(b, v.Str)
+			cw.b = appendJSONString(cw.b, v.Str)
 		}
 	case Array:
-		b.WriteByte('[')
+		cw.b = append(cw.b, '[')
 		for i, e := range v.Arr {
 			if i > 0 {
-				b.WriteByte(',')
+				cw.b = append(cw.b, ',')
 			}
 			cw.write(e)
 		}
-		b.WriteByte(']')
+		cw.b = append(cw.b, ']')
 	case Object:
 		// Members sorted by key; a stable sort keeps duplicates in wire
 		// order, and the last one wins. Members already in strictly
@@ -442,7 +450,7 @@ func (cw *canonWriter) write(v *Value) {
 		if !strictlySorted(ms) {
 			sortMembers(ms, ord)
 		}
-		b.WriteByte('{')
+		cw.b = append(cw.b, '{')
 		first := true
 		for k, i := range ord {
 			m := &ms[i]
@@ -450,14 +458,14 @@ func (cw *canonWriter) write(v *Value) {
 				continue
 			}
 			if !first {
-				b.WriteByte(',')
+				cw.b = append(cw.b, ',')
 			}
 			first = false
-			writeJSONString(b, m.Key)
-			b.WriteByte(':')
+			cw.b = appendJSONString(cw.b, m.Key)
+			cw.b = append(cw.b, ':')
 			cw.write(m.Val)
 		}
-		b.WriteByte('}')
+		cw.b = append(cw.b, '}')
 		cw.order = cw.order[:base]
 	}
 }
@@ -491,58 +499,47 @@ func strictlySorted(ms []Member) bool {
 	return true
 }
 
-// writeJSONString writes s as a JSON string, escaping only what JSON
+// appendJSONString appends s as a JSON string, escaping only what JSON
 // requires (quote, backslash, control characters); other bytes, including
 // invalid UTF-8, are copied as they are. It is the hot path of event
-// digests (BASE-6 looks at every event), hence no strconv.Quote.
-func writeJSONString(b *bytes.Buffer, s string) {
+// digests (BASE-6 looks at every event), hence no strconv.Quote: it steps
+// eight bytes at a time to the next byte to escape (specialMask), and
+// copies the bytes before it in one go.
+func appendJSONString(b []byte, s string) []byte {
 	const hexDigits = "0123456789abcdef"
-	b.WriteByte('"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		// Eight bytes at a time while none of them needs escaping (the
-		// common case: a long command or text without quotes).
-		for i+8 <= len(s) && !escapeIn8(s, i) {
-			i += 8
+	b = append(b, '"')
+	start, i := 0, 0
+	for {
+		if i+8 <= len(s) {
+			m := specialMask(uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56)
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+		} else {
+			for i < len(s) && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' {
+				i++
+			}
+			if i == len(s) {
+				break
+			}
 		}
-		if i >= len(s) {
-			break
-		}
+		// s[i] is a quote, a backslash or a control character.
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b.WriteString(s[start:i])
+		b = append(b, s[start:i]...)
 		switch c {
 		case '"', '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
+			b = append(b, '\\', c)
 		default:
-			b.WriteString(`\u00`)
-			b.WriteByte(hexDigits[c>>4])
-			b.WriteByte(hexDigits[c&0xf])
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		}
-		start = i + 1
+		i++
+		start = i
 	}
-	b.WriteString(s[start:])
-	b.WriteByte('"')
-}
-
-// escapeIn8 reports whether any of s[i:i+8] is a byte writeJSONString
-// escapes: a control character, a quote or a backslash (a word-at-a-time
-// test; bytes ≥ 0x80 never match).
-func escapeIn8(s string, i int) bool {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
-	w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-	less := (w - ones*0x20) &^ w // high bit set where a byte < 0x20 (or a false hit beside one)
-	q := w ^ (ones * '"')
-	bs := w ^ (ones * '\\')
-	zero := (q-ones)&^q | (bs-ones)&^bs
-	return (less|zero)&highs != 0
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // highBits are the high bits of the eight bytes of a word.

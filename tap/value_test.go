@@ -281,7 +281,7 @@ func FuzzParseJSON(f *testing.F) {
 	})
 }
 
-// writeJSONStringRef is the byte-at-a-time form writeJSONString must equal.
+// writeJSONStringRef is the byte-at-a-time form appendJSONString must equal.
 func writeJSONStringRef(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
@@ -303,21 +303,26 @@ func writeJSONStringRef(s string) string {
 }
 
 // TestWriteJSONStringWordScan puts every byte value at every position of
-// strings around the eight-byte scan's edges: the word-at-a-time test must
-// find each byte that needs escaping (a miss would make two different
-// events share a digest) and leave every other byte as it is.
+// strings around the eight-byte scan's edges, alone and with a second
+// byte to escape a few bytes on: the word-at-a-time test must find each
+// byte that needs escaping (a miss would make two different events share
+// a digest) and leave every other byte as it is.
 func TestWriteJSONStringWordScan(t *testing.T) {
-	var b bytes.Buffer
+	var b []byte
 	for n := 1; n <= 19; n++ {
 		for pos := 0; pos < n; pos++ {
 			for c := 0; c < 256; c++ {
-				buf := []byte(strings.Repeat("a\x80é", n)[:n])
-				buf[pos] = byte(c)
-				s := string(buf)
-				b.Reset()
-				writeJSONString(&b, s)
-				if got, want := b.String(), writeJSONStringRef(s); got != want {
-					t.Fatalf("writeJSONString(%q) = %s, want %s", s, got, want)
+				for k, second := range []byte{'a', '"', '\\', 0x00, 0x1f} {
+					buf := []byte(strings.Repeat("a\x80é", n)[:n])
+					buf[pos] = byte(c)
+					if at := pos + 1 + k; at < n {
+						buf[at] = second
+					}
+					s := string(buf)
+					b = appendJSONString(b[:0], s)
+					if got, want := string(b), writeJSONStringRef(s); got != want {
+						t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
+					}
 				}
 			}
 		}
