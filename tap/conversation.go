@@ -179,11 +179,11 @@ type Conversation struct {
 	prior     *EventRecord // the earlier sighting of the current frame's event
 	ruleState map[string]any
 	last      time.Time // time of the latest frame or note
-	// analysisIndex and results hold the analyses of the engine and
-	// what each computed for the frame being checked (Result).
-	analysisIndex map[*Analysis]int
-	results       []any
-	keep          int // Config.KeepAnswered
+	// analyses and results hold the analyses of the engine and what
+	// each computed for the frame being checked (Result).
+	analyses []*Analysis
+	results  []any
+	keep     int // Config.KeepAnswered
 	// standalone holds response-only exchanges (AddStandalone).
 	standalone []*Exchange
 	// blind counts truncated harness frames whose id could not be read:

@@ -71,10 +71,7 @@ type Engine struct {
 // rules declare (Requirer).
 func NewEngine(cfg Config, rules []Rule) *Engine {
 	e := &Engine{rules: rules, analyses: analysesOf(rules), conv: newConversation(cfg)}
-	e.conv.analysisIndex = make(map[*Analysis]int, len(e.analyses))
-	for i, a := range e.analyses {
-		e.conv.analysisIndex[a] = i
-	}
+	e.conv.analyses = e.analyses
 	e.conv.results = make([]any, len(e.analyses))
 	return e
 }
