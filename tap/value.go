@@ -737,11 +737,32 @@ type strRef struct {
 	side       int32
 }
 
-// A tapeMember is an object member on the tape: its key and its value's
-// node index.
+// A tapeMember is an object member on the tape: its key, its value's
+// node index, and its key's keySum (in what would be padding).
 type tapeMember struct {
 	key strRef
 	val int32
+	sum uint32
+}
+
+// keySum sums up an object key for finding duplicates: equal keys have
+// equal sums, so the parser compares in full only keys whose sums agree.
+// It reads the key's length and first eight bytes; the key's text is
+// p.data[at:at+len(key)] when the key had no escape, and then that word
+// is read in one load.
+func (p *parser) keySum(key string, at int, plain bool) uint32 {
+	var w uint64
+	if n := len(key); plain && at+8 <= len(p.data) {
+		w = binary.LittleEndian.Uint64(p.data[at:])
+		if n < 8 {
+			w &= 1<<(8*uint(n)) - 1
+		}
+	} else {
+		for i := range min(n, 8) {
+			w |= uint64(key[i]) << (8 * uint(i))
+		}
+	}
+	return uint32(w) ^ uint32(w>>32)*0x9e3779b1 ^ uint32(len(key))<<27
 }
 
 // parseStacks are a parser's tape and working stacks, reused from one
@@ -1299,6 +1320,7 @@ func (p *parser) object(depth int) (int32, error) {
 		}
 		kref := strRef{start: kstart, end: p.pos, side: side}
 		key := p.text(kref)
+		sum := p.keySum(key, kstart+1, side == 0)
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
 			return 0, p.fail("expected ':' after an object key")
@@ -1318,7 +1340,7 @@ func (p *parser) object(depth int) (int32, error) {
 		} else {
 			for _, m := range p.members[base:] {
 				p.compares++
-				if p.text(m.key) == key {
+				if m.sum == sum && p.text(m.key) == key {
 					dup = true
 					break
 				}
@@ -1338,7 +1360,7 @@ func (p *parser) object(depth int) (int32, error) {
 			}
 		}
 		p.path = p.path[:len(p.path)-1]
-		p.members = append(p.members, tapeMember{key: kref, val: val})
+		p.members = append(p.members, tapeMember{key: kref, val: val, sum: sum})
 		p.space()
 		if p.pos >= len(p.data) {
 			return 0, p.fail("unexpected end of JSON input in an object")

@@ -647,3 +647,33 @@ func TestSpecialMaskFirstByte(t *testing.T) {
 		}
 	}
 }
+
+// TestParseDuplicateKeySums: the parser compares in full only keys whose
+// sums (length and first eight bytes) agree. Keys of every length around
+// eight bytes, spelled with an escape or without, alike in their first
+// eight bytes and different after, and at the very end of the document
+// (where the sum is read byte by byte): each duplicate is found once, and
+// no key alike in its sum is taken for one.
+func TestParseDuplicateKeySums(t *testing.T) {
+	for n := 1; n <= 18; n++ {
+		key := strings.Repeat("k", n-1) + "z"
+		escaped := fmt.Sprintf(`\u%04x`, key[0]) + key[1:] // the same key, its first byte escaped
+		alike := key[:n-1] + "y"                           // same length and, for n > 8, first eight bytes
+		for _, doc := range []string{
+			`{"` + key + `":1,"` + alike + `":2,"` + escaped + `":3}`,
+			`{"` + escaped + `":1,"` + alike + `":2,"` + key + `":3}`,
+			`{"` + alike + `":1,"` + key + `":2,"` + key + `":3}`,
+		} {
+			v, dups := mustParse(t, doc)
+			if len(dups) != 1 || dups[0].Key != key {
+				t.Fatalf("%s: dups %+v, want %s once", doc, dups, key)
+			}
+			if got := v.Get(key).Str; got != "3" {
+				t.Fatalf("%s: %s = %s, want 3 (the last wins)", doc, key, got)
+			}
+			if got := v.Get(alike).Str; got == "" {
+				t.Fatalf("%s: %s lost", doc, alike)
+			}
+		}
+	}
+}
