@@ -343,12 +343,13 @@ func (c *Conversation) begin(f *Frame) {
 	case *Notification:
 		c.lookupEvent(f)
 	case *Response:
-		k := IDKey(m.ID)
-		if x, ok := c.pending[k]; ok && x.Truncated {
+		var buf [64]byte
+		k := appendIDKey(buf[:0], m.ID) // looked up, not kept: no string made
+		if x, ok := c.pending[string(k)]; ok && x.Truncated {
 			c.unjudged, c.curCorr = x, Unjudgeable
 		} else if ok {
 			c.cur, c.curCorr = x, Matched
-		} else if _, ok := c.answered[k]; ok {
+		} else if _, ok := c.answered[string(k)]; ok {
 			c.curCorr = Duplicate
 		} else if c.blind > 0 {
 			c.blind--
