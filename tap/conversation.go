@@ -177,7 +177,7 @@ type Conversation struct {
 	cur       *Exchange            // the exchange of the frame being checked
 	curCorr   Correlation
 	prior     *EventRecord // the earlier sighting of the current frame's event
-	ruleState map[string]any
+	ruleState []ruleStateEntry
 	last      time.Time // time of the latest frame or note
 	// analyses and results hold the analyses of the engine and what
 	// each computed for the frame being checked (Result).
@@ -232,7 +232,6 @@ func newConversation(cfg Config) *Conversation {
 		events:       cfg.Events,
 		pending:      make(map[string]*Exchange),
 		answered:     make(map[string]*Exchange),
-		ruleState:    make(map[string]any),
 		keep:         cfg.KeepAnswered,
 	}
 	if c.keep == 0 {
@@ -298,13 +297,26 @@ func (c *Conversation) PriorEvent() *EventRecord { return c.prior }
 
 // RuleState returns the state a rule keeps for this conversation, creating
 // it with init on first use. Keys are rule IDs.
+//
+// The states are few (one per stateful rule or analysis, about ten) and
+// several rules ask for theirs on every frame: a scan of them, each id
+// compared by length first (and by pointer, a rule passing the same
+// string each time), costs less than hashing the id for a map.
 func (c *Conversation) RuleState(id string, init func() any) any {
-	s, ok := c.ruleState[id]
-	if !ok {
-		s = init()
-		c.ruleState[id] = s
+	for i := range c.ruleState {
+		if c.ruleState[i].id == id {
+			return c.ruleState[i].state
+		}
 	}
+	s := init()
+	c.ruleState = append(c.ruleState, ruleStateEntry{id, s})
 	return s
+}
+
+// A ruleStateEntry is the state of one rule (RuleState).
+type ruleStateEntry struct {
+	id    string
+	state any
 }
 
 // SubscriptionFor returns the subscription of the selected hook that
