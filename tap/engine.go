@@ -152,7 +152,9 @@ func (e *Engine) checkFrom(i int, f *Frame, found []Finding) (out []Finding, nex
 		}
 	}()
 	for ; next < len(e.rules); next++ {
-		out = append(out, e.rules[next].Check(e.conv, f)...)
+		if fs := e.rules[next].Check(e.conv, f); len(fs) > 0 {
+			out = append(out, fs...) // most rules find nothing: no copy of nothing
+		}
 	}
 	return out, next
 }
