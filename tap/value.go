@@ -973,13 +973,18 @@ func (p *parser) fail(msg string) error { return &SyntaxError{Offset: p.pos, Msg
 
 func (p *parser) space() {
 	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
+		// Every white space byte is at most ' ': one comparison passes
+		// what follows most tokens of a compact document.
+		if c := p.data[p.pos]; c > ' ' || c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return
 		}
+		p.pos++
 	}
+}
+
+// opens reports whether the value at p.pos is an object or an array.
+func (p *parser) opens() bool {
+	return p.pos < len(p.data) && (p.data[p.pos] == '{' || p.data[p.pos] == '[')
 }
 
 // value parses one value and returns its node index on the tape.
@@ -1327,10 +1332,19 @@ func (p *parser) object(depth int) (int32, error) {
 		}
 		p.pos++
 		p.space()
-		p.path = append(p.path, pathToken{key: kref, isKey: true})
+		// The path names the containers being parsed, for the pointer
+		// of a duplicate key inside them; a scalar member's own key is
+		// added only when it is a duplicate.
+		nested := p.opens()
+		if nested {
+			p.path = append(p.path, pathToken{key: kref, isKey: true})
+		}
 		val, err := p.value(depth + 1)
 		if err != nil {
 			return 0, err
+		}
+		if nested {
+			p.path = p.path[:len(p.path)-1]
 		}
 		dup := false
 		if index != nil {
@@ -1338,9 +1352,9 @@ func (p *parser) object(depth int) (int32, error) {
 			_, dup = index[key]
 			index[key] = struct{}{}
 		} else {
-			for _, m := range p.members[base:] {
+			for j := base; j < len(p.members); j++ {
 				p.compares++
-				if m.sum == sum && p.text(m.key) == key {
+				if p.members[j].sum == sum && p.text(p.members[j].key) == key {
 					dup = true
 					break
 				}
@@ -1356,10 +1370,11 @@ func (p *parser) object(depth int) (int32, error) {
 		if dup {
 			p.dupCount++
 			if len(p.dups) < MaxDuplicateKeys {
+				p.path = append(p.path, pathToken{key: kref, isKey: true})
 				p.dups = append(p.dups, DuplicateKey{Pointer: p.pointer(), Key: key})
+				p.path = p.path[:len(p.path)-1]
 			}
 		}
-		p.path = p.path[:len(p.path)-1]
 		p.members = append(p.members, tapeMember{key: kref, val: val, sum: sum})
 		p.space()
 		if p.pos >= len(p.data) {
@@ -1393,12 +1408,17 @@ func (p *parser) array(depth int) (int32, error) {
 	base := len(p.elems)
 	for {
 		p.space()
-		p.path = append(p.path, pathToken{index: len(p.elems) - base})
+		nested := p.opens()
+		if nested {
+			p.path = append(p.path, pathToken{index: len(p.elems) - base})
+		}
 		val, err := p.value(depth + 1)
 		if err != nil {
 			return 0, err
 		}
-		p.path = p.path[:len(p.path)-1]
+		if nested {
+			p.path = p.path[:len(p.path)-1]
+		}
 		p.elems = append(p.elems, val)
 		p.space()
 		if p.pos >= len(p.data) {

@@ -677,3 +677,15 @@ func TestParseDuplicateKeySums(t *testing.T) {
 		}
 	}
 }
+
+// TestParseDuplicateKeyPointers: the parser keeps the path of the
+// containers it is in, not of every member, and adds a duplicate's own key
+// when it finds one: pointers through arrays whose scalars come first,
+// duplicates whose values are containers holding duplicates themselves.
+func TestParseDuplicateKeyPointers(t *testing.T) {
+	_, dups := mustParse(t, `{"a":[0,"s",{"b":1,"b":{"c":[true,{"d":1,"d":[2]}]}}],"e":{},"a":3}`)
+	want := []DuplicateKey{{"/a/2/b/c/1/d", "d"}, {"/a/2/b", "b"}, {"/a", "a"}}
+	if !reflect.DeepEqual(dups, want) {
+		t.Errorf("dups %+v, want %+v", dups, want)
+	}
+}
