@@ -473,20 +473,44 @@ func (cw *canonWriter) write(v *Value) {
 // sortMembers sorts ord, indices of ms, by key, keeping duplicates in
 // wire order: by insertion for the few members of most objects (no
 // comparison function to call), else slices.SortStableFunc.
+//
+// The insertion sort compares keys by their first eight bytes as one
+// big-endian word (keyPrefix), in order as the keys are, and compares
+// the strings themselves only when those agree.
 func sortMembers(ms []Member, ord []int32) {
 	if len(ord) > 24 {
 		slices.SortStableFunc(ord, func(x, y int32) int { return strings.Compare(ms[x].Key, ms[y].Key) })
 		return
 	}
+	var pre [24]uint64
+	for i, o := range ord {
+		pre[i] = keyPrefix(ms[o].Key)
+	}
 	for i := 1; i < len(ord); i++ {
-		o := ord[i]
+		o, p := ord[i], pre[i]
 		key := ms[o].Key
 		j := i
-		for ; j > 0 && ms[ord[j-1]].Key > key; j-- {
-			ord[j] = ord[j-1]
+		for ; j > 0 && (pre[j-1] > p || pre[j-1] == p && ms[ord[j-1]].Key > key); j-- {
+			ord[j], pre[j] = ord[j-1], pre[j-1]
 		}
-		ord[j] = o
+		ord[j], pre[j] = o, p
 	}
+}
+
+// keyPrefix is the first eight bytes of s as a big-endian word, zero
+// bytes after a shorter s: a < b for two prefixes means s < t for their
+// strings, and equal prefixes leave the order to the rest (a key ending
+// where another has a zero byte has the same prefix).
+func keyPrefix(s string) uint64 {
+	if len(s) >= 8 {
+		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
+			uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7])
+	}
+	var w uint64
+	for i := range len(s) {
+		w |= uint64(s[i]) << (56 - 8*uint(i))
+	}
+	return w
 }
 
 // strictlySorted reports whether the keys of ms increase strictly.
