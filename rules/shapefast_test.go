@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -84,6 +85,30 @@ func TestFieldIndexFallback(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("problem %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+// TestURICharsEveryByte: uriChars passes by table what RFC 3986's pchar
+// allows (unreserved, sub-delims, ":" and "@"), a "%" only before two hex
+// digits, and the extra bytes it is given; every byte value, alone and
+// between allowed ones.
+func TestURICharsEveryByte(t *testing.T) {
+	const unreserved = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+	for b := range 256 {
+		c := string([]byte{byte(b)})
+		for _, extra := range []string{"", "/", "/?"} {
+			want := strings.Contains(unreserved+"!$&'()*+,;="+":@"+extra, c)
+			for _, s := range []string{c, "a" + c + "b", c + c} {
+				if got := uriChars(s, extra); got != want {
+					t.Errorf("uriChars(%q, %q) = %v, want %v", s, extra, got, want)
+				}
+			}
+		}
+	}
+	for s, want := range map[string]bool{"%2F": true, "a%2fb": true, "%2": false, "%G0": false, "%": false, "a%0": false} {
+		if got := uriChars(s, ""); got != want {
+			t.Errorf("uriChars(%q) = %v, want %v", s, got, want)
 		}
 	}
 }
