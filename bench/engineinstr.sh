@@ -25,14 +25,9 @@ N1=${N1:-5120}
 N2=${N2:-25600}
 REPS=${REPS:-3}
 export GOGC=${GOGC:-400}
-WORK=$(mktemp -d /tmp/ahp-tap-bench-engineinstr.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-(cd "$ROOT" && go test -c -o "$WORK/this.test" ./tap)
-bins=("$WORK/this.test")
-if [ -n "${BASELINE:-}" ]; then
-	(cd "$BASELINE" && go test -c -o "$WORK/baseline.test" ./tap)
-	bins=("$WORK/baseline.test" "$WORK/this.test")
-fi
+# shellcheck source=bench/enginelib.sh
+source "$ROOT/bench/enginelib.sh"
+engine_bins engineinstr
 irefs() { # binary, benchmark, iterations
 	GODEBUG=cpu.rdtscp=off valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
 		"$1" -test.run '^$' -test.bench "$2" -test.benchtime "${3}x" -test.cpu 1 2>&1 |
