@@ -193,3 +193,51 @@ func TestSortMembersAgreesWithStableSort(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonWriterRemembersOrders: a canonWriter reuses the key order of
+// the last value's objects when the keys come again in the same order.
+// Values of random objects (keys drawn from a few, so that orders repeat,
+// and repeat permuted; duplicates; nesting) written one after the other by
+// one writer must each come out as a fresh writer writes them.
+func TestCanonWriterRemembersOrders(t *testing.T) {
+	keys := []string{`"id"`, `"type"`, `"source"`, `"time"`, `"a"`, `"b"`, `"ab"`, `"tool"`, `"x\u0000"`, `"x"`}
+	rnd := uint32(7)
+	next := func(n int) int { rnd = rnd*1103515245 + 12345; return int(rnd>>16) % n }
+	var object func(depth int) string
+	object = func(depth int) string {
+		n := 1 + next(6)
+		var b strings.Builder
+		b.WriteByte('{')
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(keys[next(len(keys))] + ":")
+			if depth < 3 && next(3) == 0 {
+				b.WriteString(object(depth + 1))
+			} else {
+				fmt.Fprintf(&b, "%d", next(100))
+			}
+		}
+		b.WriteByte('}')
+		return b.String()
+	}
+	reused := new(canonWriter)
+	var prev string
+	for round := range 5000 {
+		doc := prev
+		if round%3 != 0 || doc == "" { // a third of the values repeat the last one's shape
+			doc = object(0)
+		}
+		prev = doc
+		v, _ := mustParse(t, doc)
+		fresh := new(canonWriter)
+		fresh.reset()
+		fresh.write(v)
+		reused.reset()
+		reused.write(v)
+		if string(reused.b) != string(fresh.b) {
+			t.Fatalf("round %d: %s written as\n%s\nafter other values, as\n%s\nfresh", round, doc, reused.b, fresh.b)
+		}
+	}
+}

@@ -384,6 +384,11 @@ func (v *Value) Sum() [32]byte {
 // punctuation mark was a call each).
 type canonWriter struct {
 	b []byte
+	// sorted remembers the key order of the first objects of the last
+	// value written that needed sorting; objects counts those of the
+	// value being written (sort).
+	sorted  [maxSortedObjects]sortedObject
+	objects int
 	// order is a stack of the member indices of the objects being
 	// written, each object's sorted by key; each object uses the tail it
 	// appended and truncates it when done. Indices rather than Members:
@@ -404,7 +409,64 @@ func (cw *canonWriter) reset() {
 	}
 	cw.b = cw.b[:0]
 	cw.order = cw.order[:0]
+	cw.objects = 0
 }
+
+// sort sorts ord, the indices of ms, by key as sortMembers does, taking
+// the order from the last value written when its object in the same
+// place had the same keys in the same order (a harness sends its events'
+// members in one order): comparing the keys with those remembered costs
+// a fraction of sorting them.
+func (cw *canonWriter) sort(ms []Member, ord []int32) {
+	n := cw.objects
+	cw.objects++
+	if n >= len(cw.sorted) || len(ms) > maxSortedKeys {
+		sortMembers(ms, ord)
+		return
+	}
+	so := &cw.sorted[n]
+	if len(so.ends) == len(ms) {
+		same, start := true, 0
+		for i := range ms {
+			if ms[i].Key != string(so.keys[start:so.ends[i]]) {
+				same = false
+				break
+			}
+			start = int(so.ends[i])
+		}
+		if same {
+			copy(ord, so.ord)
+			return
+		}
+	}
+	sortMembers(ms, ord)
+	so.keys, so.ends, so.ord = so.keys[:0], so.ends[:0], append(so.ord[:0], ord...)
+	for i := range ms {
+		so.keys = append(so.keys, ms[i].Key...)
+		so.ends = append(so.ends, int32(len(so.keys)))
+	}
+	if len(so.keys) > maxSortedBytes {
+		so.keys, so.ends, so.ord = nil, nil, nil // not worth keeping
+	}
+}
+
+// A sortedObject is the key order of an object a canonWriter sorted: its
+// keys (copied, so no frame's bytes are kept), where each ends, and the
+// order sortMembers gave them.
+type sortedObject struct {
+	keys []byte
+	ends []int32
+	ord  []int32
+}
+
+// The objects of a value whose order a canonWriter remembers (the first
+// ones it sorts, in the order it writes them), and the most keys and key
+// bytes it keeps of one.
+const (
+	maxSortedObjects = 8
+	maxSortedKeys    = 32
+	maxSortedBytes   = 1024
+)
 
 func (cw *canonWriter) write(v *Value) {
 	if v == nil {
@@ -448,7 +510,7 @@ func (cw *canonWriter) write(v *Value) {
 		}
 		ord := cw.order[base:]
 		if !strictlySorted(ms) {
-			sortMembers(ms, ord)
+			cw.sort(ms, ord)
 		}
 		cw.b = append(cw.b, '{')
 		first := true
