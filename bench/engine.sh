@@ -16,14 +16,9 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 REPS=${REPS:-5}
-WORK=$(mktemp -d /tmp/ahp-tap-bench-engine.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-(cd "$ROOT" && go test -c -o "$WORK/this.test" ./tap)
-bins=("$WORK/this.test")
-if [ -n "${BASELINE:-}" ]; then
-	(cd "$BASELINE" && go test -c -o "$WORK/baseline.test" ./tap)
-	bins=("$WORK/baseline.test" "$WORK/this.test")
-fi
+# shellcheck source=bench/enginelib.sh
+source "$ROOT/bench/enginelib.sh"
+engine_bins engine
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs; $(go version | awk '{print $3}'); $REPS runs of 1 s each"
 for _ in $(seq "$REPS"); do
 	for g in ${GOGCS:-100 400}; do

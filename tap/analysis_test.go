@@ -95,3 +95,27 @@ func TestAnalysisPanicIsTAP2AndCycleIsRefused(t *testing.T) {
 	}()
 	NewEngine(Config{}, []Rule{readRule{"X-1", []*Analysis{a}, &got}})
 }
+
+// TestUndeclaredAnalysisIsTAP2: a rule reading an analysis no rule of the
+// engine declared gets no result of another's; it panics, which the
+// engine reports as TAP-2 naming the analysis, and the rules after it run.
+func TestUndeclaredAnalysisIsTAP2(t *testing.T) {
+	declared := &Analysis{Name: "declared", Run: func(*Conversation, *Frame) any { return "d" }}
+	undeclared := &Analysis{Name: "undeclared", Run: func(*Conversation, *Frame) any { return "u" }}
+	var got []string
+	e := NewEngine(Config{}, []Rule{
+		readRule{"X-1", []*Analysis{declared}, &got},
+		ruleFunc(func(c *Conversation, f *Frame) []Finding {
+			got = append(got, "read="+c.Result(undeclared).(string))
+			return nil
+		}),
+		readRule{"X-2", []*Analysis{declared}, &got},
+	})
+	fs := e.Feed(&Frame{Raw: []byte(`{}`)})
+	if len(fs) != 1 || fs[0].Check != "TAP-2" || !strings.Contains(fs[0].Message, `analysis "undeclared" was not declared`) {
+		t.Errorf("findings %v; want one TAP-2 naming the undeclared analysis", fs)
+	}
+	if s := strings.Join(got, " "); s != "X-1=d X-2=d" {
+		t.Errorf("rules read %s", s)
+	}
+}

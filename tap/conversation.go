@@ -177,13 +177,13 @@ type Conversation struct {
 	cur       *Exchange            // the exchange of the frame being checked
 	curCorr   Correlation
 	prior     *EventRecord // the earlier sighting of the current frame's event
-	ruleState map[string]any
+	ruleState []ruleStateEntry
 	last      time.Time // time of the latest frame or note
-	// analysisIndex and results hold the analyses of the engine and
-	// what each computed for the frame being checked (Result).
-	analysisIndex map[*Analysis]int
-	results       []any
-	keep          int // Config.KeepAnswered
+	// analyses and results hold the analyses of the engine and what
+	// each computed for the frame being checked (Result).
+	analyses []*Analysis
+	results  []any
+	keep     int // Config.KeepAnswered
 	// standalone holds response-only exchanges (AddStandalone).
 	standalone []*Exchange
 	// blind counts truncated harness frames whose id could not be read:
@@ -232,7 +232,6 @@ func newConversation(cfg Config) *Conversation {
 		events:       cfg.Events,
 		pending:      make(map[string]*Exchange),
 		answered:     make(map[string]*Exchange),
-		ruleState:    make(map[string]any),
 		keep:         cfg.KeepAnswered,
 	}
 	if c.keep == 0 {
@@ -298,13 +297,26 @@ func (c *Conversation) PriorEvent() *EventRecord { return c.prior }
 
 // RuleState returns the state a rule keeps for this conversation, creating
 // it with init on first use. Keys are rule IDs.
+//
+// The states are few (one per stateful rule or analysis, about ten) and
+// several rules ask for theirs on every frame: a scan of them, each id
+// compared by length first (and by pointer, a rule passing the same
+// string each time), costs less than hashing the id for a map.
 func (c *Conversation) RuleState(id string, init func() any) any {
-	s, ok := c.ruleState[id]
-	if !ok {
-		s = init()
-		c.ruleState[id] = s
+	for i := range c.ruleState {
+		if c.ruleState[i].id == id {
+			return c.ruleState[i].state
+		}
 	}
+	s := init()
+	c.ruleState = append(c.ruleState, ruleStateEntry{id, s})
 	return s
+}
+
+// A ruleStateEntry is the state of one rule (RuleState).
+type ruleStateEntry struct {
+	id    string
+	state any
 }
 
 // SubscriptionFor returns the subscription of the selected hook that
@@ -343,12 +355,13 @@ func (c *Conversation) begin(f *Frame) {
 	case *Notification:
 		c.lookupEvent(f)
 	case *Response:
-		k := IDKey(m.ID)
-		if x, ok := c.pending[k]; ok && x.Truncated {
+		var buf [64]byte
+		k := appendIDKey(buf[:0], m.ID) // looked up, not kept: no string made
+		if x, ok := c.pending[string(k)]; ok && x.Truncated {
 			c.unjudged, c.curCorr = x, Unjudgeable
 		} else if ok {
 			c.cur, c.curCorr = x, Matched
-		} else if _, ok := c.answered[k]; ok {
+		} else if _, ok := c.answered[string(k)]; ok {
 			c.curCorr = Duplicate
 		} else if c.blind > 0 {
 			c.blind--
@@ -481,105 +494,154 @@ func (c *Conversation) end(f *Frame) {
 // hundred bytes each whatever the size of their frames. Keeping them whole
 // held 2×KeepAnswered requests: ~450 MiB live in the soak with 1 MiB
 // requests among 1 KiB ones (memory bounded in bytes, issue 8).
+//
+// What it keeps takes two allocations: one settledExchange, and one string
+// holding the text of all its strings (none of them a slice of the
+// frames' bytes). One allocation per summary, event and string was ~6 a
+// response, a measurable share of the audit's time.
 func (x *Exchange) settle() {
-	x.Request, x.Response = x.Request.summary(), x.Response.summary()
-	x.Method = ownString(x.Method) // a name outside the protocol's is a slice of the request's bytes
+	st := new(settledExchange)
+	var cp textCopier
+	x.Request = x.Request.summaryInto(&st.req, &cp)
+	x.Response = x.Response.summaryInto(&st.resp, &cp)
+	cp.own(&x.Method, x.Method) // a name outside the protocol's is a slice of the request's bytes
 	if x.Event != nil {
-		x.Event = settledEvent(x.Event)
+		x.Event = st.ev.settle(x.Event, &cp)
 	}
 	x.Capabilities = nil
+	cp.flush()
 }
 
-// A settled event is the object settle keeps of an exchange's event, in
-// one allocation (and one more for the text of its members) instead of
-// one per value, member list and string.
+// A settledExchange holds what settle keeps of an exchange.
+type settledExchange struct {
+	req, resp frameSummary
+	ev        settled
+}
+
+// A settled event is the object settle keeps of an exchange's event.
 type settled struct {
 	ev   Value
 	ms   [3]Member
 	vals [3]Value
 }
 
-// settledEvent returns the members type, id and source of ev that are
-// strings or numbers, copied out of the frame's bytes.
-func settledEvent(ev *Value) *Value {
-	keys := [3]string{"type", "id", "source"}
-	var found [3]*Value
-	n := 0
-	for i, k := range keys {
-		if v := ev.Get(k); v != nil && (v.Kind == String || v.Kind == Number) {
-			found[i] = v
-			n += len(v.Str)
-		}
-	}
-	var text strings.Builder
-	text.Grow(n)
-	for _, v := range found {
-		if v != nil {
-			text.WriteString(v.Str)
-		}
-	}
-	all := text.String()
-	st := &settled{ev: Value{Kind: Object}}
-	st.ev.Obj = st.ms[:0]
-	for i, v := range found {
-		if v == nil {
+// settle fills st with the members type, id and source of ev that are
+// strings or numbers, their text copied out of the frame's bytes (by cp),
+// and returns the object.
+func (st *settled) settle(ev *Value, cp *textCopier) *Value {
+	st.ev = Value{Kind: Object, Obj: st.ms[:0]}
+	for _, k := range [3]string{"type", "id", "source"} {
+		v := ev.Get(k)
+		if v == nil || (v.Kind != String && v.Kind != Number) {
 			continue
 		}
 		j := len(st.ev.Obj)
-		st.vals[j] = Value{Kind: v.Kind, Str: all[:len(v.Str)]}
-		all = all[len(v.Str):]
-		st.ev.Obj = append(st.ev.Obj, Member{Key: keys[i], Val: &st.vals[j]})
+		st.vals[j] = Value{Kind: v.Kind}
+		cp.clone(&st.vals[j].Str, v.Str)
+		st.ev.Obj = append(st.ev.Obj, Member{Key: k, Val: &st.vals[j]})
 	}
 	return &st.ev
 }
 
+// A textCopier copies strings out of a frame's bytes into one new string:
+// each copy or own names its destination and source, and flush makes the
+// string and points every destination into it.
+type textCopier struct {
+	dst  [maxCopies]*string
+	src  [maxCopies]string
+	n    int
+	size int
+}
+
+// maxCopies is the most strings settle copies: both frames' ids, the
+// request's method (twice: frame and exchange) and three event members.
+const maxCopies = 8
+
+// clone has *dst become a copy of s at flush.
+func (c *textCopier) clone(dst *string, s string) {
+	if s == "" {
+		*dst = ""
+		return
+	}
+	c.dst[c.n], c.src[c.n] = dst, s
+	c.n++
+	c.size += len(s)
+}
+
+// own is clone for a name that may be one of the protocol's own, which is
+// shared rather than copied.
+func (c *textCopier) own(dst *string, s string) {
+	if k, ok := knownStrings[s]; ok {
+		*dst = k
+		return
+	}
+	c.clone(dst, s)
+}
+
+// flush makes the copies.
+func (c *textCopier) flush() {
+	if c.n == 0 {
+		return
+	}
+	var b strings.Builder
+	b.Grow(c.size)
+	for _, s := range c.src[:c.n] {
+		b.WriteString(s)
+	}
+	all := b.String()
+	for i, s := range c.src[:c.n] {
+		*c.dst[i], all = all[:len(s)], all[len(s):]
+		c.src[i] = ""
+	}
+	c.n, c.size = 0, 0
+}
+
+// A frameSummary holds a summary of a frame (Frame.summary).
+type frameSummary struct {
+	f   Frame
+	req Request
+	res Response
+	id  Value
+}
+
 // summary is f without its bytes and decoded tree: its place in the
 // stream, its time and connection, and its JSON-RPC id and method. It is
-// one allocation, and none of its strings is a slice of f's bytes (a
-// method or id string left pointing into Raw would keep the whole frame).
+// one allocation, and one more for the text of its strings, none of which
+// is a slice of f's bytes (a method or id string left pointing into Raw
+// would keep the whole frame).
 func (f *Frame) summary() *Frame {
-	if f == nil {
-		return nil
-	}
-	var s *Frame
-	switch m := f.Msg.(type) {
-	case *Request:
-		b := new(struct {
-			f  Frame
-			m  Request
-			id Value
-		})
-		b.m.Method = ownString(m.Method)
-		s, b.f.Msg = &b.f, &b.m
-		if v := m.ID; v != nil {
-			b.id = Value{Kind: v.Kind, Str: strings.Clone(v.Str), Bool: v.Bool}
-			b.m.ID = &b.id
-		}
-	case *Response:
-		b := new(struct {
-			f  Frame
-			m  Response
-			id Value
-		})
-		s, b.f.Msg = &b.f, &b.m
-		if v := m.ID; v != nil {
-			b.id = Value{Kind: v.Kind, Str: strings.Clone(v.Str), Bool: v.Bool}
-			b.m.ID = &b.id
-		}
-	default:
-		s = new(Frame)
-	}
-	s.Seq, s.Dir, s.Time, s.Transport, s.Conn, s.Size, s.HTTP = f.Seq, f.Dir, f.Time, f.Transport, f.Conn, f.Size, f.HTTP
+	var cp textCopier
+	s := f.summaryInto(new(frameSummary), &cp)
+	cp.flush()
 	return s
 }
 
-// ownString returns s in memory of its own: the protocol's own names
-// shared, anything else copied.
-func ownString(s string) string {
-	if k, ok := knownStrings[s]; ok {
-		return k
+// summaryInto is summary in b, its strings copied by cp (nil for a nil f).
+func (f *Frame) summaryInto(b *frameSummary, cp *textCopier) *Frame {
+	if f == nil {
+		return nil
 	}
-	return strings.Clone(s)
+	var id *Value
+	switch m := f.Msg.(type) {
+	case *Request:
+		cp.own(&b.req.Method, m.Method)
+		b.f.Msg, id = &b.req, m.ID
+		if id != nil {
+			b.req.ID = &b.id
+		}
+	case *Response:
+		b.f.Msg, id = &b.res, m.ID
+		if id != nil {
+			b.res.ID = &b.id
+		}
+	}
+	if id != nil {
+		b.id = Value{Kind: id.Kind, Bool: id.Bool}
+		cp.clone(&b.id.Str, id.Str)
+	}
+	s := &b.f
+	s.Seq, s.Dir, s.Time, s.Transport, s.Conn, s.Size, s.HTTP = f.Seq, f.Dir, f.Time, f.Transport, f.Conn, f.Size, f.HTTP
+	return s
 }
 
 func (c *Conversation) remember(f *Frame, x *Exchange) {

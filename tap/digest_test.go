@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -161,5 +163,81 @@ func TestCanonicalPlainStringsAsScanned(t *testing.T) {
 	}
 	if len(files) == 0 || plain == 0 {
 		t.Fatalf("%d fixtures, %d plain strings: the test checked nothing", len(files), plain)
+	}
+}
+
+// TestSortMembersAgreesWithStableSort: the insertion sort of small
+// objects compares keys by their first eight bytes first; it must order
+// every set of keys as a stable sort of the strings does: keys that are
+// prefixes of others, that share their first eight bytes, that hold zero
+// bytes (alike in prefix to a shorter key), duplicates in wire order.
+func TestSortMembersAgreesWithStableSort(t *testing.T) {
+	alphabet := []string{"", "a", "ab", "ab\x00", "ab\x00\x00", "abcdefgh", "abcdefgh\x00", "abcdefghi", "abcdefgg", "b", "\xff", "\x00", "abcdefghij", "ab\x01"}
+	rnd := uint32(1)
+	next := func(n int) int { rnd = rnd*1103515245 + 12345; return int(rnd>>16) % n }
+	for round := range 3000 {
+		n := 1 + next(24)
+		ms := make([]Member, n)
+		for i := range ms {
+			ms[i] = Member{Key: alphabet[next(len(alphabet))], Val: &Value{Kind: Number, Str: strconv.Itoa(i)}}
+		}
+		ord := make([]int32, n)
+		want := make([]int32, n)
+		for i := range ord {
+			ord[i], want[i] = int32(i), int32(i)
+		}
+		sortMembers(ms, ord)
+		slices.SortStableFunc(want, func(x, y int32) int { return strings.Compare(ms[x].Key, ms[y].Key) })
+		if !slices.Equal(ord, want) {
+			t.Fatalf("round %d: keys %v sorted as %v, want %v", round, ms, ord, want)
+		}
+	}
+}
+
+// TestCanonWriterRemembersOrders: a canonWriter reuses the key order of
+// the last value's objects when the keys come again in the same order.
+// Values of random objects (keys drawn from a few, so that orders repeat,
+// and repeat permuted; duplicates; nesting) written one after the other by
+// one writer must each come out as a fresh writer writes them.
+func TestCanonWriterRemembersOrders(t *testing.T) {
+	keys := []string{`"id"`, `"type"`, `"source"`, `"time"`, `"a"`, `"b"`, `"ab"`, `"tool"`, `"x\u0000"`, `"x"`}
+	rnd := uint32(7)
+	next := func(n int) int { rnd = rnd*1103515245 + 12345; return int(rnd>>16) % n }
+	var object func(depth int) string
+	object = func(depth int) string {
+		n := 1 + next(6)
+		var b strings.Builder
+		b.WriteByte('{')
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(keys[next(len(keys))] + ":")
+			if depth < 3 && next(3) == 0 {
+				b.WriteString(object(depth + 1))
+			} else {
+				fmt.Fprintf(&b, "%d", next(100))
+			}
+		}
+		b.WriteByte('}')
+		return b.String()
+	}
+	reused := new(canonWriter)
+	var prev string
+	for round := range 5000 {
+		doc := prev
+		if round%3 != 0 || doc == "" { // a third of the values repeat the last one's shape
+			doc = object(0)
+		}
+		prev = doc
+		v, _ := mustParse(t, doc)
+		fresh := new(canonWriter)
+		fresh.reset()
+		fresh.write(v)
+		reused.reset()
+		reused.write(v)
+		if string(reused.b) != string(fresh.b) {
+			t.Fatalf("round %d: %s written as\n%s\nafter other values, as\n%s\nfresh", round, doc, reused.b, fresh.b)
+		}
 	}
 }

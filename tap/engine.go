@@ -71,10 +71,7 @@ type Engine struct {
 // rules declare (Requirer).
 func NewEngine(cfg Config, rules []Rule) *Engine {
 	e := &Engine{rules: rules, analyses: analysesOf(rules), conv: newConversation(cfg)}
-	e.conv.analysisIndex = make(map[*Analysis]int, len(e.analyses))
-	for i, a := range e.analyses {
-		e.conv.analysisIndex[a] = i
-	}
+	e.conv.analyses = e.analyses
 	e.conv.results = make([]any, len(e.analyses))
 	return e
 }
@@ -155,7 +152,9 @@ func (e *Engine) checkFrom(i int, f *Frame, found []Finding) (out []Finding, nex
 		}
 	}()
 	for ; next < len(e.rules); next++ {
-		out = append(out, e.rules[next].Check(e.conv, f)...)
+		if fs := e.rules[next].Check(e.conv, f); len(fs) > 0 {
+			out = append(out, fs...) // most rules find nothing: no copy of nothing
+		}
 	}
 	return out, next
 }

@@ -286,15 +286,28 @@ func IDKey(id *Value) string {
 	if id == nil {
 		return ""
 	}
-	switch id.Kind {
-	case String:
-		return "s:" + id.Str
-	case Number:
-		return "n:" + id.Str
-	case Null:
+	if id.Kind == Null {
 		return "null"
 	}
-	return "x:" + string(id.Canonical())
+	var buf [64]byte
+	return string(appendIDKey(buf[:0], id))
+}
+
+// appendIDKey appends IDKey(id) to b: a key to look up with, where
+// IDKey would allocate the string (m[string(b)] does not).
+func appendIDKey(b []byte, id *Value) []byte {
+	if id == nil {
+		return b
+	}
+	switch id.Kind {
+	case String:
+		return append(append(b, "s:"...), id.Str...)
+	case Number:
+		return append(append(b, "n:"...), id.Str...)
+	case Null:
+		return append(b, "null"...)
+	}
+	return append(append(b, "x:"...), id.Canonical()...)
 }
 
 // IDText renders a JSON-RPC id for people: the JSON literal as written

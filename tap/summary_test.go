@@ -87,3 +87,41 @@ func settledPinNoFrames(t *testing.T, method string) {
 	}
 	runtime.KeepAlive(e)
 }
+
+// TestSettleAllocations: settling an answered exchange keeps its
+// summaries, its event's type, id and source, and its method in one
+// allocation and one string (two in all), whatever the method; and no
+// string it keeps points into either frame's bytes.
+func TestSettleAllocations(t *testing.T) {
+	for _, method := range []string{"hooks/intercept", "com.example/custom"} {
+		req := &Frame{Seq: 1, Dir: FromHarness, Raw: []byte(`{"jsonrpc":"2.0","id":"evt-1","method":"` + method + `","params":{"event":{"id":"evt-1","source":"urn:s","type":"tool.before","n":2}}}`)}
+		res := &Frame{Seq: 2, Dir: FromBackend, Raw: []byte(`{"jsonrpc":"2.0","id":"evt-1","result":{}}`)}
+		req.Decode()
+		res.Decode()
+		m := req.Msg.(*Request)
+		orig := Exchange{Key: IDKey(m.ID), Method: m.Method, Request: req, Response: res, Event: m.Params.Get("event"), Capabilities: m.Params}
+		var x Exchange
+		n := testing.AllocsPerRun(10, func() {
+			x = orig
+			x.settle()
+		})
+		if !raceEnabled && n > 2 {
+			t.Errorf("%s: settle takes %v allocations, want at most 2", method, n)
+		}
+		if x.Request.Seq != 1 || x.Response.Seq != 2 || x.Method != method || x.Capabilities != nil ||
+			x.Request.Method() != method || IDText(x.Request.RPCID()) != `"evt-1"` || IDText(x.Response.RPCID()) != `"evt-1"` {
+			t.Fatalf("%s: settled %+v: request %+v response %+v", method, x, x.Request, x.Response)
+		}
+		if got := string(x.Event.Canonical()); got != `{"id":"evt-1","source":"urn:s","type":"tool.before"}` {
+			t.Errorf("%s: settled event %s", method, got)
+		}
+		for _, f := range []*Frame{req, res} {
+			lo, hi := uintptr(unsafe.Pointer(&f.Raw[0])), uintptr(unsafe.Pointer(&f.Raw[len(f.Raw)-1]))
+			for _, str := range []string{x.Method, x.Request.Method(), rpcIDStr(x.Request), rpcIDStr(x.Response), x.Event.Get("id").Str, x.Event.Get("source").Str, x.Event.Get("type").Str} {
+				if p := uintptr(unsafe.Pointer(unsafe.StringData(str))); p >= lo && p <= hi {
+					t.Errorf("%s: the settled exchange's %q points into a frame's bytes", method, str)
+				}
+			}
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -351,7 +352,7 @@ func (v *Value) Canonical() []byte {
 	defer canonPool.Put(cw)
 	cw.reset()
 	cw.write(v)
-	return bytes.Clone(cw.b.Bytes())
+	return bytes.Clone(cw.b)
 }
 
 // Digest is the hex SHA-256 of v's canonical form; "" for an absent value.
@@ -374,13 +375,20 @@ func (v *Value) Sum() [32]byte {
 	defer canonPool.Put(cw)
 	cw.reset()
 	cw.write(v)
-	return sha256.Sum256(cw.b.Bytes())
+	return sha256.Sum256(cw.b)
 }
 
 // A canonWriter renders canonical forms. Its buffers are reused through
-// canonPool: BASE-6 digests every event, so this is on the audit hot path.
+// canonPool: BASE-6 digests every event, so this is on the audit hot path
+// (hence appends to a plain slice: a bytes.Buffer's WriteByte per
+// punctuation mark was a call each).
 type canonWriter struct {
-	b bytes.Buffer
+	b []byte
+	// sorted remembers the key order of the first objects of the last
+	// value written that needed sorting; objects counts those of the
+	// value being written (sort).
+	sorted  [maxSortedObjects]sortedObject
+	objects int
 	// order is a stack of the member indices of the objects being
 	// written, each object's sorted by key; each object uses the tail it
 	// appended and truncates it when done. Indices rather than Members:
@@ -391,40 +399,103 @@ type canonWriter struct {
 
 var canonPool = sync.Pool{New: func() any { return new(canonWriter) }}
 
+// maxPooledCanon is the largest buffer a canonWriter keeps for the next
+// value: a huge event's goes to the garbage collector.
+const maxPooledCanon = 64 << 10
+
 func (cw *canonWriter) reset() {
-	cw.b.Reset()
+	if cap(cw.b) > maxPooledCanon {
+		cw.b = nil
+	}
+	cw.b = cw.b[:0]
 	cw.order = cw.order[:0]
+	cw.objects = 0
 }
+
+// sort sorts ord, the indices of ms, by key as sortMembers does, taking
+// the order from the last value written when its object in the same
+// place had the same keys in the same order (a harness sends its events'
+// members in one order): comparing the keys with those remembered costs
+// a fraction of sorting them.
+func (cw *canonWriter) sort(ms []Member, ord []int32) {
+	n := cw.objects
+	cw.objects++
+	if n >= len(cw.sorted) || len(ms) > maxSortedKeys {
+		sortMembers(ms, ord)
+		return
+	}
+	so := &cw.sorted[n]
+	if len(so.ends) == len(ms) {
+		same, start := true, 0
+		for i := range ms {
+			if ms[i].Key != string(so.keys[start:so.ends[i]]) {
+				same = false
+				break
+			}
+			start = int(so.ends[i])
+		}
+		if same {
+			copy(ord, so.ord)
+			return
+		}
+	}
+	sortMembers(ms, ord)
+	so.keys, so.ends, so.ord = so.keys[:0], so.ends[:0], append(so.ord[:0], ord...)
+	for i := range ms {
+		so.keys = append(so.keys, ms[i].Key...)
+		so.ends = append(so.ends, int32(len(so.keys)))
+	}
+	if len(so.keys) > maxSortedBytes {
+		so.keys, so.ends, so.ord = nil, nil, nil // not worth keeping
+	}
+}
+
+// A sortedObject is the key order of an object a canonWriter sorted: its
+// keys (copied, so no frame's bytes are kept), where each ends, and the
+// order sortMembers gave them.
+type sortedObject struct {
+	keys []byte
+	ends []int32
+	ord  []int32
+}
+
+// The objects of a value whose order a canonWriter remembers (the first
+// ones it sorts, in the order it writes them), and the most keys and key
+// bytes it keeps of one.
+const (
+	maxSortedObjects = 8
+	maxSortedKeys    = 32
+	maxSortedBytes   = 1024
+)
 
 func (cw *canonWriter) write(v *Value) {
 	if v == nil {
 		return
 	}
-	b := &cw.b
 	switch v.Kind {
 	case Null:
-		b.WriteString("null")
+		cw.b = append(cw.b, "null"...)
 	case Bool:
-		b.WriteString(strconv.FormatBool(v.Bool))
+		cw.b = strconv.AppendBool(cw.b, v.Bool)
 	case Number:
-		b.WriteString(v.Str)
+		cw.b = append(cw.b, v.Str...)
 	case String:
 		if v.plain {
-			b.WriteByte('"')
-			b.WriteString(v.Str)
-			b.WriteByte('"')
+			cw.b = append(cw.b, '"')
+			cw.b = append(cw.b, v.Str...)
+			cw.b = append(cw.b, '"')
 		} else {
-			writeJSONString(b, v.Str)
+			cw.b = appendJSONString(cw.b, v.Str)
 		}
 	case Array:
-		b.WriteByte('[')
+		cw.b = append(cw.b, '[')
 		for i, e := range v.Arr {
 			if i > 0 {
-				b.WriteByte(',')
+				cw.b = append(cw.b, ',')
 			}
 			cw.write(e)
 		}
-		b.WriteByte(']')
+		cw.b = append(cw.b, ']')
 	case Object:
 		// Members sorted by key; a stable sort keeps duplicates in wire
 		// order, and the last one wins. Members already in strictly
@@ -439,9 +510,9 @@ func (cw *canonWriter) write(v *Value) {
 		}
 		ord := cw.order[base:]
 		if !strictlySorted(ms) {
-			sortMembers(ms, ord)
+			cw.sort(ms, ord)
 		}
-		b.WriteByte('{')
+		cw.b = append(cw.b, '{')
 		first := true
 		for k, i := range ord {
 			m := &ms[i]
@@ -449,14 +520,14 @@ func (cw *canonWriter) write(v *Value) {
 				continue
 			}
 			if !first {
-				b.WriteByte(',')
+				cw.b = append(cw.b, ',')
 			}
 			first = false
-			writeJSONString(b, m.Key)
-			b.WriteByte(':')
+			cw.b = appendJSONString(cw.b, m.Key)
+			cw.b = append(cw.b, ':')
 			cw.write(m.Val)
 		}
-		b.WriteByte('}')
+		cw.b = append(cw.b, '}')
 		cw.order = cw.order[:base]
 	}
 }
@@ -464,20 +535,44 @@ func (cw *canonWriter) write(v *Value) {
 // sortMembers sorts ord, indices of ms, by key, keeping duplicates in
 // wire order: by insertion for the few members of most objects (no
 // comparison function to call), else slices.SortStableFunc.
+//
+// The insertion sort compares keys by their first eight bytes as one
+// big-endian word (keyPrefix), in order as the keys are, and compares
+// the strings themselves only when those agree.
 func sortMembers(ms []Member, ord []int32) {
 	if len(ord) > 24 {
 		slices.SortStableFunc(ord, func(x, y int32) int { return strings.Compare(ms[x].Key, ms[y].Key) })
 		return
 	}
+	var pre [24]uint64
+	for i, o := range ord {
+		pre[i] = keyPrefix(ms[o].Key)
+	}
 	for i := 1; i < len(ord); i++ {
-		o := ord[i]
+		o, p := ord[i], pre[i]
 		key := ms[o].Key
 		j := i
-		for ; j > 0 && ms[ord[j-1]].Key > key; j-- {
-			ord[j] = ord[j-1]
+		for ; j > 0 && (pre[j-1] > p || pre[j-1] == p && ms[ord[j-1]].Key > key); j-- {
+			ord[j], pre[j] = ord[j-1], pre[j-1]
 		}
-		ord[j] = o
+		ord[j], pre[j] = o, p
 	}
+}
+
+// keyPrefix is the first eight bytes of s as a big-endian word, zero
+// bytes after a shorter s: a < b for two prefixes means s < t for their
+// strings, and equal prefixes leave the order to the rest (a key ending
+// where another has a zero byte has the same prefix).
+func keyPrefix(s string) uint64 {
+	if len(s) >= 8 {
+		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
+			uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7])
+	}
+	var w uint64
+	for i := range len(s) {
+		w |= uint64(s[i]) << (56 - 8*uint(i))
+	}
+	return w
 }
 
 // strictlySorted reports whether the keys of ms increase strictly.
@@ -490,67 +585,58 @@ func strictlySorted(ms []Member) bool {
 	return true
 }
 
-// writeJSONString writes s as a JSON string, escaping only what JSON
+// appendJSONString appends s as a JSON string, escaping only what JSON
 // requires (quote, backslash, control characters); other bytes, including
 // invalid UTF-8, are copied as they are. It is the hot path of event
-// digests (BASE-6 looks at every event), hence no strconv.Quote.
-func writeJSONString(b *bytes.Buffer, s string) {
+// digests (BASE-6 looks at every event), hence no strconv.Quote: it steps
+// eight bytes at a time to the next byte to escape (specialMask), and
+// copies the bytes before it in one go.
+func appendJSONString(b []byte, s string) []byte {
 	const hexDigits = "0123456789abcdef"
-	b.WriteByte('"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		// Eight bytes at a time while none of them needs escaping (the
-		// common case: a long command or text without quotes).
-		for i+8 <= len(s) && !escapeIn8(s, i) {
-			i += 8
+	b = append(b, '"')
+	start, i := 0, 0
+	for {
+		if i+8 <= len(s) {
+			m := specialMask(uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56)
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+		} else {
+			for i < len(s) && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' {
+				i++
+			}
+			if i == len(s) {
+				break
+			}
 		}
-		if i >= len(s) {
-			break
-		}
+		// s[i] is a quote, a backslash or a control character.
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b.WriteString(s[start:i])
+		b = append(b, s[start:i]...)
 		switch c {
 		case '"', '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
+			b = append(b, '\\', c)
 		default:
-			b.WriteString(`\u00`)
-			b.WriteByte(hexDigits[c>>4])
-			b.WriteByte(hexDigits[c&0xf])
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		}
-		start = i + 1
+		i++
+		start = i
 	}
-	b.WriteString(s[start:])
-	b.WriteByte('"')
-}
-
-// escapeIn8 reports whether any of s[i:i+8] is a byte writeJSONString
-// escapes: a control character, a quote or a backslash (a word-at-a-time
-// test; bytes ≥ 0x80 never match).
-func escapeIn8(s string, i int) bool {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
-	w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-	less := (w - ones*0x20) &^ w // high bit set where a byte < 0x20 (or a false hit beside one)
-	q := w ^ (ones * '"')
-	bs := w ^ (ones * '\\')
-	zero := (q-ones)&^q | (bs-ones)&^bs
-	return (less|zero)&highs != 0
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // highBits are the high bits of the eight bytes of a word.
 const highBits = 0x8080808080808080
 
-// specialIn8 is escapeIn8 for the eight bytes of w (little-endian):
-// whether any is a control character, a quote or a backslash (false hits
-// beside one are possible; bytes ≥ 0x80 never match).
-func specialIn8(w uint64) bool {
+// specialMask marks the bytes of w (little-endian) that are a control
+// character, a quote or a backslash: the high bit of each such byte is set
+// in the result. Bytes above the lowest marked one may be marked falsely
+// (a borrow), never bytes below it, so its lowest set bit is the first
+// special byte; bytes ≥ 0x80 are never marked.
+func specialMask(w uint64) uint64 {
 	const (
 		ones  = 0x0101010101010101
 		highs = highBits
@@ -559,7 +645,7 @@ func specialIn8(w uint64) bool {
 	q := w ^ (ones * '"')
 	bs := w ^ (ones * '\\')
 	zero := (q-ones)&^q | (bs-ones)&^bs
-	return (less|zero)&highs != 0
+	return (less | zero) & highs
 }
 
 // Any converts v to the generic form encoding/json would produce with
@@ -737,11 +823,32 @@ type strRef struct {
 	side       int32
 }
 
-// A tapeMember is an object member on the tape: its key and its value's
-// node index.
+// A tapeMember is an object member on the tape: its key, its value's
+// node index, and its key's keySum (in what would be padding).
 type tapeMember struct {
 	key strRef
 	val int32
+	sum uint32
+}
+
+// keySum sums up an object key for finding duplicates: equal keys have
+// equal sums, so the parser compares in full only keys whose sums agree.
+// It reads the key's length and first eight bytes; the key's text is
+// p.data[at:at+len(key)] when the key had no escape, and then that word
+// is read in one load.
+func (p *parser) keySum(key string, at int, plain bool) uint32 {
+	var w uint64
+	if n := len(key); plain && at+8 <= len(p.data) {
+		w = binary.LittleEndian.Uint64(p.data[at:])
+		if n < 8 {
+			w &= 1<<(8*uint(n)) - 1
+		}
+	} else {
+		for i := range min(n, 8) {
+			w |= uint64(key[i]) << (8 * uint(i))
+		}
+	}
+	return uint32(w) ^ uint32(w>>32)*0x9e3779b1 ^ uint32(len(key))<<27
 }
 
 // parseStacks are a parser's tape and working stacks, reused from one
@@ -952,13 +1059,18 @@ func (p *parser) fail(msg string) error { return &SyntaxError{Offset: p.pos, Msg
 
 func (p *parser) space() {
 	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
+		// Every white space byte is at most ' ': one comparison passes
+		// what follows most tokens of a compact document.
+		if c := p.data[p.pos]; c > ' ' || c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return
 		}
+		p.pos++
 	}
+}
+
+// opens reports whether the value at p.pos is an object or an array.
+func (p *parser) opens() bool {
+	return p.pos < len(p.data) && (p.data[p.pos] == '{' || p.data[p.pos] == '[')
 }
 
 // value parses one value and returns its node index on the tape.
@@ -1076,30 +1188,35 @@ func (p *parser) str() (s string, plain bool, err error) {
 	var or uint64
 	// Fast path: no escapes.
 	long := true // a long string is still to be tried with plainSpan
-	for pos < len(data) {
-		// Eight bytes at a time while none is a quote, a backslash or a
-		// control character.
-		for pos+8 <= len(data) {
+	for {
+		if pos+8 <= len(data) {
+			// Eight bytes at a time while none is a quote, a backslash
+			// or a control character; the lowest byte specialMask marks
+			// is the first such byte, the one to look at.
 			w := binary.LittleEndian.Uint64(data[pos:])
-			if specialIn8(w) {
-				break
-			}
-			or |= w
-			pos += 8
-			if long && pos-start >= 16 {
-				// Most of a long command or text: plainSpan finds its
-				// end with fewer steps a byte.
-				long = false
-				if end, high, ok := plainSpan(data[pos:]); ok {
-					or |= high
-					pos += end
-					break
+			if m := specialMask(w); m != 0 {
+				k := uint(bits.TrailingZeros64(m)) &^ 7 // bits below the byte
+				or |= w & (1<<k - 1)
+				pos += int(k >> 3)
+			} else {
+				or |= w
+				pos += 8
+				if long && pos-start >= 16 {
+					// Most of a long command or text: plainSpan finds
+					// its end with fewer steps a byte.
+					long = false
+					if end, high, ok := plainSpan(data[pos:]); ok {
+						or |= high
+						pos += end
+					}
 				}
+				continue
 			}
-		}
-		if pos >= len(data) {
+		} else if pos >= len(data) {
 			break
 		}
+		// data[pos] is the byte specialMask marked, or one of the last
+		// seven of the document.
 		c := data[pos]
 		or |= uint64(c)
 		if c == '"' {
@@ -1191,7 +1308,7 @@ func (p *parser) str() (s string, plain bool, err error) {
 // or without a quote), and the OR of its bytes (whose high bits say
 // whether any is beyond ASCII). Two vector searches (the quote, a
 // backslash) and a branch-free pass for control characters cost fewer
-// steps a byte than specialIn8's test of each word; a span that fails is
+// steps a byte than specialMask's test of each word; a span that fails is
 // scanned again by str, once, so the decode stays linear.
 func plainSpan(data []byte) (n int, or uint64, ok bool) {
 	const ones = 0x0101010101010101
@@ -1294,16 +1411,26 @@ func (p *parser) object(depth int) (int32, error) {
 		}
 		kref := strRef{start: kstart, end: p.pos, side: side}
 		key := p.text(kref)
+		sum := p.keySum(key, kstart+1, side == 0)
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
 			return 0, p.fail("expected ':' after an object key")
 		}
 		p.pos++
 		p.space()
-		p.path = append(p.path, pathToken{key: kref, isKey: true})
+		// The path names the containers being parsed, for the pointer
+		// of a duplicate key inside them; a scalar member's own key is
+		// added only when it is a duplicate.
+		nested := p.opens()
+		if nested {
+			p.path = append(p.path, pathToken{key: kref, isKey: true})
+		}
 		val, err := p.value(depth + 1)
 		if err != nil {
 			return 0, err
+		}
+		if nested {
+			p.path = p.path[:len(p.path)-1]
 		}
 		dup := false
 		if index != nil {
@@ -1311,9 +1438,9 @@ func (p *parser) object(depth int) (int32, error) {
 			_, dup = index[key]
 			index[key] = struct{}{}
 		} else {
-			for _, m := range p.members[base:] {
+			for j := base; j < len(p.members); j++ {
 				p.compares++
-				if p.text(m.key) == key {
+				if p.members[j].sum == sum && p.text(p.members[j].key) == key {
 					dup = true
 					break
 				}
@@ -1329,11 +1456,12 @@ func (p *parser) object(depth int) (int32, error) {
 		if dup {
 			p.dupCount++
 			if len(p.dups) < MaxDuplicateKeys {
+				p.path = append(p.path, pathToken{key: kref, isKey: true})
 				p.dups = append(p.dups, DuplicateKey{Pointer: p.pointer(), Key: key})
+				p.path = p.path[:len(p.path)-1]
 			}
 		}
-		p.path = p.path[:len(p.path)-1]
-		p.members = append(p.members, tapeMember{key: kref, val: val})
+		p.members = append(p.members, tapeMember{key: kref, val: val, sum: sum})
 		p.space()
 		if p.pos >= len(p.data) {
 			return 0, p.fail("unexpected end of JSON input in an object")
@@ -1366,12 +1494,17 @@ func (p *parser) array(depth int) (int32, error) {
 	base := len(p.elems)
 	for {
 		p.space()
-		p.path = append(p.path, pathToken{index: len(p.elems) - base})
+		nested := p.opens()
+		if nested {
+			p.path = append(p.path, pathToken{index: len(p.elems) - base})
+		}
 		val, err := p.value(depth + 1)
 		if err != nil {
 			return 0, err
 		}
-		p.path = p.path[:len(p.path)-1]
+		if nested {
+			p.path = p.path[:len(p.path)-1]
+		}
 		p.elems = append(p.elems, val)
 		p.space()
 		if p.pos >= len(p.data) {

@@ -2,9 +2,11 @@ package tap
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
@@ -279,7 +281,7 @@ func FuzzParseJSON(f *testing.F) {
 	})
 }
 
-// writeJSONStringRef is the byte-at-a-time form writeJSONString must equal.
+// writeJSONStringRef is the byte-at-a-time form appendJSONString must equal.
 func writeJSONStringRef(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
@@ -301,21 +303,26 @@ func writeJSONStringRef(s string) string {
 }
 
 // TestWriteJSONStringWordScan puts every byte value at every position of
-// strings around the eight-byte scan's edges: the word-at-a-time test must
-// find each byte that needs escaping (a miss would make two different
-// events share a digest) and leave every other byte as it is.
+// strings around the eight-byte scan's edges, alone and with a second
+// byte to escape a few bytes on: the word-at-a-time test must find each
+// byte that needs escaping (a miss would make two different events share
+// a digest) and leave every other byte as it is.
 func TestWriteJSONStringWordScan(t *testing.T) {
-	var b bytes.Buffer
+	var b []byte
 	for n := 1; n <= 19; n++ {
 		for pos := 0; pos < n; pos++ {
 			for c := 0; c < 256; c++ {
-				buf := []byte(strings.Repeat("a\x80é", n)[:n])
-				buf[pos] = byte(c)
-				s := string(buf)
-				b.Reset()
-				writeJSONString(&b, s)
-				if got, want := b.String(), writeJSONStringRef(s); got != want {
-					t.Fatalf("writeJSONString(%q) = %s, want %s", s, got, want)
+				for k, second := range []byte{'a', '"', '\\', 0x00, 0x1f} {
+					buf := []byte(strings.Repeat("a\x80é", n)[:n])
+					buf[pos] = byte(c)
+					if at := pos + 1 + k; at < n {
+						buf[at] = second
+					}
+					s := string(buf)
+					b = appendJSONString(b[:0], s)
+					if got, want := string(b), writeJSONStringRef(s); got != want {
+						t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
+					}
 				}
 			}
 		}
@@ -594,5 +601,91 @@ func TestStringScanEveryPosition(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSpecialMaskFirstByte: the parser's word scan steps to the lowest
+// byte specialMask marks and reads it as the first quote, backslash or
+// control character of the eight. Every byte value at every position,
+// after ordinary bytes (ASCII and beyond) and before special and ordinary
+// ones: a mark below the first special byte would end a string early, one
+// missing would let a quote through.
+func TestSpecialMaskFirstByte(t *testing.T) {
+	special := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' }
+	fill := []byte{'a', 0x80, 0xff, ' ', 0x7f, 0xa0, '!', 0x9f, ']', 0x21}
+	after := []byte{'"', '\\', 0x00, 0x1f, 'z', 0xe0, 0x20}
+	for at := range 8 {
+		for c := range 256 {
+			for k := range after {
+				var b [8]byte
+				for i := range b {
+					switch {
+					case i < at:
+						b[i] = fill[(i+c+k)%len(fill)]
+					case i == at:
+						b[i] = byte(c)
+					default:
+						b[i] = after[(i+k)%len(after)]
+					}
+				}
+				first := 8
+				for i, x := range b {
+					if special(x) {
+						first = i
+						break
+					}
+				}
+				m := specialMask(binary.LittleEndian.Uint64(b[:]))
+				got := 8
+				if m != 0 {
+					got = bits.TrailingZeros64(m) / 8
+				}
+				if got != first {
+					t.Fatalf("% x: specialMask's lowest mark at byte %d, first special byte at %d", b, got, first)
+				}
+			}
+		}
+	}
+}
+
+// TestParseDuplicateKeySums: the parser compares in full only keys whose
+// sums (length and first eight bytes) agree. Keys of every length around
+// eight bytes, spelled with an escape or without, alike in their first
+// eight bytes and different after, and at the very end of the document
+// (where the sum is read byte by byte): each duplicate is found once, and
+// no key alike in its sum is taken for one.
+func TestParseDuplicateKeySums(t *testing.T) {
+	for n := 1; n <= 18; n++ {
+		key := strings.Repeat("k", n-1) + "z"
+		escaped := fmt.Sprintf(`\u%04x`, key[0]) + key[1:] // the same key, its first byte escaped
+		alike := key[:n-1] + "y"                           // same length and, for n > 8, first eight bytes
+		for _, doc := range []string{
+			`{"` + key + `":1,"` + alike + `":2,"` + escaped + `":3}`,
+			`{"` + escaped + `":1,"` + alike + `":2,"` + key + `":3}`,
+			`{"` + alike + `":1,"` + key + `":2,"` + key + `":3}`,
+		} {
+			v, dups := mustParse(t, doc)
+			if len(dups) != 1 || dups[0].Key != key {
+				t.Fatalf("%s: dups %+v, want %s once", doc, dups, key)
+			}
+			if got := v.Get(key).Str; got != "3" {
+				t.Fatalf("%s: %s = %s, want 3 (the last wins)", doc, key, got)
+			}
+			if got := v.Get(alike).Str; got == "" {
+				t.Fatalf("%s: %s lost", doc, alike)
+			}
+		}
+	}
+}
+
+// TestParseDuplicateKeyPointers: the parser keeps the path of the
+// containers it is in, not of every member, and adds a duplicate's own key
+// when it finds one: pointers through arrays whose scalars come first,
+// duplicates whose values are containers holding duplicates themselves.
+func TestParseDuplicateKeyPointers(t *testing.T) {
+	_, dups := mustParse(t, `{"a":[0,"s",{"b":1,"b":{"c":[true,{"d":1,"d":[2]}]}}],"e":{},"a":3}`)
+	want := []DuplicateKey{{"/a/2/b/c/1/d", "d"}, {"/a/2/b", "b"}, {"/a", "a"}}
+	if !reflect.DeepEqual(dups, want) {
+		t.Errorf("dups %+v, want %+v", dups, want)
 	}
 }
