@@ -93,6 +93,7 @@ var (
 // Before: the forwarding process waited up to 5 s, then the audit process
 // was cut off with the backlog unaudited, no TAP-1, and a false `killed`.
 func TestStdioBurstCleanExitAccountsForEveryFrame(t *testing.T) {
+	endToEnd(t)
 	const n = 40000
 	dir := t.TempDir()
 	var in bytes.Buffer

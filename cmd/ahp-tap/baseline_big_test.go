@@ -16,6 +16,7 @@ import (
 // bounded (issue 28 item 9: a 1M-entry baseline took 4.67 GB and printed
 // one stderr line per stale entry).
 func TestHugeStaleBaseline(t *testing.T) {
+	endToEnd(t)
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("a 80 MB baseline")

@@ -251,3 +251,41 @@ func TestTextLocatesFindingsAsJUnit(t *testing.T) {
 		t.Errorf("text locates findings at %v, JUnit at %v\n%s", text, ju, r.stdout)
 	}
 }
+
+// TestCIRunsTheREADMETestCommand: .ci/run runs exactly the test command
+// the README's "Try it" block shows (the whole suite, -tags e2e), and
+// vets and staticchecks the same build, so that the end-to-end cases the
+// quick loop leaves out are still built, checked and run in CI.
+func TestCIRunsTheREADMETestCommand(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := os.ReadFile("../../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^(go test [^#\n]*?)\s+# the whole test suite`).FindSubmatch(readme)
+	if m == nil {
+		t.Fatal(`README: no "go test ... # the whole test suite" line`)
+	}
+	want := string(m[1])
+	var tests []string
+	for _, l := range strings.Split(string(ci), "\n") {
+		if strings.HasPrefix(l, "go test ") {
+			tests = append(tests, l)
+		}
+	}
+	if len(tests) != 1 || tests[0] != want {
+		t.Errorf(".ci/run's test commands %q, want exactly the README's %q", tests, want)
+	}
+	if !strings.Contains(want, "-tags e2e") {
+		t.Errorf("the README's test command %q leaves out the end-to-end cases (-tags e2e)", want)
+	}
+	for _, line := range []string{"go vet -tags e2e ./...", "GOOS=darwin go vet -tags e2e ./...", `"$bin/staticcheck" -tags e2e ./...`} {
+		if !strings.Contains(string(ci), "\n"+line+"\n") {
+			t.Errorf(".ci/run does not run %q", line)
+		}
+	}
+}

@@ -94,6 +94,7 @@ func conductFindings(t *testing.T, tapped, taps, fault string) (cond []string, a
 // past fail-open failures and a deny sends short-circuit observes; each
 // deliberate fault gives its check's finding. Replayed from the captures.
 func TestConductHarnessThreeBackends(t *testing.T) {
+	endToEnd(t)
 	t.Parallel()
 	hooks := []conductHook{
 		{"com.example.a", "persistent", "slow", "fail-closed", false},
@@ -131,6 +132,7 @@ func TestConductHarnessThreeBackends(t *testing.T) {
 // policies: conforming dispatch gives no conduct finding; the faults that
 // apply to two interceptors give theirs.
 func TestConductHarnessTwoBackends(t *testing.T) {
+	endToEnd(t)
 	t.Parallel()
 	hooks := []conductHook{
 		{"com.example.a", "persistent", "conforming", "fail-closed", false},

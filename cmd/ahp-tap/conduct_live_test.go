@@ -23,6 +23,7 @@ var ruleField = regexp.MustCompile(`"rule":"(COND-[^"]*)"`)
 // findings as the replay of the captures: none for conforming dispatch,
 // the fault's check for each fault.
 func TestConductLive(t *testing.T) {
+	endToEnd(t)
 	t.Parallel()
 	hooks := []conductHook{
 		{"com.example.a", "persistent", "slow", "fail-closed", false},

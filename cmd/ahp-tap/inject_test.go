@@ -81,6 +81,7 @@ func harnessSaid(t *testing.T, stderr, step string) string {
 // for it; the capture says faults were injected, and replays with no
 // finding against the backend (and the same "faults injected" notice).
 func TestInjectStdioFaultsReachTheHarness(t *testing.T) {
+	endToEnd(t)
 	cases := []struct {
 		spec, want string
 	}{
@@ -286,6 +287,7 @@ func injectRegistration(t *testing.T, first string, specs ...string) (reg, taps 
 // that stops there is COND-3; one that stops after an injected fail-closed
 // failure passes. Judged on replay of the captures.
 func TestInjectReactionVerdicts(t *testing.T) {
+	endToEnd(t)
 	for _, c := range []struct {
 		policy, fault, want, spec string
 	}{

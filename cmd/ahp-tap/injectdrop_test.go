@@ -66,6 +66,7 @@ func jsonText(v any) string {
 // a fail-closed interceptor's silence as allow (COND-8). Nothing is
 // charged to the backends, whose answers the tap swallowed.
 func TestInjectDropVerdicts(t *testing.T) {
+	endToEnd(t)
 	t.Parallel()
 	for _, c := range []struct {
 		policy, fault, want string

@@ -175,6 +175,7 @@ func manySegments(t *testing.T, dir string, n int) string {
 // MiB here and 0.77-1.08 GB for 15,000: issue 21 item 3, issue 28 item 9),
 // and the findings are every segment's, once each.
 func TestReplayManySegmentsBoundedMemory(t *testing.T) {
+	endToEnd(t)
 	if testing.Short() {
 		t.Skip("a 25 MB capture")
 	}

@@ -82,6 +82,7 @@ func perEventFile(p string, n, unanswered int) error {
 // its findings are still reported (issue 28 item 9: ~14 KB per connection
 // for ever, 200,000 connections took 4.2 GB).
 func TestReplayPerEventConnectionsBounded(t *testing.T) {
+	endToEnd(t)
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("a 60 MB capture")
@@ -108,6 +109,7 @@ func TestReplayPerEventConnectionsBounded(t *testing.T) {
 // trees did (issue 28 item 9: a 72 MiB capture took 888 MB), and the mock
 // still answers from it.
 func TestMockBackendRecordingMemory(t *testing.T) {
+	endToEnd(t)
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("a 40 MB capture")

@@ -177,6 +177,7 @@ func TestStdioUnwritableLogDoesNotDisturbTraffic(t *testing.T) {
 // the bytes arrive intact while ahp-tap's peak memory stays far below the
 // size of the lines it forwarded.
 func TestStdioLargeLinesBoundedMemory(t *testing.T) {
+	endToEnd(t)
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("50 MB each way")
