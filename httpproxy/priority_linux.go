@@ -7,13 +7,13 @@ import (
 
 // LowerAuditPriority is an AuditorConfig.Begin for the HTTP tap: it keeps
 // the audit goroutine on an OS thread of its own running at the lowest CPU
-// priority (nice 19), and sets the Go scheduler's P count for it
-// (withAudit), so that under CPU contention forwarding wins and the audit
-// falls behind (dropping and counting its copies, TAP-1) rather than the
-// other way round (issue 10; docs/http-performance.md measured 0.45×
-// nginx at normal audit priority, 0.75–0.85× at nice 19). Below
-// saturation every exchange is still audited. It must run on the audit
-// goroutine. Where the priority cannot be lowered it changes nothing.
+// priority (nice 19), and gives the Go scheduler one more P, so that under
+// CPU contention forwarding wins and the audit falls behind (dropping and
+// counting its copies, TAP-1) rather than the other way round (issue 10;
+// docs/http-performance.md measured 0.45× nginx at normal audit priority,
+// 0.75–0.85× at nice 19). Below saturation every exchange is still audited.
+// It must run on the audit goroutine. Where the priority cannot be lowered
+// it changes nothing.
 func LowerAuditPriority() {
 	// Never unlocked: the audit goroutine keeps this thread, and the
 	// thread ends with it instead of going back to the pool niced.
@@ -21,8 +21,10 @@ func LowerAuditPriority() {
 	if syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), 19) != nil {
 		return
 	}
-	if n := withAudit(startProcs, auditThreads()); runtime.GOMAXPROCS(0) == startProcs && n != startProcs {
-		runtime.GOMAXPROCS(n) // once per process: later calls find it changed
+	if runtime.GOMAXPROCS(0) == startProcs {
+		// A P held by the niced thread while the OS has it descheduled is
+		// a P forwarding cannot use: add one (once per process).
+		runtime.GOMAXPROCS(startProcs + 1)
 	}
 }
 

@@ -133,7 +133,6 @@ func Run(ctx context.Context, c Config) error {
 	}
 	defer ui.Close()
 	tuneMemory(c.Budget, int64(len(links))*int64(c.MaxAudit))
-	httpproxy.SetAuditThreads(len(links)) // one niced audit thread per route
 	c.Link.Config.Transport = tap.HTTP
 	metrics := newMetrics(links)
 	var exporters []*otlpexport.Exporter
