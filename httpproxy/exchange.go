@@ -423,9 +423,15 @@ func (x *exchange) finish() {
 	x.mu.Unlock()
 	if x.probe != nil {
 		x.probe.Stop()
-		x.p.headsMu.Lock()
-		delete(x.p.heads, x)
-		x.p.headsMu.Unlock()
+		// The response head's time holds the proxy's clock back
+		// (SafeClock) until the answer is in the auditor's queue, where
+		// the auditor sees it before it tells the session the time: let
+		// go of it only then, on the way out.
+		defer func() {
+			x.p.headsMu.Lock()
+			delete(x.p.heads, x)
+			x.p.headsMu.Unlock()
+		}()
 	}
 	items := make([]tap.Item, 0, 4)
 	if early {

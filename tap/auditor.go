@@ -70,7 +70,8 @@ type AuditorConfig struct {
 	// May be nil.
 	Taken func(f *Frame)
 	// Clock, when set, says up to when every frame read by now has been
-	// submitted (or will be, with a later time). With it, the auditor
+	// submitted (or will be, with a later time): a frame's source stops
+	// vouching for its time only once it is in the queue. With it, the auditor
 	// tells its session the time (Session.Clock) when a pending
 	// intercept's deadline has passed and the queue is empty, so that
 	// CORR-3 is reported as the deadline passes (issue 21 item 8).
@@ -309,10 +310,21 @@ func (a *Auditor) loop() {
 			case it, ok = <-a.in:
 				timer.Stop()
 			case <-timer.C:
-				if !a.abandon.Load() {
-					a.session.Clock(a.cfg.Clock(time.Now().Add(-ClockGrace)))
+				// The time first, then the queue: an item its source
+				// stopped vouching for before the time was taken is in
+				// the queue by then (Clock's contract), and when the
+				// queue holds anything the time waits for it (select
+				// picks either ready case). Told the time with items
+				// queued, the session would judge their requests'
+				// deadlines before seeing their answers: a false CORR-3.
+				now := a.cfg.Clock(time.Now().Add(-ClockGrace))
+				if len(a.in) == 0 {
+					if !a.abandon.Load() {
+						a.session.Clock(now)
+					}
+					continue
 				}
-				continue
+				it, ok = <-a.in // only this goroutine takes: it is there
 			}
 		} else {
 			it, ok = <-a.in

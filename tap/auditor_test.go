@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ahp-tap/ahp-tap/vocab"
 	"go.uber.org/goleak"
@@ -157,6 +158,43 @@ func TestEnginePanicKeepsTheOtherRules(t *testing.T) {
 		}
 		if want := []string{"A", "TAP-2", "B", "TAP-2", "C"}; !slices.Equal(got, want) {
 			t.Errorf("frame %d: findings %v, want %v", i+1, got, want)
+		}
+	}
+}
+
+// TestAuditorClockWaitsForQueuedFrames: the auditor tells its session the
+// time only with its queue empty. An intercept answered in time, whose
+// answer waits in the queue while the audit goroutine is busy past the
+// request's deadline, must be judged on its answer, not by a deadline
+// note told ahead of it (the false CORR-3 that a loaded HTTP tap logged:
+// the select between a ready queue and a fired timer picks either).
+func TestAuditorClockWaitsForQueuedFrames(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	request := func(id string) []byte {
+		return []byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"` + id + `","type":"tool.before"}}}`)
+	}
+	for round := range 20 {
+		var log []string
+		gate := make(chan struct{})
+		taken := func(f *Frame) {
+			if string(f.Raw) == string(request("b")) {
+				<-gate // busy with b while a's answer waits behind it
+			}
+		}
+		s := NewSession(SessionConfig{Config: Config{Timeout: 40 * time.Millisecond}, Rules: ruleList([]Rule{noteRule{&log}}), Sink: &findingList{}})
+		a := s.Audit(AuditorConfig{Queue: 8, Taken: taken, Clock: func(now time.Time) time.Time { return now }})
+		t0 := time.Now()
+		answer := []byte(`{"jsonrpc":"2.0","id":"a","result":{"protocolVersion":"draft","effects":[]}}`)
+		a.Submit(&Frame{Dir: FromHarness, Time: t0, Raw: request("a")})
+		a.Submit(&Frame{Dir: FromHarness, Time: t0, Raw: request("b")})
+		a.Submit(&Frame{Dir: FromBackend, Time: t0.Add(time.Millisecond), Raw: answer})
+		time.Sleep(100 * time.Millisecond) // a's deadline and the grace pass
+		close(gate)
+		a.Close()
+		ans := slices.Index(log, string(answer))
+		note := slices.Index(log, "note:"+string(NoteDeadline))
+		if ans < 0 || (note >= 0 && note < ans) {
+			t.Fatalf("round %d: audited %q: a deadline note came before the queued answer to a", round, log)
 		}
 	}
 }
