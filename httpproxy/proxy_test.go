@@ -27,6 +27,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -608,6 +609,7 @@ func (r *patternReader) Read(p []byte) (int, error) {
 }
 
 func TestLargeBodyStreamsWithBoundedMemory(t *testing.T) {
+	e2e.Only(t) // a slow case (internal/e2e): CI runs it
 	const size = 50 << 20
 	want := sha256.New()
 	io.Copy(want, &patternReader{left: size})

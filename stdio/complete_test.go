@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -30,6 +31,7 @@ func (r *countingRecorder) RecordNote(tap.Note) {}
 // dropping, so every line of both directions is audited, nothing is
 // reported as not audited (TAP-1), and the bytes come back unchanged.
 func TestCompleteAuditAuditsEveryFrame(t *testing.T) {
+	e2e.Only(t) // a slow case (internal/e2e): CI runs it
 	const n = 100000
 	var in bytes.Buffer
 	for i := range n {

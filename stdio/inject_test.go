@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ahp-tap/ahp-tap/inject"
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -61,6 +62,7 @@ func (n *notes) kinds(k tap.NoteKind) (out []tap.Note) {
 // injecting loop starts); with a plan that selects nothing the injecting
 // loops run and still forward every input byte for byte.
 func TestInjectOffPath(t *testing.T) {
+	e2e.Only(t) // a slow case (internal/e2e): CI runs it
 	before := injectLoops.Load()
 	cfg, _ := audited(helperConfig("cat"), "")
 	in := uglyInputs["many short lines"]

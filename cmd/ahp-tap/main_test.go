@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 	"github.com/ahp-tap/ahp-tap/stdio"
 )
 
@@ -119,13 +120,12 @@ func runChild() {
 }
 
 // endToEnd skips the calling test unless the test binary was built with
-// -tags e2e: the few end-to-end cases that cost the most CPU (hundreds of
-// processes, 40-60 MB inputs, a conduct harness per fault) run in CI's
-// `go test -race -tags e2e ./...`, which .ci/run runs, and are left out of
-// the quick loop, `go test -race ./...`. What they assert is unchanged.
+// -tags e2e (internal/e2e): the few end-to-end cases that cost the most CPU
+// (hundreds of processes, 40-60 MB inputs, a conduct harness per fault) run
+// in CI's `go test -race -tags e2e ./...`, which .ci/run runs, and are left
+// out of the quick loop, `go test -race ./...`. What they assert is
+// unchanged.
 func endToEnd(t *testing.T) {
 	t.Helper()
-	if !e2eTests {
-		t.Skip("an end-to-end case left to go test -tags e2e (CI runs it)")
-	}
+	e2e.Only(t)
 }

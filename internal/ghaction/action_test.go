@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 )
 
 type action struct {
@@ -216,6 +218,7 @@ func TestActionShape(t *testing.T) {
 // the job (after every report, the annotations and the job summary are
 // written); fail-on never passes it; an input cannot inject shell.
 func TestActionRunsLikeTheRunner(t *testing.T) {
+	e2e.Only(t) // a slow case (internal/e2e): CI runs it
 	if testing.Short() {
 		t.Skip("builds ahp-tap")
 	}
