@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/internal/norace"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -35,6 +36,7 @@ func TestMain(m *testing.M) {
 			os.Exit(0)
 		}
 	}
+	norace.QuickExit() // race-built children: no 1 s sleep at exit
 	os.Exit(m.Run())
 }
 

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ahp-tap/ahp-tap/internal/norace"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
@@ -132,13 +133,14 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(h(os.Args[1:]))
 	}
+	norace.QuickExit() // race-built children: no 1 s sleep at exit
 	os.Exit(m.Run())
 }
 
 // helperConfig is a Config running the named helper with args. The "cat"
 // helper is the system's cat when there is one: the same real process
 // behaviour (stdin to stdout until EOF, exit 0) without starting the
-// race-instrumented test binary, which takes a second or more each time.
+// race-instrumented test binary, which costs several times the CPU to start.
 func helperConfig(name string, args ...string) Config {
 	if name == "cat" && len(args) == 0 {
 		if p, err := exec.LookPath("cat"); err == nil {

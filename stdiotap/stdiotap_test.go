@@ -15,6 +15,7 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/auditlink"
 	"github.com/ahp-tap/ahp-tap/internal/linkconf"
+	"github.com/ahp-tap/ahp-tap/internal/norace"
 	"github.com/ahp-tap/ahp-tap/stdio"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -41,6 +42,7 @@ func TestMain(m *testing.M) {
 			os.Exit(0)
 		}
 	}
+	norace.QuickExit() // race-built children: no 1 s sleep at exit
 	os.Exit(m.Run())
 }
 

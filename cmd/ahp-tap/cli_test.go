@@ -66,7 +66,7 @@ const sharedAHP = "../../../shared/ahp"
 func TestMain(m *testing.M) {
 	runChild() // stdio_test.go: the test binary as ahp-tap or a helper backend
 	flag.Parse()
-	quickRaceExit()
+	norace.QuickExit() // race-built children: no 1 s sleep at exit
 	moreParallel()
 	dir, err := os.MkdirTemp("", "ahp-tap-cli")
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -63,24 +62,6 @@ var helpers = map[string]func(args []string) int{
 		}
 		return 0
 	},
-}
-
-// quickRaceExit stops the race-enabled children this test binary starts (the
-// test binary as ahp-tap or as a helper) from sleeping 1 s before they exit:
-// the race runtime's default atexit_sleep_ms=1000. That sleep only gives
-// goroutines still running a chance to race; a report already under way is
-// still waited for and still makes the child exit 66, so the children stay
-// exactly as checked. Several hundred children slept about 1 s each, most of
-// the package's wall time. An atexit_sleep_ms the caller put in GORACE wins.
-func quickRaceExit() {
-	if !raceEnabled {
-		return
-	}
-	g := os.Getenv("GORACE")
-	if strings.Contains(g, "atexit_sleep_ms") {
-		return
-	}
-	os.Setenv("GORACE", strings.TrimSpace(g+" atexit_sleep_ms=0"))
 }
 
 // moreParallel runs more of this package's parallel tests at once than
