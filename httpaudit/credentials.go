@@ -709,6 +709,10 @@ func (c *Credentials) RedactHeader(h http.Header) {
 			switch {
 			case auth:
 				scheme, _ := splitAuthorization(v)
+				if scheme == "Bearer" {
+					vs[i] = bearerRedacted // nearly every request's: no concatenation
+					continue
+				}
 				vs[i] = strings.TrimSpace(scheme + " " + tap.RedactedCredential)
 			case whole:
 				vs[i] = tap.RedactedCredential
@@ -718,6 +722,9 @@ func (c *Credentials) RedactHeader(h http.Header) {
 		}
 	}
 }
+
+// bearerRedacted is a Bearer Authorization value redacted.
+const bearerRedacted = "Bearer " + tap.RedactedCredential
 
 // An escapeMap maps offsets of a decoded text back to the text it was
 // decoded from. Between escapes the two advance together.
