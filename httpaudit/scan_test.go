@@ -113,6 +113,29 @@ func TestScanFindsWhatEveryByteFinds(t *testing.T) {
 			t.Fatalf("%d first bytes: no body holds a credential: the test tests nothing", len(firsts))
 		}
 	}
+	// Every draft fixture, with credentials taken from its own text (one
+	// to six of them, at spread offsets): the search finds them where
+	// the hash at every byte does.
+	for i, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil || len(data) < 64 {
+			continue
+		}
+		for k := 1; k <= 6; k++ {
+			var c Credentials
+			for j := range k {
+				at := (j*7919 + i*104729) % (len(data) - 24)
+				c.remember(string(data[at : at+8+(j*5)%17]))
+			}
+			want := c.scanEveryByte(data, nil)
+			if len(want) == 0 {
+				t.Fatalf("%s: no credential taken from it found", p)
+			}
+			if got := c.scan(data, nil); !slices.Equal(got, want) {
+				t.Errorf("%s with %d credentials from its text: scan = %v, want %v", p, k, got, want)
+			}
+		}
+	}
 }
 
 // benchBody is bench/lib.sh's 1 KiB intercept request.
