@@ -60,15 +60,21 @@ func (b *Builder) Learn(target *url.URL, h http.Header) {
 // away: it is redacted in place (RedactHeader) and becomes the envelope's
 // header.
 func (b *Builder) RequestMeta(method, target string, h http.Header, upstream string) *tap.HTTPMeta {
-	m := &tap.HTTPMeta{
+	b.RedactHeader(h)
+	return b.RequestMetaRedacted(method, target, h, upstream)
+}
+
+// RequestMetaRedacted is RequestMeta for a header redacted already
+// (RedactHeader): a relay keeps the last one for the next request with the
+// same head, so h may be shared between envelopes and is not changed.
+func (b *Builder) RequestMetaRedacted(method, target string, h http.Header, upstream string) *tap.HTTPMeta {
+	return &tap.HTTPMeta{
 		Method:             method,
 		URL:                target,
-		AuthorizationCount: len(h["Authorization"]),
+		Header:             h,
+		AuthorizationCount: len(h["Authorization"]), // redaction keeps every value
 		Upstream:           upstream,
 	}
-	b.RedactHeader(h)
-	m.Header = h
-	return m
 }
 
 // RequestText is Request for a target known only as text (a HAR entry's
@@ -93,6 +99,13 @@ func (b *Builder) Response(status int, h http.Header, upstream string, latency t
 // redacted in place and becomes the envelope's.
 func (b *Builder) ResponseMeta(status int, h http.Header, upstream string, latency time.Duration) *tap.HTTPMeta {
 	b.RedactHeader(h)
+	return b.ResponseMetaRedacted(status, h, upstream, latency)
+}
+
+// ResponseMetaRedacted is ResponseMeta for a header redacted already
+// (RedactHeader), which may be shared between envelopes and is not
+// changed.
+func (b *Builder) ResponseMetaRedacted(status int, h http.Header, upstream string, latency time.Duration) *tap.HTTPMeta {
 	return &tap.HTTPMeta{
 		Status:    status,
 		Header:    h,

@@ -87,6 +87,11 @@ type Credentials struct {
 	// learned: a clear bit means no credential starts at that position,
 	// which spares the lock and the map for almost every byte scanned.
 	filter [filterWords]atomic.Uint64
+	// firsts holds the distinct first bytes of the credentials ever
+	// learned while there are at most maxSkipFirsts of them (firstsMany
+	// past that): the search jumps from one such byte to the next instead
+	// of hashing at every byte (scan). Written under mu.
+	firsts atomic.Uint64
 	count  atomic.Int64  // credentials remembered now
 	learnt atomic.Uint64 // credentials remembered so far, forgotten ones included (Learnt)
 
@@ -120,6 +125,13 @@ type credRef struct {
 const (
 	filterBits  = 20
 	filterWords = 1 << filterBits / 64
+)
+
+// The packing of Credentials.firsts: the number of distinct first bytes in
+// its low byte (firstsMany: more than maxSkipFirsts), the bytes above it.
+const (
+	maxSkipFirsts = 4
+	firstsMany    = 0xff
 )
 
 // Configure sets what is redacted and how many credentials are kept. It
@@ -321,6 +333,7 @@ func (c *Credentials) remember(cred string) {
 		slices.SortFunc(bk.lens, func(x, y int) int { return y - x }) // longest first
 	}
 	bk.keys[k] = struct{}{}
+	c.addFirst(cred[0])
 	i := h >> (64 - filterBits)
 	c.filter[i/64].Or(1 << (i % 64))
 	c.learnt.Add(1)
@@ -350,16 +363,46 @@ type span struct {
 	quote      bool
 }
 
+// addFirst records b as the first byte of a credential, with c.mu held.
+func (c *Credentials) addFirst(b byte) {
+	f := c.firsts.Load()
+	n := int(f & 0xff)
+	if n == firstsMany {
+		return
+	}
+	for k := range n {
+		if byte(f>>(8*(k+1))) == b {
+			return
+		}
+	}
+	if n == maxSkipFirsts {
+		c.firsts.Store(firstsMany)
+		return
+	}
+	c.firsts.Store(f&^0xff | uint64(b)<<(8*(n+1)) | uint64(n+1))
+}
+
 // scan appends the spans of b that hold a remembered credential, longest
 // first where several start at one byte. Its cost is linear in len(b)
 // whatever the number of credentials: one hash per byte, and only where
 // a credential's first 8 bytes are, one digest per distinct length of the
-// credentials starting so.
+// credentials starting so. While the credentials start with at most
+// maxSkipFirsts distinct bytes, only the positions holding one of them
+// are hashed: the others cannot start a credential (issue 27 goal 2: the
+// hash at every byte of every body was the audit's largest cost outside
+// the engine).
 func (c *Credentials) scan(b []byte, out []span) []span {
 	if c.count.Load() == 0 {
 		return out
 	}
+	var skip firstSkipper
+	skip.init(c.firsts.Load())
 	for i := 0; i+MinCredentialLen <= len(b); {
+		if skip.n > 0 {
+			if i = skip.next(b[:len(b)-MinCredentialLen+1], i); i < 0 {
+				break
+			}
+		}
 		h := c.anchorOf(binary.LittleEndian.Uint64(b[i:]))
 		if !c.filterHas(h) {
 			i++
@@ -387,6 +430,62 @@ func (c *Credentials) scan(b []byte, out []span) []span {
 		i += n
 	}
 	return out
+}
+
+// A firstSkipper finds the next position of a text that holds one of a
+// few bytes (bytes.IndexByte for each, remembered until passed).
+type firstSkipper struct {
+	n     int // how many bytes; 0: every position is a candidate
+	bytes [maxSkipFirsts]byte
+	at    [maxSkipFirsts]int // the next position of bytes[k] found; -1: none left; -2: not searched yet
+	near  int                // candidates in a row found close together
+	dense int                // below it, every position is a candidate: the bytes are frequent there
+}
+
+// init sets the skipper up for the packed first bytes f
+// (Credentials.firsts); with none or too many, it skips nothing.
+func (s *firstSkipper) init(f uint64) {
+	n := int(f & 0xff)
+	if n == firstsMany || n == 0 {
+		return
+	}
+	s.n = n
+	for k := range n {
+		s.bytes[k], s.at[k] = byte(f>>(8*(k+1))), -2
+	}
+}
+
+// next returns the first position at or after i of b holding one of the
+// bytes, or -1. Where they are frequent (four candidates in a row within
+// 8 bytes of each other), it returns every position for the next 64
+// bytes: a search per byte would cost more than the hash it spares.
+func (s *firstSkipper) next(b []byte, i int) int {
+	if i < s.dense {
+		return i
+	}
+	best := -1
+	for k := range s.n {
+		if a := s.at[k]; a != -1 && a < i {
+			s.at[k] = -1
+			if j := bytes.IndexByte(b[i:], s.bytes[k]); j >= 0 {
+				s.at[k] = i + j
+			}
+		}
+		if a := s.at[k]; a >= 0 && (best < 0 || a < best) {
+			best = a
+		}
+	}
+	if best < 0 {
+		return -1
+	}
+	if best-i < MinCredentialLen {
+		if s.near++; s.near >= 4 {
+			s.near, s.dense = 0, best+64
+		}
+	} else {
+		s.near = 0
+	}
+	return best
 }
 
 // maxEscapeDepth is how many layers of escaping are undone when searching
@@ -610,6 +709,10 @@ func (c *Credentials) RedactHeader(h http.Header) {
 			switch {
 			case auth:
 				scheme, _ := splitAuthorization(v)
+				if scheme == "Bearer" {
+					vs[i] = bearerRedacted // nearly every request's: no concatenation
+					continue
+				}
 				vs[i] = strings.TrimSpace(scheme + " " + tap.RedactedCredential)
 			case whole:
 				vs[i] = tap.RedactedCredential
@@ -619,6 +722,9 @@ func (c *Credentials) RedactHeader(h http.Header) {
 		}
 	}
 }
+
+// bearerRedacted is a Bearer Authorization value redacted.
+const bearerRedacted = "Bearer " + tap.RedactedCredential
 
 // An escapeMap maps offsets of a decoded text back to the text it was
 // decoded from. Between escapes the two advance together.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/httpaudit"
@@ -520,7 +521,33 @@ func (x *exchange) reqMeta() *tap.HTTPMeta {
 		return x.p.creds.RequestMeta(x.httpVerb, x.p.creds.RedactURL(x.target), x.reqHead.header(), x.upstreamText())
 	}
 	t := x.relayTarget()
-	return x.p.creds.RequestMeta(x.httpVerb, t.url, x.reqHead.header(), t.upstream)
+	return x.p.creds.RequestMetaRedacted(x.httpVerb, t.url, x.p.auditHeader(x.reqHead, &x.p.lastReqHead), t.upstream)
+}
+
+// A headMemo is a relay head and its audit header, redacted. A harness
+// sends the same head with every request, and a backend the same answer
+// head for a second (its Date): building and redacting the header map
+// again cost the audit side more than the rest of the envelope. The memo
+// holds while no credential is learnt (Credentials.Learnt). Its header is
+// shared by the envelopes made from it: nothing changes a tap.HTTPMeta's
+// header once it is built.
+type headMemo struct {
+	raw    string
+	learnt uint64
+	header http.Header
+}
+
+// auditHeader returns the relay head hh's audit header, redacted: the one
+// memo holds when hh is the same head and nothing was learnt since.
+func (p *Proxy) auditHeader(hh heldHead, memo *atomic.Pointer[headMemo]) http.Header {
+	learnt := p.creds.Learnt() // before redacting: a credential learnt meanwhile voids the memo
+	if m := memo.Load(); m != nil && m.learnt == learnt && m.raw == hh.raw {
+		return m.header
+	}
+	h := hh.header()
+	p.creds.RedactHeader(h)
+	memo.Store(&headMemo{raw: hh.raw, learnt: learnt, header: h})
+	return h
 }
 
 // A targetMemo is a relay request target and its upstream URL, redacted.
@@ -554,7 +581,10 @@ func (x *exchange) relayTarget() *targetMemo {
 // respMeta builds the final response's audit envelope, redacted, from
 // what finish read of it.
 func (x *exchange) respMeta() *tap.HTTPMeta {
-	return x.p.creds.ResponseMeta(x.respStatus, x.respHead.header(), x.upstreamText(), x.respTime.Sub(x.start))
+	if x.respHead.raw == "" { // the net/http path
+		return x.p.creds.ResponseMeta(x.respStatus, x.respHead.header(), x.upstreamText(), x.respTime.Sub(x.start))
+	}
+	return x.p.creds.ResponseMetaRedacted(x.respStatus, x.p.auditHeader(x.respHead, &x.p.lastRespHead), x.upstreamText(), x.respTime.Sub(x.start))
 }
 
 // upstreamText is the upstream URL redacted, for diagnostics and envelopes.

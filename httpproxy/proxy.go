@@ -151,6 +151,11 @@ type Proxy struct {
 	hops       *hops          // loops through chains of taps (hops.go)
 	bg         sync.WaitGroup // audit facts handed over off the request path; Serve waits for them
 
+	// lastReqHead and lastRespHead are the relay's last request and
+	// response heads with their audit headers redacted (headMemo):
+	// memory only, like creds.
+	lastReqHead, lastRespHead atomic.Pointer[headMemo]
+
 	// probe is Config.Probe; heads holds, by exchange, when the response
 	// head came of each exchange not yet handed over (SafeClock).
 	probe   time.Duration

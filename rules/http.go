@@ -46,6 +46,9 @@ func header(h map[string][]string, name string) []string {
 // isJSONMediaType reports whether a Content-Type value is application/json
 // (parameters such as charset allowed).
 func isJSONMediaType(v string) bool {
+	if v == "application/json" {
+		return true // what nearly every message carries: no parse, no allocation
+	}
 	mt, _, err := mime.ParseMediaType(v)
 	return err == nil && mt == "application/json"
 }
@@ -86,17 +89,22 @@ func (r httpMessageRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding 
 		}
 	}
 	cts := header(m.Header, "Content-Type")
-	who := "request"
-	if f.Dir == tap.FromBackend {
-		who = fmt.Sprintf("HTTP %d response", m.Status)
-	}
 	switch {
 	case len(cts) == 0:
-		out = append(out, r.info.At(f, 0, "", "the %s has no Content-Type header; it must be application/json", who))
+		out = append(out, r.info.At(f, 0, "", "the %s has no Content-Type header; it must be application/json", httpWho(f)))
 	case len(cts) > 1 || !isJSONMediaType(cts[0]):
-		out = append(out, r.info.At(f, 0, "", "the %s has Content-Type %q; it must be application/json", who, strings.Join(cts, ", ")))
+		out = append(out, r.info.At(f, 0, "", "the %s has Content-Type %q; it must be application/json", httpWho(f), strings.Join(cts, ", ")))
 	}
 	return out
+}
+
+// httpWho names the message f carried in a finding: built only for a
+// finding (it was formatted for every response).
+func httpWho(f *tap.Frame) string {
+	if f.Dir == tap.FromBackend {
+		return fmt.Sprintf("HTTP %d response", f.HTTP.Status)
+	}
+	return "request"
 }
 
 // httpStatusRule checks HTTP-2: how each message is answered. It pairs a
@@ -223,16 +231,30 @@ func (r httpTLSRule) Check(c *tap.Conversation, f *tap.Frame) []tap.Finding {
 	if !httpFrame(f) || f.Dir != tap.FromHarness || f.HTTP.Upstream == "" {
 		return nil
 	}
+	st := c.RuleState(r.info.ID, func() any { return &httpTLSState{seen: map[string]bool{}} }).(*httpTLSState)
+	if f.HTTP.Upstream == st.quiet {
+		return nil // a reverse tap's every request: the same upstream again
+	}
 	u, err := url.Parse(f.HTTP.Upstream)
 	if err != nil || u.Scheme != "http" || loopbackHost(u.Hostname()) {
+		st.quiet = f.HTTP.Upstream
 		return nil
 	}
-	seen := c.RuleState(r.info.ID, func() any { return map[string]bool{} }).(map[string]bool)
-	if seen[u.Host] {
+	if st.seen[u.Host] {
+		st.quiet = f.HTTP.Upstream
 		return nil
 	}
-	seen[u.Host] = true
+	st.seen[u.Host] = true
+	st.quiet = f.HTTP.Upstream
 	return []tap.Finding{r.info.At(f, 0, "", "the backend %s is reached over plain http:// but is not on loopback; remote AHP endpoints must use https", u.Host)}
+}
+
+// httpTLSState is what HTTP-3 remembers: the hosts reported, and the last
+// upstream that called for no finding (nor will again: its host is
+// reported or fine), so that it is not parsed again.
+type httpTLSState struct {
+	seen  map[string]bool
+	quiet string
 }
 
 // loopbackHost reports whether host names this machine: localhost (and

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"mime"
 	"strings"
 	"testing"
 
@@ -130,6 +131,17 @@ func TestHTTPTLS(t *testing.T) {
 		{"reported once per host", []*tap.Frame{
 			httpReq(httpIntercept, up("http://10.0.0.5/x")), httpReq(httpObserve, up("http://10.0.0.5/x")),
 		}, 1},
+		// The rule skips an upstream it saw last without a finding: the
+		// next one is still judged.
+		{"loopback, then remote", []*tap.Frame{
+			httpReq(httpIntercept, up("http://127.0.0.1:9000/x")), httpReq(httpObserve, up("http://127.0.0.1:9000/x")),
+			httpReq(httpObserve, up("http://10.0.0.5/x")),
+		}, 1},
+		{"two remote hosts, alternating", []*tap.Frame{
+			httpReq(httpIntercept, up("http://10.0.0.5/x")), httpReq(httpObserve, up("http://10.0.0.6/x")),
+			httpReq(httpObserve, up("http://10.0.0.5/x")), httpReq(httpObserve, up("http://10.0.0.6/y")),
+			httpReq(httpObserve, up("https://10.0.0.7/x")), httpReq(httpObserve, up("http://10.0.0.7/x")),
+		}, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,5 +202,18 @@ func TestHTTPBodilessGetIsOneFinding(t *testing.T) {
 	fs = runRules(tap.Config{Transport: tap.HTTP}, all, httpReq("", nil))
 	if len(fs) != 1 || fs[0].Check != "BASE-1" {
 		t.Errorf("POST with an empty body: %s; want one BASE-1", dump(fs))
+	}
+}
+
+// TestIsJSONMediaType: the shortcut for the exact "application/json" says
+// what the media-type parser says, for it and for its near misses.
+func TestIsJSONMediaType(t *testing.T) {
+	for _, v := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON", "application/json ",
+		" application/json", "application/jsonx", "application/json;", "application/json-seq", "text/json", "application/", "",
+		"application/json; charset", "application/json, text/plain"} {
+		mt, _, err := mime.ParseMediaType(v)
+		if got, want := isJSONMediaType(v), err == nil && mt == "application/json"; got != want {
+			t.Errorf("isJSONMediaType(%q) = %v, want %v", v, got, want)
+		}
 	}
 }

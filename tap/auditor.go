@@ -46,6 +46,7 @@ type Auditor struct {
 	closed  bool           // guarded by mu: Close has run
 	once    sync.Once
 	abandon atomic.Bool // set by CloseWithin when its bound passed: the loop skips what is left
+	timer   *time.Timer // audit goroutine only: wakes next when a deadline is due
 }
 
 // AuditorConfig tunes an Auditor.
@@ -296,38 +297,18 @@ func (a *Auditor) loop() {
 	if a.cfg.Begin != nil {
 		a.cfg.Begin()
 	}
-	var timer *time.Timer
 	for {
 		var it auditItem
 		var ok bool
-		if next := a.nextClock(); !next.IsZero() {
-			if timer == nil {
-				timer = time.NewTimer(time.Until(next))
-			} else {
-				timer.Reset(time.Until(next))
-			}
-			select {
-			case it, ok = <-a.in:
-				timer.Stop()
-			case <-timer.C:
-				// The time first, then the queue: an item its source
-				// stopped vouching for before the time was taken is in
-				// the queue by then (Clock's contract), and when the
-				// queue holds anything the time waits for it (select
-				// picks either ready case). Told the time with items
-				// queued, the session would judge their requests'
-				// deadlines before seeing their answers: a false CORR-3.
-				now := a.cfg.Clock(time.Now().Add(-ClockGrace))
-				if len(a.in) == 0 {
-					if !a.abandon.Load() {
-						a.session.Clock(now)
-					}
-					continue
-				}
-				it, ok = <-a.in // only this goroutine takes: it is there
-			}
-		} else {
-			it, ok = <-a.in
+		select {
+		case it, ok = <-a.in:
+			// An item was waiting: taken without arming the deadline
+			// timer, which would only have let it be taken (the time is
+			// told with the queue empty). At saturation the queue is
+			// rarely empty: this spares a timer reset and stop, a clock
+			// read and a two-way select per item.
+		default:
+			it, ok = a.next()
 		}
 		if !ok {
 			break
@@ -365,6 +346,46 @@ func (a *Auditor) loop() {
 		}
 	}
 	a.noteDrops()
+}
+
+// next waits for the next item; while a pending intercept's deadline is
+// due, it tells the session the time when the deadline passes with the
+// queue empty (Clock). ok is false once the queue is closed and drained.
+func (a *Auditor) next() (it auditItem, ok bool) {
+	for {
+		next := a.nextClock()
+		if next.IsZero() {
+			it, ok = <-a.in
+			return it, ok
+		}
+		if a.timer == nil {
+			a.timer = time.NewTimer(time.Until(next))
+		} else {
+			a.timer.Reset(time.Until(next))
+		}
+		select {
+		case it, ok = <-a.in:
+			a.timer.Stop()
+			return it, ok
+		case <-a.timer.C:
+			// The time first, then the queue: an item its source
+			// stopped vouching for before the time was taken is in
+			// the queue by then (Clock's contract), and when the
+			// queue holds anything the time waits for it (select
+			// picks either ready case). Told the time with items
+			// queued, the session would judge their requests'
+			// deadlines before seeing their answers: a false CORR-3.
+			now := a.cfg.Clock(time.Now().Add(-ClockGrace))
+			if len(a.in) == 0 {
+				if !a.abandon.Load() {
+					a.session.Clock(now)
+				}
+				continue
+			}
+			it, ok = <-a.in // only this goroutine takes: it is there
+			return it, ok
+		}
+	}
 }
 
 // nextClock is when the loop should tell the session the time: a little

@@ -2,6 +2,7 @@ package tap
 
 import (
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -196,5 +197,46 @@ func TestAuditorClockWaitsForQueuedFrames(t *testing.T) {
 		if ans < 0 || (note >= 0 && note < ans) {
 			t.Fatalf("round %d: audited %q: a deadline note came before the queued answer to a", round, log)
 		}
+	}
+}
+
+// noteSink passes on the findings the rules made of deadline notes
+// (noteRule's "noted").
+type noteSink chan Finding
+
+func (s noteSink) Write(f Finding) {
+	if f.Message == "noted" {
+		s <- f
+	}
+}
+
+// TestAuditorClockAfterABurst: items the audit goroutine finds waiting
+// are taken without the deadline timer; once the queue runs empty, the
+// timer is armed again and the deadline of the intercept still pending
+// is told as it passes (a deadline note, CORR-3's cue).
+func TestAuditorClockAfterABurst(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	request := []byte(`{"jsonrpc":"2.0","id":"a","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"a","type":"tool.before"}}}`)
+	var log []string
+	gate := make(chan struct{})
+	taken := func(f *Frame) {
+		if string(f.Raw) == string(request) {
+			<-gate // the burst queues behind the request
+		}
+	}
+	noted := make(noteSink, 8)
+	s := NewSession(SessionConfig{Config: Config{Timeout: 30 * time.Millisecond}, Rules: ruleList([]Rule{noteRule{&log}}), Sink: noted})
+	a := s.Audit(AuditorConfig{Queue: 16, Taken: taken, Clock: func(now time.Time) time.Time { return now }})
+	defer a.Close()
+	t0 := time.Now()
+	a.Submit(&Frame{Dir: FromHarness, Time: t0, Raw: request})
+	for i := range 5 {
+		a.Submit(&Frame{Dir: FromHarness, Time: t0, Raw: []byte(`{"jsonrpc":"2.0","method":"hooks/observe","params":{"n":` + strconv.Itoa(i) + `}}`)})
+	}
+	close(gate)
+	select {
+	case <-noted:
+	case <-time.After(10 * time.Second): // a bound on a hang, not a measurement
+		t.Fatal("no deadline note 10 s after a deadline of 30 ms: the timer was not armed once the queue ran empty")
 	}
 }

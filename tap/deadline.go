@@ -38,6 +38,29 @@ func (h *dueHeap) Pop() any {
 	return e
 }
 
+// push is heap.Push without boxing e in an interface (an allocation per
+// intercept): append, then up, as heap.Push does (heap.Fix of the last
+// element only moves it up).
+func (h *dueHeap) push(e dueEntry) {
+	*h = append(*h, e)
+	heap.Fix(h, len(*h)-1)
+}
+
+// pop is heap.Pop without boxing: the root swapped with the last element,
+// the heap shrunk, the new root moved down, as heap.Pop does.
+func (h *dueHeap) pop() dueEntry {
+	old := *h
+	n := len(old) - 1
+	old[0], old[n] = old[n], old[0]
+	e := old[n]
+	old[n] = dueEntry{}
+	*h = old[:n]
+	if n > 0 {
+		heap.Fix(h, 0)
+	}
+	return e
+}
+
 // watchDeadline remembers the deadline of x, a request just recorded as
 // pending, when it has one. The heap holds at most about twice the
 // pending requests: past that it is rebuilt from them.
@@ -45,7 +68,7 @@ func (c *Conversation) watchDeadline(x *Exchange) {
 	if x.Method != vocab.MethodIntercept || x.Deadline <= 0 || x.Request == nil || x.Request.Time.IsZero() {
 		return
 	}
-	heap.Push(&c.deadlines, dueEntry{at: x.Request.Time.Add(x.Deadline), key: x.Key, seq: x.Request.Seq})
+	c.deadlines.push(dueEntry{at: x.Request.Time.Add(x.Deadline), key: x.Key, seq: x.Request.Seq})
 	if n := len(c.deadlines); n > 1024 && n > 2*len(c.pending) {
 		h := c.deadlines[:0]
 		for _, e := range c.deadlines {
@@ -76,7 +99,7 @@ func (c *Conversation) NextDeadline() time.Time {
 		if top.at.After(c.clock) && c.pendingEntry(top) != nil {
 			return top.at
 		}
-		heap.Pop(&c.deadlines)
+		c.deadlines.pop()
 	}
 	return time.Time{}
 }
@@ -86,7 +109,7 @@ func (c *Conversation) NextDeadline() time.Time {
 func (c *Conversation) advance(t time.Time) {
 	c.due = c.due[:0]
 	for len(c.deadlines) > 0 && !c.deadlines[0].at.After(t) {
-		e := heap.Pop(&c.deadlines).(dueEntry)
+		e := c.deadlines.pop()
 		if x := c.pendingEntry(e); x != nil && e.at.Before(t) {
 			c.due = append(c.due, x)
 		}

@@ -80,6 +80,8 @@ type Framing struct {
 
 // HTTPMeta is what an HTTP frame's envelope said. Header never holds a
 // credential: Authorization values are redacted before a HTTPMeta is built.
+// Header is read only once the HTTPMeta is built: an adapter may share one
+// between the envelopes of identical heads.
 type HTTPMeta struct {
 	Method string              `json:"method,omitempty"`
 	URL    string              `json:"url,omitempty"`
