@@ -515,7 +515,16 @@ func (r lateRule) Note(c *tap.Conversation, n tap.Note) []tap.Finding {
 		if !sameLink(c, x, n) {
 			continue
 		}
-		if since, late := lateAt(c, x, n); late && giveUp(n) {
+		since, late := lateAt(c, x, n)
+		if !late && giveUp(n) {
+			// Given up before its deadline: the harness's choice (CORR-2
+			// info), and the tap stops waiting with it (forward mode
+			// cancels the upstream request). The deadline passing later,
+			// by the live clock or the stream, is no backend's fault.
+			r.state(c).reported[x] = true
+			continue
+		}
+		if late && giveUp(n) {
 			if took, byRead := pastDeadline(x, n.Time); !byRead {
 				// Late by the harness's clock, not yet by the tap's read
 				// of the request (it waited while the tap started): say so.

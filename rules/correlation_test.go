@@ -415,6 +415,23 @@ func TestLateAbandonedAtTheDeadline(t *testing.T) {
 			}
 		}
 	}
+	// Given up before its deadline, the request stays the harness's
+	// choice when the deadline passes later (the live tap's clock, a
+	// stream that goes on): the tap stopped waiting for the answer with
+	// the harness (forward mode cancels the upstream request), so no
+	// CORR-3 blames the backend for it. bench/http.sh's forward tap
+	// logged CORR-2 info and, 5 s later, CORR-3 for wrk's last requests.
+	for _, kind := range []tap.NoteKind{tap.NoteHarnessGone, tap.NoteKilled} {
+		e := tap.NewEngine(tap.Config{Timeout: 100 * time.Millisecond, Transport: tap.HTTP}, correlationRules())
+		e.Feed(onConn(atMs(harnessFrame(convIntercept("e1", convEvent("e1", "tool.before", ""), denyCaps)), 0), "c1"))
+		fs := e.Note(tap.Note{Kind: kind, Conn: "c1", Time: t0.Add(50 * time.Millisecond)})
+		fs = append(fs, e.Note(tap.Note{Kind: tap.NoteDeadline, Time: t0.Add(200 * time.Millisecond)})...)
+		fs = append(fs, e.Feed(onConn(atMs(harnessFrame(`{"jsonrpc":"2.0","method":"hooks/observe","params":{}}`), 300), "c2"))...)
+		fs = append(fs, e.Finish()...)
+		if len(withCheck(fs, "CORR-3")) != 0 || len(withCheck(fs, "CORR-2")) != 1 {
+			t.Errorf("%s at 50ms, then the deadline and the stream passing it: %s; want one CORR-2 (info), no CORR-3", kind, dump(fs))
+		}
+	}
 	// A stream that ends past the deadline with the request unanswered:
 	// CORR-3, not "never answered".
 	fs := runRules(tap.Config{Timeout: 100 * time.Millisecond}, correlationRules(),
