@@ -105,6 +105,8 @@ var helpers = map[string]func(args []string) int{
 		return 0
 	},
 	// echoid answers every line that has an "id" with an empty result.
+	// watchdog is ahp-tap's own __watchdog (Watchdog on stdin).
+	"watchdog": func([]string) int { return Watchdog(os.Stdin) },
 	"echoid": func([]string) int {
 		sc := bufio.NewScanner(os.Stdin)
 		for sc.Scan() {

@@ -244,11 +244,15 @@ func prepareInProcess(c *Config) (*linkRun, error) {
 	return r, nil
 }
 
-// watchdogArgv is how a stdio tap starts its watchdog: this same binary
-// (/proc/self/exe on Linux, which survives the binary being replaced),
-// with the internal __watchdog command. Nil when the binary cannot be
-// found: the tap then runs without one.
+// watchdogArgv is how a stdio tap starts its watchdog: a /bin/sh script
+// (stdio.ShellWatchdog: a start of sh costs a millisecond, one of this
+// binary about 30 ms), or else this same binary (/proc/self/exe on Linux,
+// which survives the binary being replaced) with the internal __watchdog
+// command. Nil when neither can be found: the tap then runs without one.
 func watchdogArgv() []string {
+	if argv := stdio.ShellWatchdog(); argv != nil {
+		return argv
+	}
 	exe := "/proc/self/exe"
 	if _, err := os.Stat(exe); err != nil {
 		if exe, err = os.Executable(); err != nil {
