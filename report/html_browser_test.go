@@ -13,12 +13,14 @@ import (
 	"testing"
 
 	"github.com/ahp-tap/ahp-tap/internal/browser"
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
 
 // chromium finds a headless-capable Chromium, or skips the test.
 func chromium(t *testing.T) string {
 	t.Helper()
+	e2e.Only(t) // a browser case (a Chromium start is ~2 CPU-s): CI runs it
 	bin := browser.Find()
 	if bin == "" {
 		t.Skip("no chromium on PATH: the HTML report's DOM is not checked (apt-get install chromium)")

@@ -32,6 +32,7 @@ func liveRequest(id string) string {
 // a pending exchange counts down to its deadline, and CORR-3 appears the
 // moment the deadline passes, before the backend answers.
 func TestHTTPLiveViewInBrowser(t *testing.T) {
+	endToEnd(t) // a browser case (a Chromium start is ~2 CPU-s): CI runs it
 	bin := browser.Find()
 	if bin == "" {
 		t.Skip("no chromium on PATH: the live view is not checked in a browser")
@@ -158,6 +159,7 @@ func TestHTTPUIRemoteRefused(t *testing.T) {
 // while the tap runs, and a finding (EVT-1: the event lacks required
 // fields) appears with it.
 func TestStdioLiveViewInBrowser(t *testing.T) {
+	endToEnd(t) // a browser case (a Chromium start is ~2 CPU-s): CI runs it
 	bin := browser.Find()
 	if bin == "" {
 		t.Skip("no chromium on PATH: the live view is not checked in a browser")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/internal/browser"
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 	"github.com/ahp-tap/ahp-tap/report"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -64,6 +65,7 @@ func serveHub(t *testing.T, h *Hub) string {
 // live page's event stream never ends: --dump-dom cannot wait for it).
 func openLive(t *testing.T, url string) *browser.Browser {
 	t.Helper()
+	e2e.Only(t) // a browser case (a Chromium start is ~2 CPU-s): CI runs it
 	bin := browser.Find()
 	if bin == "" {
 		t.Skip("no chromium on PATH: the live view is not checked in a browser")
