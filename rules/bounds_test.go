@@ -12,6 +12,7 @@ import (
 // goes through every rule and reports the first tap.MaxDuplicateKeys of them
 // and one count of the rest, not 199,999 findings.
 func TestDuplicateKeysFindingSet(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: overlaps the others
 	const n = 200_000
 	var b strings.Builder
 	b.WriteString(`{"jsonrpc":"2.0","id":"1","method":"hooks/intercept","params":{`)
@@ -39,6 +40,7 @@ func TestDuplicateKeysFindingSet(t *testing.T) {
 // same value bound as a frame: past it, it is left unchecked rather than
 // decoded into hundreds of megabytes.
 func TestEmbeddedJSONBound(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: overlaps the others
 	if norace.Run(t) {
 		return
 	}

@@ -480,6 +480,7 @@ func corr2Exchange(id string) (*tap.Frame, *tap.Frame) {
 // million requests holds a bounded number of them (it used to keep two
 // counts per id for ever: 19 MB after 170,000 requests of a replay).
 func TestAnsweredOnceStateBounded(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: overlaps the others
 	n := 1_000_000
 	switch {
 	case testing.Short() || raceEnabled && !e2e.Enabled:

@@ -170,6 +170,7 @@ func profileRejects(m mutation) bool {
 var mutationAllowed = map[string]string{}
 
 func TestMutationsAgreeWithSchema(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: overlaps the others
 	if norace.Run(t) {
 		return
 	}

@@ -29,6 +29,7 @@ func dupParams(n, depth int) string {
 // Issue 8 item 6: 200,000 duplicate keys in a 2 MB request cost work linear
 // in the members, and only the first MaxDuplicateKeys are listed.
 func TestDuplicateKeysLinear(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: overlaps the others
 	if norace.Run(t) {
 		return
 	}
@@ -72,6 +73,7 @@ func TestDuplicateKeysDeep(t *testing.T) {
 // A frame past MaxFrameValues is not decoded and is one TAP-1 fact; one
 // value fewer and it is audited as usual.
 func TestFrameValueBound(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: overlaps the others
 	if norace.Run(t) {
 		return
 	}

@@ -139,6 +139,7 @@ func TestEventPatternMatches(t *testing.T) {
 // held every exchange, 1 GB in 10 minutes of an HTTP tap). One request
 // left unanswered at the start does not keep the answered ones after it.
 func TestPendingQueueForgetsAnswered(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: overlaps the others
 	e := NewEngine(Config{}, nil)
 	e.Feed(&Frame{Raw: []byte(`{"jsonrpc":"2.0","id":"never","method":"hooks/intercept","params":{}}`)})
 	for i := range 20000 {

@@ -13,6 +13,7 @@ import (
 // deadlines are judged in the same order as before they stopped boxing
 // their entries.
 func TestDueHeapAsContainerHeap(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: overlaps the others
 	rng := rand.New(rand.NewPCG(27, 5))
 	t0 := time.Unix(1_800_000_000, 0)
 	var got, want dueHeap

@@ -79,6 +79,7 @@ func TestMemoryStoreIsBoundedInBytes(t *testing.T) {
 // slice, the store holds exactly the newest Max events, each under its
 // own key.
 func TestMemoryStoreForgetsInOrder(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: overlaps the others
 	const keep = 3000
 	s := &MemoryStore{Max: keep}
 	for i := range 20 * keep {

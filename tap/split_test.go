@@ -99,6 +99,7 @@ func TestSplitterOneByteWrites(t *testing.T) {
 }
 
 func TestSplitterHugeLine(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: overlaps the others
 	line := bytes.Repeat([]byte("y"), 20<<20)
 	in := append(append([]byte{}, line...), "\nnext\n"...)
 	got := split(0, in[:7<<20], in[7<<20:])

@@ -178,6 +178,7 @@ func TestParseDeepNesting(t *testing.T) {
 }
 
 func TestParseBigInput(t *testing.T) {
+	t.Parallel() // CPU-bound and self-contained: overlaps the others
 	big := strings.Repeat("x", 20<<20)
 	v, _ := mustParse(t, `{"jsonrpc":"2.0","method":"hooks/observe","params":{"text":"`+big+`"}}`)
 	if got := v.Path("params", "text").Str; len(got) != len(big) {
