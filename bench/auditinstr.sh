@@ -17,6 +17,8 @@
 # 512-exchange batch; REPS runs each, default 3, builds alternated)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/enginelib.sh
+source "$ROOT/bench/enginelib.sh" # irefs
 N1=${N1:-2048}
 N2=${N2:-10240}
 REPS=${REPS:-3}
@@ -35,11 +37,6 @@ if [ -n "${BASELINE:-}" ]; then
 	(cd "$BASELINE" && go test "${overlay[@]}" -c -o "$WORK/baseline.test" ./httpproxy)
 	bins=("$WORK/baseline.test" "$WORK/this.test")
 fi
-irefs() { # binary, benchmark, iterations
-	GODEBUG=cpu.rdtscp=off valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
-		"$1" -test.run '^$' -test.bench "$2" -test.benchtime "${3}x" -test.cpu 1 2>&1 |
-		awk '/I +refs:/ {gsub(",", "", $NF); print $NF}'
-}
 echo "GOGC=$GOGC; $(go version | awk '{print $3}'); $N1 and $N2 exchanges, $REPS runs; load before $(cut -d' ' -f1-3 /proc/loadavg)"
 for _ in $(seq "$REPS"); do
 	for b in "${bins[@]}"; do

@@ -28,11 +28,6 @@ export GOGC=${GOGC:-400}
 # shellcheck source=bench/enginelib.sh
 source "$ROOT/bench/enginelib.sh"
 engine_bins engineinstr
-irefs() { # binary, benchmark, iterations
-	GODEBUG=cpu.rdtscp=off valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
-		"$1" -test.run '^$' -test.bench "$2" -test.benchtime "${3}x" -test.cpu 1 2>&1 |
-		awk '/I +refs:/ {gsub(",", "", $NF); print $NF}'
-}
 echo "GOGC=$GOGC; $(go version | awk '{print $3}'); $N1 and $N2 frames, $REPS runs; load before $(cut -d' ' -f1-3 /proc/loadavg)"
 for _ in $(seq "$REPS"); do
 	for bench in mix requests-1KiB; do

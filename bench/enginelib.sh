@@ -1,5 +1,5 @@
 # bench/enginelib.sh: what the engine benchmark scripts share (sourced by
-# bench/engine.sh and bench/engineinstr.sh).
+# bench/engine.sh, bench/engineinstr.sh and, for irefs, bench/auditinstr.sh).
 
 # engine_bins NAME: make the run's scratch directory, $WORK (removed on
 # exit), and build in it the tap package's test binary of this checkout
@@ -14,4 +14,14 @@ engine_bins() {
 		(cd "$BASELINE" && go test -c -o "$WORK/baseline.test" ./tap)
 		bins=("$WORK/baseline.test" "$WORK/this.test")
 	fi
+}
+
+# irefs BINARY BENCHMARK ITERATIONS: the instructions retired by a run of
+# the test binary's benchmark at a fixed iteration count, under valgrind's
+# cachegrind (every thread, the runtime's included). Go's cputicks uses
+# RDTSCP, which valgrind 3.19 cannot run: the runtime does without it.
+irefs() { # binary, benchmark, iterations
+	GODEBUG=cpu.rdtscp=off valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+		"$1" -test.run '^$' -test.bench "$2" -test.benchtime "${3}x" -test.cpu 1 2>&1 |
+		awk '/I +refs:/ {gsub(",", "", $NF); print $NF}'
 }
