@@ -69,6 +69,10 @@ func startWatchdog(argv []string, pgid int, diag io.Writer) (disarm func()) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin = r // stdout and stderr: /dev/null, never the harness's pipes
+	// Nothing of the harness's environment: where /bin/sh is bash, a
+	// function exported as kill or read (BASH_FUNC_kill%%) would replace
+	// the built-in the script relies on.
+	cmd.Env = []string{}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	r.Close()

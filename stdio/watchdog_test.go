@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -130,4 +131,31 @@ func dies(pid int) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return false
+}
+
+// TestWatchdogGetsNoEnvironment: the watchdog starts with an empty
+// environment, so nothing the harness exported (a bash function named
+// kill, where /bin/sh is bash) can change what the script does.
+func TestWatchdogGetsNoEnvironment(t *testing.T) {
+	t.Setenv("BASH_FUNC_kill%%", "() { :; }")
+	t.Setenv("AHP_TAP_WATCHDOG_PROBE", "harness")
+	out := filepath.Join(t.TempDir(), "env")
+	disarm := startWatchdog([]string{"/bin/sh", "-c", `env > "$0.tmp" && mv "$0.tmp" "$0"; cat >/dev/null`, out}, 1<<30, io.Discard)
+	defer disarm()
+	var env []byte
+	for range 1000 {
+		var err error
+		if env, err = os.ReadFile(out); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if env == nil {
+		t.Fatal("the watchdog never ran")
+	}
+	for _, name := range []string{"AHP_TAP_WATCHDOG_PROBE", "BASH_FUNC_kill"} {
+		if bytes.Contains(env, []byte(name)) {
+			t.Errorf("the watchdog's environment has %s:\n%s", name, env)
+		}
+	}
 }
