@@ -371,9 +371,11 @@ func wireCases() []wireCase {
 }
 
 func TestWireFidelity(t *testing.T) {
+	t.Parallel() // each case its own upstream and tap: they overlap (the trickled ones mostly wait)
 	for _, mode := range []struct{ tls, trickle bool }{{false, false}, {true, false}, {false, true}} {
 		for _, tc := range wireCases() {
 			t.Run(fmt.Sprintf("tls=%v,trickle=%v/%s", mode.tls, mode.trickle, tc.name), func(t *testing.T) {
+				t.Parallel()
 				runWire(t, tc, mode.tls, mode.trickle)
 			})
 		}
@@ -658,6 +660,7 @@ func TestUpstreamTimeoutStartsAfterTheBody(t *testing.T) {
 // exchanges on one connection per seed, with HEAD, 204, 304, 1xx,
 // Expect: 100-continue and pipelined pairs among them.
 func TestWireFidelityRandom(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(8) {
 		r := rand.New(rand.NewPCG(seed, 16))
 		tc := wireCase{name: fmt.Sprint(seed), split: rand.New(rand.NewPCG(seed, 17))}
