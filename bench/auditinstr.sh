@@ -18,7 +18,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/enginelib.sh
-source "$ROOT/bench/enginelib.sh" # irefs
+source "$ROOT/bench/enginelib.sh" # irefs_per
 N1=${N1:-2048}
 N2=${N2:-10240}
 REPS=${REPS:-3}
@@ -41,9 +41,7 @@ echo "GOGC=$GOGC; $(go version | awk '{print $3}'); $N1 and $N2 exchanges, $REPS
 for _ in $(seq "$REPS"); do
 	for b in "${bins[@]}"; do
 		for sub in audit make; do
-			i1=$(irefs "$b" "AuditSide/$sub\$" "$N1")
-			i2=$(irefs "$b" "AuditSide/$sub\$" "$N2")
-			echo "$sub $(basename "$b" .test) $(((i2 - i1) / (N2 - N1)))"
+			echo "$sub $(basename "$b" .test) $(irefs_per "$b" "AuditSide/$sub\$")"
 		done
 	done
 done >"$WORK/raw"

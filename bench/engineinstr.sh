@@ -32,9 +32,7 @@ echo "GOGC=$GOGC; $(go version | awk '{print $3}'); $N1 and $N2 frames, $REPS ru
 for _ in $(seq "$REPS"); do
 	for bench in mix requests-1KiB; do
 		for b in "${bins[@]}"; do
-			i1=$(irefs "$b" "DecodeRules/$bench\$" "$N1")
-			i2=$(irefs "$b" "DecodeRules/$bench\$" "$N2")
-			echo "DecodeRules/$bench $(basename "$b" .test) $(((i2 - i1) / (N2 - N1)))"
+			echo "DecodeRules/$bench $(basename "$b" .test) $(irefs_per "$b" "DecodeRules/$bench\$")"
 		done
 	done
 done >"$WORK/raw"

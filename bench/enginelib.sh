@@ -25,3 +25,13 @@ irefs() { # binary, benchmark, iterations
 		"$1" -test.run '^$' -test.bench "$2" -test.benchtime "${3}x" -test.cpu 1 2>&1 |
 		awk '/I +refs:/ {gsub(",", "", $NF); print $NF}'
 }
+
+# irefs_per BINARY BENCHMARK: the instructions per iteration of the
+# benchmark, from two runs at N1 and N2 iterations (what does not scale
+# with the iterations, start-up and warm-up, cancels out).
+irefs_per() {
+	local i1 i2
+	i1=$(irefs "$1" "$2" "$N1")
+	i2=$(irefs "$1" "$2" "$N2")
+	echo $(((i2 - i1) / (N2 - N1)))
+}
