@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/auditlink"
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 )
 
 func init() {
@@ -93,7 +94,7 @@ var (
 // Before: the forwarding process waited up to 5 s, then the audit process
 // was cut off with the backlog unaudited, no TAP-1, and a false `killed`.
 func TestStdioBurstCleanExitAccountsForEveryFrame(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	const n = 40000
 	dir := t.TempDir()
 	var in bytes.Buffer

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 )
 
 // A baseline of 300,000 entries none of which occurs any more: the run
@@ -16,7 +18,7 @@ import (
 // bounded (issue 28 item 9: a 1M-entry baseline took 4.67 GB and printed
 // one stderr line per stale entry).
 func TestHugeStaleBaseline(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("a 80 MB baseline")

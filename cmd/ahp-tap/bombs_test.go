@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 )
 
 // writeBomb writes name (gzip-compressed when it ends in .gz): head, then
@@ -97,7 +99,7 @@ func runMeasured(t *testing.T, args ...string) (result, float64) {
 // far below the input (issue 28 item 5: 4.2 GB for a 1 GiB body, Go's
 // fatal out-of-memory for a 1 GiB line, 1.5 GB for a 300 MB body).
 func TestOfflineBombsBounded(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("hundreds of MiB through gzip")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/ahp-tap/ahp-tap/conduct/live"
 	"github.com/ahp-tap/ahp-tap/examples"
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -94,7 +95,7 @@ func conductFindings(t *testing.T, tapped, taps, fault string) (cond []string, a
 // past fail-open failures and a deny sends short-circuit observes; each
 // deliberate fault gives its check's finding. Replayed from the captures.
 func TestConductHarnessThreeBackends(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	t.Parallel()
 	hooks := []conductHook{
 		{"com.example.a", "persistent", "slow", "fail-closed", false},
@@ -132,7 +133,7 @@ func TestConductHarnessThreeBackends(t *testing.T) {
 // policies: conforming dispatch gives no conduct finding; the faults that
 // apply to two interceptors give theirs.
 func TestConductHarnessTwoBackends(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	t.Parallel()
 	hooks := []conductHook{
 		{"com.example.a", "persistent", "conforming", "fail-closed", false},

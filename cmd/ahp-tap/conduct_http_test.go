@@ -17,6 +17,7 @@ import (
 
 	"github.com/ahp-tap/ahp-tap/capture"
 	"github.com/ahp-tap/ahp-tap/conduct/live"
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 )
 
 // startExampleHTTPBackend starts `ahp-tap example-backend --listen` on a
@@ -244,7 +245,7 @@ func TestConductTwoHTTPBackendsOneTap(t *testing.T) {
 // tolerance) COND-2; running the denied call COND-8. Live and replayed
 // alike.
 func TestConductMixedStdioAndHTTPRoutes(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	t.Parallel()
 	for _, tc := range []struct{ fault, want string }{{"none", ""}, {"out-of-order", "COND-1"}, {"continue-after-deny", "COND-2"}, {"run-denied", "COND-8"}} {
 		t.Run(tc.fault, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/conduct/live"
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 )
 
 var ruleField = regexp.MustCompile(`"rule":"(COND-[^"]*)"`)
@@ -23,7 +24,7 @@ var ruleField = regexp.MustCompile(`"rule":"(COND-[^"]*)"`)
 // findings as the replay of the captures: none for conforming dispatch,
 // the fault's check for each fault.
 func TestConductLive(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	t.Parallel()
 	hooks := []conductHook{
 		{"com.example.a", "persistent", "slow", "fail-closed", false},

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/inject"
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 )
 
 // injectedRun runs the example harness against the example backend behind
@@ -81,7 +82,7 @@ func harnessSaid(t *testing.T, stderr, step string) string {
 // for it; the capture says faults were injected, and replays with no
 // finding against the backend (and the same "faults injected" notice).
 func TestInjectStdioFaultsReachTheHarness(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	cases := []struct {
 		spec, want string
 	}{
@@ -287,7 +288,7 @@ func injectRegistration(t *testing.T, first string, specs ...string) (reg, taps 
 // that stops there is COND-3; one that stops after an injected fail-closed
 // failure passes. Judged on replay of the captures.
 func TestInjectReactionVerdicts(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	for _, c := range []struct {
 		policy, fault, want, spec string
 	}{

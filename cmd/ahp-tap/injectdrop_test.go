@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/conduct/live"
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 )
 
 // dropRegistration writes a registration of two persistent example
@@ -66,7 +67,7 @@ func jsonText(v any) string {
 // a fail-closed interceptor's silence as allow (COND-8). Nothing is
 // charged to the backends, whose answers the tap swallowed.
 func TestInjectDropVerdicts(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	t.Parallel()
 	for _, c := range []struct {
 		policy, fault, want string

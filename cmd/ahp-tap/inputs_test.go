@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/capture"
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 )
 
 // replayChecks replays the inputs with --format json and counts the
@@ -175,7 +176,7 @@ func manySegments(t *testing.T, dir string, n int) string {
 // MiB here and 0.77-1.08 GB for 15,000: issue 21 item 3, issue 28 item 9),
 // and the findings are every segment's, once each.
 func TestReplayManySegmentsBoundedMemory(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	if testing.Short() {
 		t.Skip("a 25 MB capture")
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 )
 
 func init() {
@@ -68,7 +70,7 @@ func intercept(id, command string) string {
 // requests), the registration's findings with --spec, retries judged
 // across processes.
 func TestLiveAndReplayAgree(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	t.Parallel()
 	regPath := fixture(t, "registration/observe-policy-fields.invalid.json") // per_event stdio hook; has BASE-5 and SPEC findings
 	const hook = "com.example.observer"

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/internal/browser"
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 )
 
 // liveRequest is a tool.before intercept with id.
@@ -32,7 +33,7 @@ func liveRequest(id string) string {
 // a pending exchange counts down to its deadline, and CORR-3 appears the
 // moment the deadline passes, before the backend answers.
 func TestHTTPLiveViewInBrowser(t *testing.T) {
-	endToEnd(t) // a browser case (a Chromium start is ~2 CPU-s): CI runs it
+	e2e.Only(t) // a browser case (a Chromium start is ~2 CPU-s): CI runs it
 	bin := browser.Find()
 	if bin == "" {
 		t.Skip("no chromium on PATH: the live view is not checked in a browser")
@@ -159,7 +160,7 @@ func TestHTTPUIRemoteRefused(t *testing.T) {
 // while the tap runs, and a finding (EVT-1: the event lacks required
 // fields) appears with it.
 func TestStdioLiveViewInBrowser(t *testing.T) {
-	endToEnd(t) // a browser case (a Chromium start is ~2 CPU-s): CI runs it
+	e2e.Only(t) // a browser case (a Chromium start is ~2 CPU-s): CI runs it
 	bin := browser.Find()
 	if bin == "" {
 		t.Skip("no chromium on PATH: the live view is not checked in a browser")

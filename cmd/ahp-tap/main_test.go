@@ -10,9 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"syscall"
-	"testing"
 
-	"github.com/ahp-tap/ahp-tap/internal/e2e"
 	"github.com/ahp-tap/ahp-tap/stdio"
 )
 
@@ -98,15 +96,4 @@ func runChild() {
 	}
 	main()
 	os.Exit(0)
-}
-
-// endToEnd skips the calling test unless the test binary was built with
-// -tags e2e (internal/e2e): the few end-to-end cases that cost the most CPU
-// (hundreds of processes, 40-60 MB inputs, a conduct harness per fault) run
-// in CI's `go test -race -tags e2e ./...`, which .ci/run runs, and are left
-// out of the quick loop, `go test -race ./...`. What they assert is
-// unchanged.
-func endToEnd(t *testing.T) {
-	t.Helper()
-	e2e.Only(t)
 }

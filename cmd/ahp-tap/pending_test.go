@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 )
 
 // pendingCapture writes a capture of a persistent stdio backend (the
@@ -61,7 +63,7 @@ func pendingFile(p string, n int) error {
 // and memory stays bounded (issue 28 item 8: quadratic, 20k took 8-9 s,
 // 1M never finished; about 17 KB per unanswered request).
 func TestReplayManyUnansweredIntercepts(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("a 40 MB capture")

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 )
 
 // perEventCapture writes what a shared audit process records for n
@@ -82,7 +84,7 @@ func perEventFile(p string, n, unanswered int) error {
 // its findings are still reported (issue 28 item 9: ~14 KB per connection
 // for ever, 200,000 connections took 4.2 GB).
 func TestReplayPerEventConnectionsBounded(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("a 60 MB capture")
@@ -109,7 +111,7 @@ func TestReplayPerEventConnectionsBounded(t *testing.T) {
 // trees did (issue 28 item 9: a 72 MiB capture took 888 MB), and the mock
 // still answers from it.
 func TestMockBackendRecordingMemory(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("a 40 MB capture")

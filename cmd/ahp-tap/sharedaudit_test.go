@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/auditlink"
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 	"github.com/ahp-tap/ahp-tap/stdiotap"
 )
 
@@ -121,7 +122,7 @@ func normalFindings(t *testing.T, path string) []string {
 // violation logs hold the same findings, and the shared run started fewer
 // audit servers than it had events.
 func TestStdioSharedAuditMatchesPerProcess(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	t.Parallel()
 	dir := t.TempDir()
 	backend := writeScript(t, dir)
@@ -363,7 +364,7 @@ func TestStdioSharedAuditRefusesPlantedLinks(t *testing.T) {
 // process: every event's link is its own session, so the findings equal
 // those of the same events run one by one with an audit process each.
 func TestStdioSharedAuditConcurrentEvents(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	t.Parallel()
 	dir := t.TempDir()
 	backend := writeScript(t, dir)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/internal/e2e"
 	"github.com/ahp-tap/ahp-tap/rules"
 )
 
@@ -177,7 +178,7 @@ func TestStdioUnwritableLogDoesNotDisturbTraffic(t *testing.T) {
 // the bytes arrive intact while ahp-tap's peak memory stays far below the
 // size of the lines it forwarded.
 func TestStdioLargeLinesBoundedMemory(t *testing.T) {
-	endToEnd(t)
+	e2e.Only(t)
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("50 MB each way")
