@@ -46,9 +46,11 @@ func Feed(rd *Reader, s *tap.Session, conn string, reserve time.Duration) Outcom
 		// every record read by a pending intercept's deadline (and a
 		// little after) has been checked, the session is told the time,
 		// and reports CORR-3 then rather than at the end of the stream.
+		// A live conduct client watching the session is told the time
+		// while the link is quiet, too (tap.Clocker).
 		var wake time.Time
-		if next := s.NextDeadline(); !next.IsZero() && !abandoning {
-			wake = next.Add(tap.ClockGrace)
+		if !abandoning {
+			wake = s.NextClock()
 		}
 		rec, err, idle := rd.NextBefore(wake)
 		if idle {

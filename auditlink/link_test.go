@@ -549,3 +549,40 @@ func feedEnded(t *testing.T, rd *Reader) (*collect, *tap.Session) {
 	}
 	return c, s
 }
+
+// clockWatcher is a tap.Clocker that passes on the times it is told.
+type clockWatcher chan time.Time
+
+func (clockWatcher) Judged(*tap.Frame, *tap.Exchange) {}
+func (c clockWatcher) Clock(t time.Time) {
+	select {
+	case c <- t:
+	default:
+	}
+}
+
+// While the link is quiet (a pipe with nothing in it), Feed tells a
+// session watched by a tap.Clocker the time, though no intercept is
+// pending: the live conduct client's clock in an audit process. The time
+// is behind the wall clock by the grace a line in transit gets.
+func TestFeedTellsAClockerWhileQuiet(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	told := make(clockWatcher, 1)
+	s := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio}, Sink: &collect{}, Conn: "stdio:1", Watch: told})
+	done := make(chan Outcome)
+	go func() { done <- Feed(NewReader(pr, ReaderConfig{}), s, "stdio:1", 0) }()
+	select {
+	case got := <-told:
+		if !got.Before(time.Now().Add(-tap.ClockGrace + time.Millisecond)) {
+			t.Errorf("told %v: not behind the wall clock by the grace", got)
+		}
+	case <-time.After(10 * time.Second): // a bound on a hang, not a measurement
+		t.Fatal("a quiet link's Clocker was never told the time")
+	}
+	pw.Close()
+	<-done
+}

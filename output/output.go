@@ -264,7 +264,30 @@ func Watchers(ws ...tap.Watcher) tap.Watcher {
 	case 1:
 		return all[0]
 	}
+	var cs []tap.Clocker
+	for _, w := range all {
+		if c, ok := w.(tap.Clocker); ok {
+			cs = append(cs, c)
+		}
+	}
+	if cs != nil {
+		// Only then is the whole a Clocker: a feeder wakes to tell a
+		// Clocker the time while the link is quiet.
+		return clockedWatchers{all, cs}
+	}
 	return all
+}
+
+// clockedWatchers are watchers some of which follow the session's clock.
+type clockedWatchers struct {
+	watchers
+	clockers []tap.Clocker
+}
+
+func (ws clockedWatchers) Clock(t time.Time) {
+	for _, c := range ws.clockers {
+		c.Clock(t)
+	}
 }
 
 // viewRecorder records to the capture (if any) and hands notes to the view.

@@ -350,7 +350,8 @@ func (a *Auditor) loop() {
 
 // next waits for the next item; while a pending intercept's deadline is
 // due, it tells the session the time when the deadline passes with the
-// queue empty (Clock). ok is false once the queue is closed and drained.
+// queue empty (Clock), and every QuietClock while a Clocker watches the
+// session. ok is false once the queue is closed and drained.
 func (a *Auditor) next() (it auditItem, ok bool) {
 	for {
 		next := a.nextClock()
@@ -388,17 +389,13 @@ func (a *Auditor) next() (it auditItem, ok bool) {
 	}
 }
 
-// nextClock is when the loop should tell the session the time: a little
-// after the next deadline of a pending intercept (zero: never).
+// nextClock is when the loop should tell the session the time
+// (Session.NextClock; zero: never).
 func (a *Auditor) nextClock() time.Time {
 	if a.cfg.Clock == nil {
 		return time.Time{}
 	}
-	next := a.session.NextDeadline()
-	if next.IsZero() {
-		return next
-	}
-	return next.Add(ClockGrace)
+	return a.session.NextClock()
 }
 
 // wake wakes the senders waiting for room, if any (Complete, or a note).

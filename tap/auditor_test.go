@@ -240,3 +240,38 @@ func TestAuditorClockAfterABurst(t *testing.T) {
 		t.Fatal("no deadline note 10 s after a deadline of 30 ms: the timer was not armed once the queue ran empty")
 	}
 }
+
+// clockWatcher is a Clocker that passes on the times it is told.
+type clockWatcher chan time.Time
+
+func (clockWatcher) Judged(*Frame, *Exchange) {}
+func (c clockWatcher) Clock(t time.Time) {
+	select {
+	case c <- t:
+	default:
+	}
+}
+
+// TestAuditorTellsAClockerWhileQuiet: with no intercept pending, a
+// session watched by a Clocker is still told the time while its queue is
+// empty (the live conduct client's clock), the time the source vouches
+// for; a session with no Clocker has no reason to wake (NextClock zero).
+func TestAuditorTellsAClockerWhileQuiet(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	if next := NewSession(SessionConfig{Sink: &findingList{}}).NextClock(); !next.IsZero() {
+		t.Errorf("no Clocker, no deadline: NextClock %v, want zero", next)
+	}
+	told := make(clockWatcher, 1)
+	s := NewSession(SessionConfig{Sink: &findingList{}, Watch: told})
+	vouched := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
+	a := s.Audit(AuditorConfig{Queue: 8, Clock: func(time.Time) time.Time { return vouched }})
+	defer a.Close()
+	select {
+	case got := <-told:
+		if !got.Equal(vouched) {
+			t.Errorf("told %v, want the time the source vouches for, %v", got, vouched)
+		}
+	case <-time.After(10 * time.Second): // a bound on a hang, not a measurement
+		t.Fatal("a quiet session's Clocker was never told the time")
+	}
+}

@@ -139,16 +139,40 @@ func (s *Session) NextDeadline() time.Time {
 // Clock tells the session that every frame of its link read before t has
 // been handed to it. When the deadline of a pending intercept passed by
 // then, it records a NoteDeadline at t and the rules judge it (CORR-3),
-// as on replay of the capture. It does nothing otherwise.
+// as on replay of the capture. A Clocker watching the session is told t
+// after that.
 func (s *Session) Clock(t time.Time) {
 	if s.closed {
 		return
 	}
-	if next := s.NextDeadline(); next.IsZero() || !next.Before(t) {
-		return
+	if next := s.NextDeadline(); !next.IsZero() && next.Before(t) {
+		s.Note(Note{Kind: NoteDeadline, Time: t, Conn: s.cfg.Conn})
 	}
-	s.Note(Note{Kind: NoteDeadline, Time: t, Conn: s.cfg.Conn})
+	if c, ok := s.cfg.Watch.(Clocker); ok {
+		c.Clock(t)
+	}
 }
+
+// NextClock is when a live feeder whose queue is empty should call Clock
+// next (zero: only when a frame comes): a little after the next deadline
+// of a pending intercept, and within QuietClock from now while a Clocker
+// watches the session.
+func (s *Session) NextClock() time.Time {
+	next := s.NextDeadline()
+	if !next.IsZero() {
+		next = next.Add(ClockGrace)
+	}
+	if _, ok := s.cfg.Watch.(Clocker); ok && !s.closed {
+		if quiet := time.Now().Add(QuietClock); next.IsZero() || quiet.Before(next) {
+			next = quiet
+		}
+	}
+	return next
+}
+
+// QuietClock is how often a live feeder tells a Clocker watching its
+// session the time while its link is quiet.
+const QuietClock = 250 * time.Millisecond
 
 // ClockGrace is how long after a deadline a live feeder tells its session
 // the time (Clock at now less ClockGrace), so that a frame read just

@@ -66,6 +66,17 @@ type Watcher interface {
 	Judged(f *Frame, x *Exchange)
 }
 
+// A Clocker is a Watcher that also follows the session's clock: Clock(t)
+// says every frame of the link read before t has been judged (the time
+// its Judged calls have reached, though the link was quiet). The live
+// feeders (the HTTP tap's auditor, the stdio tap's audit process) call it
+// at least every QuietClock while their queue is empty; it runs on the
+// goroutine feeding the session and must not block.
+type Clocker interface {
+	Watcher
+	Clock(t time.Time)
+}
+
 // A Session is one link audited with one configuration: frames, stream
 // bytes and transport notes go in, findings come out on the sink. Every
 // way ahp-tap sees traffic feeds a Session the same way: the stdio tap
