@@ -273,7 +273,7 @@ func (r *run) openLink(i int, k *link, cfg httpproxy.Config, metrics *httpproxy.
 			oc.ConsoleLink = cmp.Or(k.route.Hook, k.route.Listen) // the routes share stderr
 		}
 	}
-	oc.Conduct = live.ClientFor(r.ConductDir, r.Link.Registration, k.route.Hook, lc.Config.Registration, r.Diag)
+	oc.Conduct = live.ClientFor(r.ConductDir, r.Link.Registration, k.route.Hook, lc.Config.Registration, true, r.Diag)
 	if k.out, err = output.Open(oc); err != nil {
 		otlpx.Close(0)
 		if oc.Conduct != nil {

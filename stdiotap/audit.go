@@ -100,7 +100,7 @@ func RunAuditProcess(c Config, conn string, fd, readyFD int) error {
 		return err
 	}
 	c.Link, c.AuditOff = l, true // no forwarding here: only the session is used
-	run, err := (&aids{}).openLink(&c, conn, c.Diag, c.Stderr)
+	run, err := (&aids{}).openLink(&c, conn, true, c.Diag, c.Stderr)
 	if err != nil {
 		rd.Discard()
 		return err
@@ -203,8 +203,8 @@ func RunAuditServer(c Config, key, sock, lock string, readyFD int) error {
 				return nil, errors.New("the shared audit process cannot load the rules; see the .err file in --state")
 			}
 			lc := c
-			lc.Link, lc.AuditOff = l, true                // no forwarding here: only the session is used
-			run, err := a.openLink(&lc, conn, diag, diag) // this tap's notices go back to its stderr
+			lc.Link, lc.AuditOff = l, true                      // no forwarding here: only the session is used
+			run, err := a.openLink(&lc, conn, true, diag, diag) // this tap's notices go back to its stderr
 			if err != nil {
 				return nil, err
 			}

@@ -48,8 +48,9 @@ type aids struct {
 
 // openLink opens the way out and the session of one link named conn
 // ("": stdio:<this pid>): diag gets ahp-tap's notices, stderr the
-// --console lines.
-func (a *aids) openLink(c *Config, conn string, diag, stderr io.Writer) (*linkRun, error) {
+// --console lines. clocked says the link is fed by auditlink.Feed (an
+// audit process), which tells the live conduct client its clock.
+func (a *aids) openLink(c *Config, conn string, clocked bool, diag, stderr io.Writer) (*linkRun, error) {
 	r := &linkRun{diag: diag, c: c}
 	l, hook := c.Link, c.hook()
 	x, err := openOTLP(c, hook, diag)
@@ -85,7 +86,7 @@ func (a *aids) openLink(c *Config, conn string, diag, stderr io.Writer) (*linkRu
 			Lifecycle: cfg.Lifecycle, TimeoutMs: c.Files.Timeout.Milliseconds(), RegistrationDoc: l.RegDoc,
 			State: stateForHeader(c.State),
 		},
-		Traffic: a.metrics(c, diag), Conduct: live.ClientFor(c.Conduct, c.Files.Registration, hook, l.Config.Registration, diag)}
+		Traffic: a.metrics(c, diag), Conduct: live.ClientFor(c.Conduct, c.Files.Registration, hook, l.Config.Registration, clocked, diag)}
 	if c.Console {
 		oc.Console = stderr
 	}

@@ -223,7 +223,7 @@ func prepareSplit(c *Config) (*linkRun, error) {
 // prepareInProcess prepares the forwarding process auditing its copies
 // itself (or, with --audit=false, only forwarding).
 func prepareInProcess(c *Config) (*linkRun, error) {
-	r, err := (&aids{}).openLink(c, "", c.Diag, c.Stderr)
+	r, err := (&aids{}).openLink(c, "", false, c.Diag, c.Stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -177,6 +177,10 @@ func conductHTTPRun(t *testing.T, fault string, hooks ...routeHook) (liveRules, 
 	}
 	liveRules = waitConductServer(t, filepath.Join(taps, "conduct"))
 	replayRules, notChecked, _ = replayConduct(t, taps)
+	if !slices.Equal(sorted(liveRules), sorted(replayRules)) {
+		serr, _ := os.ReadFile(live.PathsFor(filepath.Join(taps, "conduct")).Err)
+		t.Logf("live %v, replay %v; the conduct server's stderr:\n%s\nthe HTTP tap's:\n%s", liveRules, replayRules, serr, lt.stderrText())
+	}
 	return sorted(liveRules), sorted(replayRules), notChecked, hstderr.String(), taps
 }
 

@@ -134,15 +134,17 @@ func runConductHarness(t *testing.T, reg, fault string) string {
 // captures has the same; and the replay's JSON report.
 func liveAndReplayed(t *testing.T, taps string) ([]string, result) {
 	t.Helper()
-	live := waitConductServer(t, filepath.Join(taps, "conduct"))
+	liveRules := waitConductServer(t, filepath.Join(taps, "conduct"))
 	replayed, nc, rr := replayConduct(t, "--conduct", "on", taps)
 	if nc != "" {
 		t.Errorf("not checked: %s", nc)
 	}
-	slices.Sort(live)
+	slices.Sort(liveRules)
 	slices.Sort(replayed)
-	if strings.Join(live, " ") != strings.Join(replayed, " ") {
-		t.Errorf("live conduct findings %v, replay %v", live, replayed)
+	if strings.Join(liveRules, " ") != strings.Join(replayed, " ") {
+		serr, _ := os.ReadFile(live.PathsFor(filepath.Join(taps, "conduct")).Err)
+		logText, _ := os.ReadFile(live.PathsFor(filepath.Join(taps, "conduct")).Log)
+		t.Errorf("live conduct findings %v, replay %v; the conduct server's stderr:\n%s\nits log:\n%s", liveRules, replayed, serr, logText)
 	}
 	return replayed, rr
 }

@@ -41,15 +41,18 @@ func WriteTapped(path string, hooks []string) error {
 
 // Restarted reports whether a conduct server of this directory started
 // within the last ten minutes (a server that idled out and was started
-// again, mid-session: its timeline may have missed the start), and marks
-// this start.
+// again, mid-session: its timeline may have missed the start).
 func Restarted(marker string) bool {
 	st, err := os.Stat(marker)
-	recent := err == nil && time.Since(st.ModTime()) < 10*time.Minute
+	return err == nil && time.Since(st.ModTime()) < 10*time.Minute
+}
+
+// markStarted marks a server's start, once its pid file is written: a
+// marker with no pid file beside it means the last server has ended.
+func markStarted(marker string) {
 	if f, err := os.OpenFile(marker, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600); err == nil {
 		f.Close()
 	}
 	now := time.Now()
 	_ = os.Chtimes(marker, now, now)
-	return recent
 }

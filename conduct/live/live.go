@@ -10,7 +10,7 @@
 //	DIR/conduct.err              the server's stderr (its own failures)
 //	DIR/conduct.violations.log   the conduct findings (the violation log format)
 //	DIR/conduct.pid              the server's pid while it runs
-//	DIR/conduct.started          touched at each server start
+//	DIR/conduct.started          touched at each server start, once conduct.pid is written
 //	DIR/conduct.tapped.json      the hooks tapped with --conduct (written by `wrap --conduct`)
 //
 // A Client never blocks the audit it serves: facts go through a queue
@@ -22,6 +22,7 @@ package live
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,12 +76,18 @@ type hello struct {
 	V    int    `json:"v"`
 	Key  string `json:"key"` // the registration's digest: one server per registration
 	Hook string `json:"hook"`
+	// Clocked says the link tells its clock (ClientConfig.Clocked): the
+	// server's facts wait for it.
+	Clocked bool `json:"clocked,omitempty"`
 }
 
-// line is one line after the hello: a fact, or a count of facts lost.
+// line is one line after the hello: a fact, a count of facts lost, or
+// the time the link's audit has judged every frame read before (its
+// clock: the link will send no fact older than it).
 type line struct {
-	Fact *conduct.Fact `json:"fact,omitempty"`
-	Lost uint64        `json:"lost,omitempty"`
+	Fact    *conduct.Fact `json:"fact,omitempty"`
+	Lost    uint64        `json:"lost,omitempty"`
+	Through *time.Time    `json:"through,omitempty"`
 }
 
 // ClientConfig configures a Client.
@@ -94,11 +101,20 @@ type ClientConfig struct {
 	Argv []string
 	// Diag takes one-line notices (a server that cannot be reached).
 	Diag io.Writer
+	// Clocked says the link's feeder tells the client its clock while
+	// the link is quiet (Clock; the HTTP tap's auditor and the stdio
+	// audit processes do). The client then joins a running server from
+	// the start, before its first fact, and the server holds the other
+	// links' facts until this link's clock has passed them: a link whose
+	// audit lags (it runs at a low priority) is waited for rather than
+	// judged out of order.
+	Clocked bool
 }
 
 // A Client sends the facts of one link to the registration's server. It
-// connects at the first fact, so a session that is never fed never starts
-// a server.
+// starts a server at the first fact, so a session that is never fed never
+// starts one. A Clocked client joins a server already running from the
+// start, and tells it how far its link's audit has come (Clock).
 type Client struct {
 	cfg ClientConfig
 
@@ -107,21 +123,39 @@ type Client struct {
 	q       [][]byte
 	bytes   int
 	lost    uint64
+	through time.Time // the link's clock: every frame read before it was judged
+	sent    time.Time // the clock last sent
 	closed  bool
-	running bool // run was started (at the first fact)
+	running bool // run was started (at the first fact, or once a server answered)
+	probing bool // probe is looking for a running server
 	done    chan struct{}
 }
 
-// NewClient returns a Client; nothing is connected yet.
+// NewClient returns a Client; nothing is connected yet. A Clocked one
+// looks for a running server every probeEvery until it runs or is closed.
 func NewClient(cfg ClientConfig) *Client {
 	c := &Client{cfg: cfg, done: make(chan struct{})}
 	c.cond = sync.NewCond(&c.mu)
+	if cfg.Clocked {
+		c.probing = true
+		go c.probe()
+	}
 	return c
 }
 
 // Judged implements tap.Watcher: it never blocks.
 func (c *Client) Judged(f *tap.Frame, x *tap.Exchange) {
 	if !conduct.Relevant(f, x) {
+		// Not a fact, but the link's clock goes on: a link busy with
+		// other frames is never quiet enough to be told the time.
+		c.mu.Lock()
+		if f.Time.After(c.through) {
+			c.through = f.Time
+			if c.running && c.through.Sub(c.sent) >= tap.QuietClock {
+				c.cond.Signal()
+			}
+		}
+		c.mu.Unlock()
 		return
 	}
 	b, err := json.Marshal(line{Fact: ptr(conduct.FactOf(c.cfg.Hook, f, x))})
@@ -138,12 +172,56 @@ func (c *Client) Judged(f *tap.Frame, x *tap.Exchange) {
 	}
 	if !c.running {
 		c.running = true
-		go c.run()
+		go c.run(nil)
 	}
 	c.cond.Signal()
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Clock implements tap.Clocker: it never blocks.
+func (c *Client) Clock(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || !t.After(c.through) {
+		return
+	}
+	c.through = t
+	if c.running {
+		c.cond.Signal()
+	}
+}
+
+// probeEvery is how often a Clocked client looks for a server before its
+// first fact. It joins one that starts within probeEvery, so that the
+// server waits for this link's facts even when its audit is too starved
+// of CPU to get to them.
+const probeEvery = 100 * time.Millisecond
+
+// probe joins a server once one is running, until the client runs (a
+// fact started one) or is closed.
+func (c *Client) probe() {
+	for {
+		conn, err := join(c.cfg)
+		c.mu.Lock()
+		if c.running || c.closed {
+			c.probing = false
+			c.mu.Unlock()
+			if conn != nil {
+				conn.Close()
+			}
+			return
+		}
+		if err == nil {
+			c.running, c.probing = true, false
+			c.mu.Unlock()
+			c.run(conn)
+			return
+		}
+		c.mu.Unlock()
+		time.Sleep(probeEvery)
+	}
+}
 
 // Close sends what is queued, waiting at most d, and ends the connection.
 func (c *Client) Close(d time.Duration) {
@@ -168,10 +246,14 @@ func (c *Client) Close(d time.Duration) {
 	}
 }
 
-// run connects and sends the queue until Close.
-func (c *Client) run() {
+// run connects (unless conn is already connected) and sends the queue
+// until Close.
+func (c *Client) run(conn net.Conn) {
 	defer close(c.done)
-	conn, err := Connect(c.cfg)
+	var err error
+	if conn == nil {
+		conn, err = Connect(c.cfg)
+	}
 	if err != nil {
 		if c.cfg.Diag != nil {
 			fmt.Fprintf(c.cfg.Diag, "ahp-tap: conduct: %v; this link's conduct is not judged live\n", err)
@@ -185,11 +267,16 @@ func (c *Client) run() {
 	bw := bufio.NewWriterSize(conn, 64<<10)
 	for {
 		c.mu.Lock()
-		for len(c.q) == 0 && c.lost == 0 && !c.closed {
+		for len(c.q) == 0 && c.lost == 0 && !c.closed && !c.through.After(c.sent) {
 			c.cond.Wait()
 		}
 		q, lost, closed := c.q, c.lost, c.closed
 		c.q, c.bytes, c.lost = nil, 0, 0
+		var through *time.Time
+		if c.through.After(c.sent) {
+			c.sent = c.through
+			through = ptr(c.through)
+		}
 		c.mu.Unlock()
 		if lost > 0 {
 			b, _ := json.Marshal(line{Lost: lost})
@@ -197,6 +284,11 @@ func (c *Client) run() {
 		}
 		for _, b := range q {
 			bw.Write(b)
+		}
+		if through != nil {
+			// After the facts: the clock vouches for them.
+			b, _ := json.Marshal(line{Through: through})
+			bw.Write(append(b, '\n'))
 		}
 		_ = conn.SetWriteDeadline(time.Now().Add(StartWait))
 		if err := bw.Flush(); err != nil {
@@ -208,7 +300,7 @@ func (c *Client) run() {
 			c.mu.Unlock()
 			return
 		}
-		if closed && len(q) == 0 && lost == 0 {
+		if closed && len(q) == 0 && lost == 0 && through == nil {
 			return
 		}
 	}
@@ -227,7 +319,24 @@ func Connect(cfg ClientConfig) (net.Conn, error) {
 			return nil, err
 		}
 	}
-	b, _ := json.Marshal(hello{V: Version, Key: cfg.Key, Hook: cfg.Hook})
+	return sayHello(cfg, conn)
+}
+
+// join connects to the server of cfg.Dir if one is running, and says
+// hello; it starts none.
+func join(cfg ClientConfig) (net.Conn, error) {
+	if err := auditlink.CheckDir(cfg.Dir); err != nil {
+		return nil, err
+	}
+	conn, err := dial(PathsFor(cfg.Dir).Sock)
+	if err != nil {
+		return nil, err
+	}
+	return sayHello(cfg, conn)
+}
+
+func sayHello(cfg ClientConfig, conn net.Conn) (net.Conn, error) {
+	b, _ := json.Marshal(hello{V: Version, Key: cfg.Key, Hook: cfg.Hook, Clocked: cfg.Clocked})
 	_ = conn.SetWriteDeadline(time.Now().Add(StartWait))
 	if _, err := conn.Write(append(b, '\n')); err != nil {
 		conn.Close()
@@ -314,8 +423,11 @@ type Server struct {
 	Key      string
 	Timeline *conduct.Timeline
 	// Window is how long a fact waits for facts of other links that are
-	// earlier in time (the links' audits lag differently).
-	Window time.Duration
+	// earlier in time (the links' audits lag differently). A fact waits
+	// longer while a link that tells its clock has not come as far, up
+	// to MaxWindow (0: DefaultMaxWindow).
+	Window    time.Duration
+	MaxWindow time.Duration
 	// Idle is how long the server stays up with no link.
 	Idle time.Duration
 	// Log takes the server's own failures.
@@ -326,7 +438,20 @@ type Server struct {
 	bufBytes int            // about the bytes buf holds
 	links    int
 	since    time.Time
+	clocks   map[*linkClock]bool // of the links connected
+	released time.Time           // the latest time of a fact handed to the timeline
+	late     uint64              // facts that came after later facts were handed over
 }
+
+// linkClock is how far a connected link has come.
+type linkClock struct {
+	hook    string
+	through time.Time // its latest fact or clock
+	clocked bool      // it tells its clock: the other links' facts wait for it
+}
+
+// DefaultMaxWindow bounds how long a fact waits for a link that lags.
+const DefaultMaxWindow = 10 * time.Second
 
 // Serve listens until idle, then judges what is left and returns. ready
 // (may be nil) gets one byte once the socket listens.
@@ -343,11 +468,15 @@ func (s *Server) Serve(ready *os.File) error {
 		f.Close()
 	}
 	defer os.Remove(p.Pid)
+	markStarted(p.Started)
 	if ready != nil {
 		ready.Write([]byte{1})
 		ready.Close()
 	}
 	s.since = time.Now()
+	s.mu.Lock()
+	s.clocks = map[*linkClock]bool{}
+	s.mu.Unlock()
 	stop := make(chan struct{})
 	go s.release(stop)
 	go func() {
@@ -371,10 +500,15 @@ func (s *Server) Serve(ready *os.File) error {
 	close(stop)
 	s.mu.Lock()
 	s.flush(time.Time{})
+	if s.late > 0 {
+		fmt.Fprintf(s.Log, "ahp-tap: conduct server: %d facts came after later facts of other links had been judged (their link's audit lagged more than the server waits, %v at most); the conduct verdicts on their events may be wrong: replay the links' captures for them\n", s.late, s.maxWindow())
+	}
 	s.mu.Unlock()
 	s.Timeline.Close()
 	return nil
 }
+
+func (s *Server) maxWindow() time.Duration { return cmp.Or(s.MaxWindow, DefaultMaxWindow) }
 
 func (s *Server) idle() bool {
 	s.mu.Lock()
@@ -403,9 +537,11 @@ func (s *Server) shutdown(ln net.Listener, p Paths) bool {
 
 // serve reads one link's hello and facts.
 func (s *Server) serve(c net.Conn) {
+	lc := &linkClock{}
 	defer func() {
 		c.Close()
 		s.mu.Lock()
+		delete(s.clocks, lc)
 		s.links--
 		if s.links == 0 {
 			s.since = time.Now()
@@ -424,6 +560,10 @@ func (s *Server) serve(c net.Conn) {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
+	lc.hook, lc.clocked = h.Hook, h.Clocked
+	s.mu.Lock()
+	s.clocks[lc] = true
+	s.mu.Unlock()
 	for {
 		b, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -443,7 +583,19 @@ func (s *Server) serve(c net.Conn) {
 			s.flush(time.Time{})
 			s.Timeline.Lost()
 		}
+		if l.Through != nil && l.Through.After(lc.through) {
+			lc.through = *l.Through
+		}
 		if l.Fact != nil {
+			if l.Fact.Time.After(lc.through) {
+				lc.through = l.Fact.Time
+			}
+			if l.Fact.Time.Before(s.released) {
+				if s.late == 0 {
+					fmt.Fprintf(s.Log, "ahp-tap: conduct server: a fact of %s came %v after its frame, after later facts had been judged\n", l.Fact.Hook, time.Since(l.Fact.Time).Round(time.Millisecond))
+				}
+				s.late++
+			}
 			s.buf = append(s.buf, *l.Fact)
 			s.bufBytes += factSize(l.Fact)
 			if s.bufBytes > MaxBuffered {
@@ -486,9 +638,26 @@ func (s *Server) release(stop chan struct{}) {
 		case <-t.C:
 		}
 		s.mu.Lock()
-		s.flush(time.Now().Add(-s.Window))
+		s.flush(s.releasable(time.Now()))
 		s.mu.Unlock()
 	}
+}
+
+// releasable is the time before which the buffered facts can go to the
+// timeline at now: those older than the window, and not past the clock of
+// a link that tells it (its audit may still hold earlier frames), unless
+// they have waited MaxWindow. s.mu is held.
+func (s *Server) releasable(now time.Time) time.Time {
+	before := now.Add(-s.Window)
+	for lc := range s.clocks {
+		if lc.clocked && lc.through.Before(before) {
+			before = lc.through
+		}
+	}
+	if floor := now.Add(-s.maxWindow()); before.Before(floor) {
+		before = floor
+	}
+	return before
 }
 
 // flush hands the timeline the buffered facts up to before (zero: all),
@@ -506,6 +675,9 @@ func (s *Server) flush(before time.Time) {
 		}
 	}
 	for _, ft := range s.buf[:n] {
+		if ft.Time.After(s.released) {
+			s.released = ft.Time
+		}
 		if err := s.Timeline.Take(ft); err != nil {
 			fmt.Fprintf(s.Log, "ahp-tap: conduct server: %v\n", err)
 		}

@@ -2,6 +2,7 @@ package live
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -160,4 +161,135 @@ func TestClientLossIsTold(t *testing.T) {
 			t.Errorf("nothing lost: no COND-1 for b before a")
 		}
 	}
+}
+
+// A link whose audit lags sends its facts after the window, though they
+// are earlier in time than another link's: serial dispatch a (at 0 ms)
+// then b (at 20 ms), b's facts first. A Clocked link a is waited for (its
+// clock has not passed b's facts), so the timeline sees a then b: no
+// finding. An unclocked a is not: b's facts are judged when the window
+// passes, and a's come late, out of order — what a lagging audit did to
+// live verdicts before links told their clock; the server counts them and
+// says so.
+func TestServerWaitsForALaggingLink(t *testing.T) {
+	for _, clocked := range []bool{true, false} {
+		t.Run(fmt.Sprintf("clocked=%v", clocked), func(t *testing.T) {
+			dir, err := os.MkdirTemp("", "cl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			doc, _, _ := tap.ParseJSON([]byte(twoHooks))
+			var mu sync.Mutex
+			var found []tap.Finding
+			tl := conduct.New(conduct.Config{Registration: doc, Tapped: []string{"a", "b"},
+				Sink: tap.SinkFunc(func(f tap.Finding) { mu.Lock(); found = append(found, f); mu.Unlock() })})
+			var log strings.Builder
+			srv := &Server{Dir: dir, Key: doc.Digest(), Timeline: tl, Window: 20 * time.Millisecond, MaxWindow: time.Minute,
+				Idle: 200 * time.Millisecond, Log: &syncWriter{w: &log}}
+			r, w, _ := os.Pipe()
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(w) }()
+			r.Read(make([]byte, 1))
+			r.Close()
+
+			t0 := time.Now().Add(-time.Second) // the frames are past the window already
+			at := func(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Millisecond))) }
+			// a's client is there first: clocked, it joins the server
+			// before its first fact.
+			ca := NewClient(ClientConfig{Dir: dir, Key: doc.Digest(), Hook: "a", Argv: []string{"/nonexistent"}, Clocked: clocked})
+			if clocked {
+				waitFor(t, "a joins", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.links == 1 })
+			}
+			sa := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio, Registration: doc, HookID: "a"},
+				Rules: rules.Set(rules.Options{}), Watch: ca})
+
+			cb := NewClient(ClientConfig{Dir: dir, Key: doc.Digest(), Hook: "b", Argv: []string{"/nonexistent"}, Clocked: clocked})
+			sb := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio, Registration: doc, HookID: "b"},
+				Rules: rules.Set(rules.Options{}), Watch: cb})
+			sb.Frame(&tap.Frame{Dir: tap.FromHarness, Time: at(20), Transport: tap.Stdio, Conn: "b", Raw: []byte(intercept("e1"))})
+			sb.Frame(&tap.Frame{Dir: tap.FromBackend, Time: at(30), Transport: tap.Stdio, Conn: "b", Raw: []byte(answer("e1"))})
+			waitFor(t, "b's facts reach the server", func() bool {
+				srv.mu.Lock()
+				defer srv.mu.Unlock()
+				return len(srv.buf) == 2 || srv.released.Equal(at(30))
+			})
+			if clocked {
+				// Held for a, however long it lags (up to MaxWindow).
+				time.Sleep(100 * time.Millisecond)
+				srv.mu.Lock()
+				held := len(srv.buf)
+				srv.mu.Unlock()
+				if held != 2 {
+					t.Fatalf("b's facts were judged before a's clock passed them: %d of 2 still held", held)
+				}
+			} else {
+				waitFor(t, "b's facts are judged", func() bool { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.released.Equal(at(30)) })
+			}
+			sa.Frame(&tap.Frame{Dir: tap.FromHarness, Time: at(0), Transport: tap.Stdio, Conn: "a", Raw: []byte(intercept("e1"))})
+			sa.Frame(&tap.Frame{Dir: tap.FromBackend, Time: at(10), Transport: tap.Stdio, Conn: "a", Raw: []byte(answer("e1"))})
+			sa.Close()
+			ca.Close(5 * time.Second)
+			sb.Close()
+			cb.Close(5 * time.Second)
+			if err := <-served; err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if clocked && (len(found) != 0 || srv.late != 0) {
+				t.Errorf("a waited for: findings %v, %d late facts; want none", found, srv.late)
+			}
+			if !clocked && (srv.late != 2 || !strings.Contains(log.String(), "2 facts came after later facts")) {
+				t.Errorf("a not waited for: %d late facts, said %q; want 2 late facts, said", srv.late, log.String())
+			}
+		})
+	}
+}
+
+// The time before which facts go to the timeline: the window, held back
+// by a clocked link that has not come as far, but never past MaxWindow.
+func TestReleasable(t *testing.T) {
+	now := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
+	s := &Server{Window: time.Second, MaxWindow: 10 * time.Second, clocks: map[*linkClock]bool{}}
+	if got := s.releasable(now); !got.Equal(now.Add(-time.Second)) {
+		t.Errorf("no link: %v, want the window", got)
+	}
+	lagging := &linkClock{hook: "a", through: now.Add(-3 * time.Second)}
+	s.clocks[lagging] = true
+	if got := s.releasable(now); !got.Equal(now.Add(-time.Second)) {
+		t.Errorf("an unclocked link: %v, want the window", got)
+	}
+	lagging.clocked = true
+	if got := s.releasable(now); !got.Equal(lagging.through) {
+		t.Errorf("a clocked link 3s behind: %v, want its clock %v", got, lagging.through)
+	}
+	s.clocks[&linkClock{hook: "b", through: now, clocked: true}] = true
+	if got := s.releasable(now); !got.Equal(lagging.through) {
+		t.Errorf("a current link beside it: %v, want the lagging one's clock", got)
+	}
+	lagging.through = now.Add(-time.Minute)
+	if got := s.releasable(now); !got.Equal(now.Add(-10 * time.Second)) {
+		t.Errorf("a link a minute behind: %v, want MaxWindow", got)
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

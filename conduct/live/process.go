@@ -33,8 +33,9 @@ const IdleEnv = "AHP_TAP_CONDUCT_IDLE"
 // dir (nil when dir is "" or there is no registration): its session's
 // judged frames go to the registration's server, which this binary
 // starts (ServerCommand) when none answers. regPath is the registration's
-// file, registration its document.
-func ClientFor(dir, regPath, hook string, registration *tap.Value, diag io.Writer) *Client {
+// file, registration its document; clocked says the link's feeder tells
+// the client its clock (ClientConfig.Clocked).
+func ClientFor(dir, regPath, hook string, registration *tap.Value, clocked bool, diag io.Writer) *Client {
 	if dir == "" || registration == nil {
 		return nil
 	}
@@ -49,7 +50,7 @@ func ClientFor(dir, regPath, hook string, registration *tap.Value, diag io.Write
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return NewClient(ClientConfig{Dir: dir, Key: registration.Digest(), Hook: hook, Diag: diag,
+	return NewClient(ClientConfig{Dir: dir, Key: registration.Digest(), Hook: hook, Diag: diag, Clocked: clocked,
 		Argv: []string{exe, ServerCommand, "--dir", dir, "--registration", regPath}})
 }
 
