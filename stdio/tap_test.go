@@ -324,7 +324,11 @@ func TestBackendClosingStdinIsSeenByHarness(t *testing.T) {
 	if res.Signal != syscall.SIGKILL {
 		t.Errorf("Result = %+v, want SIGKILL", res)
 	}
+	// The harness's ends: the writer and the reader above stop, and so
+	// does the tap's reader of our stdin (no goroutine outlives the test
+	// into a leak check of the next one, under -count).
 	pw.Close()
+	outR.Close()
 }
 
 // startAsync runs cfg with pipes for the harness's side.
@@ -421,7 +425,8 @@ func isZombie(pid int) bool { return false }
 
 func TestContextCancelKillsBackend(t *testing.T) {
 	t.Parallel()
-	inR, _ := io.Pipe()
+	inR, inW := io.Pipe()
+	defer inW.Close() // the tap's reader of the harness's stdin stops with the test
 	cfg := helperConfig("sleeper")
 	cfg.Stdin, cfg.Stdout, cfg.Stderr = inR, io.Discard, os.Stderr
 	ctx, cancel := context.WithCancel(context.Background())
