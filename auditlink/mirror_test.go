@@ -148,9 +148,11 @@ func TestMirrorEndCutsWhatCannotBeHandedOver(t *testing.T) {
 	}
 	m.Note(tap.Note{Kind: tap.NoteEOF, Time: t0, Dir: tap.FromHarness})
 	// The reader is away until past half of End's wait (when it cuts),
-	// then reads what the pipe holds and what is handed over after.
-	done := readRecords(r, 150*time.Millisecond, nil)
-	left := m.End(stdio.Result{}, 200*time.Millisecond)
+	// then reads what the pipe holds and what is handed over after. The
+	// margins both ways (End's cut late, the reader back late) are half a
+	// second, so that a loaded host does not turn the order around.
+	done := readRecords(r, 1500*time.Millisecond, nil)
+	left := m.End(stdio.Result{}, 2*time.Second)
 	recs := (<-done).recs
 	if left != 0 {
 		t.Fatalf("End left %d bytes unsent: the end record did not reach the audit", left)
