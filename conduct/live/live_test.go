@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ahp-tap/ahp-tap/conduct"
+	"github.com/ahp-tap/ahp-tap/internal/syncwriter"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
@@ -42,23 +44,8 @@ func TestServerOrdersLinks(t *testing.T) {
 		{"b first in time", 20, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir, err := os.MkdirTemp("", "cl") // short: a socket path is at most 108 bytes
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer os.RemoveAll(dir)
-			doc, _, _ := tap.ParseJSON([]byte(twoHooks))
-			var mu sync.Mutex
-			var found []tap.Finding
-			tl := conduct.New(conduct.Config{Registration: doc, Tapped: []string{"a", "b"},
-				Sink: tap.SinkFunc(func(f tap.Finding) { mu.Lock(); found = append(found, f); mu.Unlock() })})
-			srv := &Server{Dir: dir, Key: doc.Digest(), Timeline: tl, Window: time.Minute, Idle: 200 * time.Millisecond, Log: os.Stderr}
-			r, w, _ := os.Pipe()
-			served := make(chan error, 1)
-			go func() { served <- srv.Serve(w) }()
-			r.Read(make([]byte, 1))
-			r.Close()
-
+			ts := startServer(t, time.Minute, os.Stderr)
+			dir, doc := ts.Dir, ts.doc
 			t0 := time.Now() // within the window: the facts wait for each other
 			feed := func(hook string, ms float64) {
 				c := NewClient(ClientConfig{Dir: dir, Key: doc.Digest(), Hook: hook, Argv: []string{"/nonexistent"}})
@@ -79,11 +66,7 @@ func TestServerOrdersLinks(t *testing.T) {
 				feed("a", tc.aMs)
 				feed("b", tc.bMs)
 			}
-			if err := <-served; err != nil {
-				t.Fatal(err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
+			found := ts.wait(t)
 			if got := len(found) > 0; got != tc.wantFinding {
 				t.Fatalf("findings %v, want a finding: %v", found, tc.wantFinding)
 			}
@@ -102,23 +85,8 @@ func TestServerOrdersLinks(t *testing.T) {
 // nothing was lost, is no finding, and the timeline says why.
 func TestClientLossIsTold(t *testing.T) {
 	for _, lose := range []bool{false, true} {
-		dir, err := os.MkdirTemp("", "cl")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.RemoveAll(dir)
-		doc, _, _ := tap.ParseJSON([]byte(twoHooks))
-		var mu sync.Mutex
-		var found []tap.Finding
-		tl := conduct.New(conduct.Config{Registration: doc, Tapped: []string{"a", "b"},
-			Sink: tap.SinkFunc(func(f tap.Finding) { mu.Lock(); found = append(found, f); mu.Unlock() })})
-		srv := &Server{Dir: dir, Key: doc.Digest(), Timeline: tl, Window: time.Minute, Idle: 200 * time.Millisecond, Log: os.Stderr}
-		r, w, _ := os.Pipe()
-		served := make(chan error, 1)
-		go func() { served <- srv.Serve(w) }()
-		r.Read(make([]byte, 1))
-		r.Close()
-
+		ts := startServer(t, time.Minute, os.Stderr)
+		dir, doc := ts.Dir, ts.doc
 		t0 := time.Now()
 		c := NewClient(ClientConfig{Dir: dir, Key: doc.Digest(), Hook: "b", Argv: []string{"/nonexistent"}})
 		frame := func(s *tap.Session, hook string, ms float64, raw string, dir tap.Direction) {
@@ -147,13 +115,8 @@ func TestClientLossIsTold(t *testing.T) {
 		frame(sa, "a", 30, answer("e1"), tap.FromBackend)
 		sa.Close()
 		ca.Close(5 * time.Second)
-		if err := <-served; err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		n := len(found)
-		mu.Unlock()
-		nc := tl.NotChecked()
+		n := len(ts.wait(t))
+		nc := ts.Timeline.NotChecked()
 		switch {
 		case lose && (n != 0 || len(nc) == 0 || !strings.Contains(nc[0].Reason, "lost")):
 			t.Errorf("facts lost: %d findings, not checked %v; want none and the loss said", n, nc)
@@ -174,25 +137,9 @@ func TestClientLossIsTold(t *testing.T) {
 func TestServerWaitsForALaggingLink(t *testing.T) {
 	for _, clocked := range []bool{true, false} {
 		t.Run(fmt.Sprintf("clocked=%v", clocked), func(t *testing.T) {
-			dir, err := os.MkdirTemp("", "cl")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer os.RemoveAll(dir)
-			doc, _, _ := tap.ParseJSON([]byte(twoHooks))
-			var mu sync.Mutex
-			var found []tap.Finding
-			tl := conduct.New(conduct.Config{Registration: doc, Tapped: []string{"a", "b"},
-				Sink: tap.SinkFunc(func(f tap.Finding) { mu.Lock(); found = append(found, f); mu.Unlock() })})
 			var log strings.Builder
-			srv := &Server{Dir: dir, Key: doc.Digest(), Timeline: tl, Window: 20 * time.Millisecond, MaxWindow: time.Minute,
-				Idle: 200 * time.Millisecond, Log: &syncWriter{w: &log}}
-			r, w, _ := os.Pipe()
-			served := make(chan error, 1)
-			go func() { served <- srv.Serve(w) }()
-			r.Read(make([]byte, 1))
-			r.Close()
-
+			ts := startServer(t, 20*time.Millisecond, syncwriter.New(&log)) // log read once the server ended
+			srv, dir, doc := ts.Server, ts.Dir, ts.doc
 			t0 := time.Now().Add(-time.Second) // the frames are past the window already
 			at := func(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Millisecond))) }
 			// a's client is there first: clocked, it joins the server
@@ -232,11 +179,7 @@ func TestServerWaitsForALaggingLink(t *testing.T) {
 			ca.Close(5 * time.Second)
 			sb.Close()
 			cb.Close(5 * time.Second)
-			if err := <-served; err != nil {
-				t.Fatal(err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
+			found := ts.wait(t)
 			if clocked && (len(found) != 0 || srv.late != 0) {
 				t.Errorf("a waited for: findings %v, %d late facts; want none", found, srv.late)
 			}
@@ -274,6 +217,48 @@ func TestReleasable(t *testing.T) {
 	}
 }
 
+// testServer is a conduct server of twoHooks, serving until it is idle.
+type testServer struct {
+	*Server
+	doc    *tap.Value
+	served chan error
+	fmu    sync.Mutex
+	found  []tap.Finding
+}
+
+// startServer starts a server with window (MaxWindow a minute) in a
+// short temporary directory: a socket path is at most 108 bytes.
+func startServer(t *testing.T, window time.Duration, log io.Writer) *testServer {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	doc, _, _ := tap.ParseJSON([]byte(twoHooks))
+	ts := &testServer{doc: doc, served: make(chan error, 1)}
+	tl := conduct.New(conduct.Config{Registration: doc, Tapped: []string{"a", "b"},
+		Sink: tap.SinkFunc(func(f tap.Finding) { ts.fmu.Lock(); ts.found = append(ts.found, f); ts.fmu.Unlock() })})
+	ts.Server = &Server{Dir: dir, Key: doc.Digest(), Timeline: tl, Window: window, MaxWindow: time.Minute,
+		Idle: 200 * time.Millisecond, Log: log}
+	r, w, _ := os.Pipe()
+	go func() { ts.served <- ts.Serve(w) }()
+	r.Read(make([]byte, 1))
+	r.Close()
+	return ts
+}
+
+// wait waits for the server to end and returns its findings.
+func (ts *testServer) wait(t *testing.T) []tap.Finding {
+	t.Helper()
+	if err := <-ts.served; err != nil {
+		t.Fatal(err)
+	}
+	ts.fmu.Lock()
+	defer ts.fmu.Unlock()
+	return slices.Clone(ts.found)
+}
+
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
@@ -281,15 +266,4 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 			t.Fatalf("%s: not within 10s", what)
 		}
 	}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
