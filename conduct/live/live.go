@@ -445,7 +445,6 @@ type Server struct {
 
 // linkClock is how far a connected link has come.
 type linkClock struct {
-	hook    string
 	through time.Time // its latest fact or clock
 	clocked bool      // it tells its clock: the other links' facts wait for it
 }
@@ -560,7 +559,7 @@ func (s *Server) serve(c net.Conn) {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	lc.hook, lc.clocked = h.Hook, h.Clocked
+	lc.clocked = h.Clocked
 	s.mu.Lock()
 	s.clocks[lc] = true
 	s.mu.Unlock()

@@ -198,7 +198,7 @@ func TestReleasable(t *testing.T) {
 	if got := s.releasable(now); !got.Equal(now.Add(-time.Second)) {
 		t.Errorf("no link: %v, want the window", got)
 	}
-	lagging := &linkClock{hook: "a", through: now.Add(-3 * time.Second)}
+	lagging := &linkClock{through: now.Add(-3 * time.Second)}
 	s.clocks[lagging] = true
 	if got := s.releasable(now); !got.Equal(now.Add(-time.Second)) {
 		t.Errorf("an unclocked link: %v, want the window", got)
@@ -207,7 +207,7 @@ func TestReleasable(t *testing.T) {
 	if got := s.releasable(now); !got.Equal(lagging.through) {
 		t.Errorf("a clocked link 3s behind: %v, want its clock %v", got, lagging.through)
 	}
-	s.clocks[&linkClock{hook: "b", through: now, clocked: true}] = true
+	s.clocks[&linkClock{through: now, clocked: true}] = true
 	if got := s.releasable(now); !got.Equal(lagging.through) {
 		t.Errorf("a current link beside it: %v, want the lagging one's clock", got)
 	}
