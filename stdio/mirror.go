@@ -30,3 +30,20 @@ func (t *Tap) mirror(n tap.Note) bool {
 // AuditThread lowers the calling goroutine's thread to the audit
 // priority p, for good (an audit process's feeding loop).
 func AuditThread(p Priority) { backgroundThread(p) }
+
+// AuditProcess gives the calling process, an audit process that does
+// nothing but audit one link, the audit priority p: the calling
+// goroutine's thread as AuditThread does, and with PriorityIdle every
+// other thread of the process too (the reader of the audit link, the Go
+// runtime's collector and timer threads), and so every thread started
+// later, which inherits its creator's policy. A thread of the audit left
+// at nice 0 or 5 keeps a CPU it runs on for the rest of its time slice
+// when the harness, the tap or the backend wakes there (up to a few
+// milliseconds), where a SCHED_IDLE one gives it up at once; that wait
+// was most of the one-at-a-time tail (BENCHMARKS.md, "stdio tail").
+func AuditProcess(p Priority) {
+	backgroundThread(p)
+	if p == PriorityIdle {
+		idleProcess()
+	}
+}

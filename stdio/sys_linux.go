@@ -1,7 +1,9 @@
 package stdio
 
 import (
+	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 	"unsafe"
 )
@@ -47,3 +49,31 @@ func backgroundThread(p Priority) {
 
 // schedIdle is Linux's SCHED_IDLE policy.
 const schedIdle = 5
+
+// idleProcess puts every thread of this process in SCHED_IDLE. Threads
+// the runtime starts while it works may inherit the old policy, so it
+// goes over them again until a pass finds none left (a few passes bound
+// it; a thread it cannot change keeps its priority).
+func idleProcess() {
+	for range 8 {
+		changed := false
+		ents, _ := os.ReadDir("/proc/self/task")
+		for _, e := range ents {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			pol, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, uintptr(tid), 0, 0)
+			if errno != 0 || pol == schedIdle {
+				continue
+			}
+			var param [1]int32
+			if _, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, uintptr(tid), schedIdle, uintptr(unsafe.Pointer(&param[0]))); errno == 0 {
+				changed = true
+			}
+		}
+		if !changed {
+			return
+		}
+	}
+}

@@ -20,3 +20,7 @@ func defaultAction(sig syscall.Signal) { signal.Reset(sig) }
 // backgroundThread is a no-op where threads cannot be given their own
 // priority.
 func backgroundThread(Priority) {}
+
+// idleProcess is a no-op where threads cannot be given their own
+// scheduling policy.
+func idleProcess() {}

@@ -90,7 +90,8 @@ func RunAuditProcess(c Config, conn string, fd, readyFD int) error {
 	defer link.Close()
 	// Read the link first, then say so: the rules load while the copies
 	// queue here rather than in the pipe. The reader's thread is made
-	// before the priority drops, and keeps the process's.
+	// before the priority drops; with --audit-priority idle it drops too
+	// (stdio.AuditProcess).
 	rcfg := linkReader(&c)
 	rd := auditlink.NewReader(link, rcfg)
 	auditlink.SignalReady(readyFD)
@@ -109,7 +110,7 @@ func RunAuditProcess(c Config, conn string, fd, readyFD int) error {
 	// the audit copy of a line) and the conversation's bounded state: the
 	// limit keeps the heap near them, and collections stay rare below it.
 	gctune.Audit(48<<20 + rcfg.Bytes)
-	stdio.AuditThread(c.Priority)
+	stdio.AuditProcess(c.Priority)
 	out := auditlink.Feed(rd, run.session, conn, auditReserve(c.Drain))
 	// From here the link is over: exit within the bound, whatever is left.
 	bound := time.AfterFunc(Bound, func() {

@@ -1,0 +1,113 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// threadSched returns, for every thread of pid, its scheduling policy and
+// nice value (fields 41 and 19 of /proc/PID/task/TID/stat).
+func threadSched(pid int) (policy, nice map[int]int) {
+	policy, nice = map[int]int{}, map[int]int{}
+	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "task", e.Name(), "stat"))
+		if err != nil {
+			continue // the thread ended
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // f[0] is field 3
+		if len(f) < 39 {
+			continue
+		}
+		policy[tid], _ = strconv.Atoi(f[41-3])
+		nice[tid], _ = strconv.Atoi(f[19-3])
+	}
+	return policy, nice
+}
+
+// TestStdioAuditPriorityOfTheAuditProcess checks the scheduling of every
+// thread of the audit process: with --audit-priority idle, the default,
+// all of them are SCHED_IDLE (the reader of the audit link and the Go
+// runtime's threads too: one left at nice 0 keeps a CPU the harness, the
+// tap or the backend wakes on for the rest of its slice, which was the
+// one-at-a-time tail); with low, only the feeding thread is lowered, to
+// nice 5, and none is SCHED_IDLE. With --audit complete the audit runs in
+// the forwarding process, which waits for it: its default is low.
+func TestStdioAuditPriorityOfTheAuditProcess(t *testing.T) {
+	t.Parallel()
+	const schedIdle = 5
+	for _, tc := range []struct {
+		name    string
+		flags   []string
+		idle    bool // every thread SCHED_IDLE; else none, and one at nice 5
+		inTapTo bool // the audit runs in the forwarding process
+	}{
+		{"default", nil, true, false},
+		{"idle", []string{"--audit-priority=idle"}, true, false},
+		{"low", []string{"--audit-priority=low"}, false, false},
+		{"complete", []string{"--audit=complete"}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := tapCmd(append([]string{"--summary=false"}, tc.flags...), "sleeper")
+			stdout, _ := cmd.StdoutPipe()
+			stdin, _ := cmd.StdinPipe()
+			defer stdin.Close()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { cmd.Process.Kill(); cmd.Wait() }()
+			if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+				t.Fatal(err)
+			}
+			// The audit process lowers its priority once its rules are
+			// loaded: wait for that (the test's deadline bounds the loop).
+			var policy, nice map[int]int
+			for i := 0; ; i++ {
+				if i == 2000 {
+					t.Fatalf("the audit process's threads never took the priority: policies %v, nice %v", policy, nice)
+				}
+				time.Sleep(10 * time.Millisecond)
+				audit := auditProcesses(cmd.Process.Pid)
+				if tc.inTapTo {
+					audit = []int{cmd.Process.Pid}
+				}
+				if len(audit) != 1 {
+					continue
+				}
+				policy, nice = threadSched(audit[0])
+				idle, niced := 0, 0
+				for tid := range policy {
+					if policy[tid] == schedIdle {
+						idle++
+					}
+					if nice[tid] == 5 {
+						niced++
+					}
+				}
+				if tc.idle && idle > 0 && idle == len(policy) {
+					return
+				}
+				if !tc.idle && niced > 0 {
+					if idle != 0 {
+						t.Fatalf("%v: %d of the auditing process's threads are SCHED_IDLE: policies %v", tc.flags, idle, policy)
+					}
+					return
+				}
+			}
+		})
+	}
+}
