@@ -40,7 +40,7 @@ func AuditThread(p Priority) { backgroundThread(p) }
 // at nice 0 or 5 keeps a CPU it runs on for the rest of its time slice
 // when the harness, the tap or the backend wakes there (up to a few
 // milliseconds), where a SCHED_IDLE one gives it up at once; that wait
-// was most of the one-at-a-time tail (BENCHMARKS.md, "stdio tail").
+// was most of the one-at-a-time tail (bench/schedtrace.sh).
 func AuditProcess(p Priority) {
 	backgroundThread(p)
 	if p == PriorityIdle {
