@@ -10,7 +10,7 @@
 #
 # A/B in one run (the machine's load varies between runs):
 #   CONFIGS="socat all"   only these configurations (of: direct socat all
-#                         capture low noaudit; default all six)
+#                         capture idle noaudit; default all six)
 #   BASE=main             also "ahp-tap@main, all checks": that commit built
 #                         from `git archive`, interleaved with the others
 #   VARIANTS="A=1 B=2,C=3" also "all checks" with each environment setting
@@ -34,7 +34,7 @@ if [ -n "${BASE:-}" ]; then
 	git archive "$BASE" | tar -x -C "$work/base"
 	(cd "$work/base" && go build -o "$work/ahp-tap-base" ./cmd/ahp-tap)
 fi
-configs=" ${CONFIGS:-direct socat all capture low noaudit} "
+configs=" ${CONFIGS:-direct socat all capture idle noaudit} "
 has() { case $configs in *" $1 "*) return 0 ;; esac; return 1; }
 
 # The registration ahp-tap checks against: a persistent stdio backend
@@ -71,7 +71,7 @@ for rep in $(seq "${REPS:-3}"); do
 	has all && run_tap "ahp-tap, all checks"
 	for v in ${VARIANTS:-}; do TAP_ENV=$v run_tap "ahp-tap, all checks, $v"; done
 	has capture && run_tap "ahp-tap, all checks + capture" --capture "$work/session.capture"
-	has low && run_tap "ahp-tap, all checks, --audit-priority=low" --audit-priority=low
+	has idle && run_tap "ahp-tap, all checks, --audit-priority=idle" --audit-priority=idle
 	has noaudit && run_tap "ahp-tap --audit=false" --audit=false
 	rm -f "$work/session.capture"
 done

@@ -134,13 +134,12 @@ type Priority string
 // are busy, and so how many audit copies are dropped under load versus how
 // much the traffic's tail latency suffers.
 const (
-	// PriorityLow runs auditing at nice 5 (the zero value; ahp-tap
-	// stdio's default with --audit complete).
+	// PriorityLow runs auditing at nice 5 (the default).
 	PriorityLow Priority = "low"
 	// PriorityIdle runs auditing only on otherwise idle CPU (Linux
 	// SCHED_IDLE): the lowest latency cost, the most frames not audited
-	// on a busy machine. ahp-tap stdio's default: its audit process runs
-	// every thread so (AuditProcess).
+	// on a busy machine. An audit process runs every thread so
+	// (AuditProcess).
 	PriorityIdle Priority = "idle"
 	// PriorityNormal runs auditing like forwarding: the fewest frames not
 	// audited, the highest latency cost on a busy machine.

@@ -39,26 +39,31 @@ func threadSched(pid int) (policy, nice map[int]int) {
 }
 
 // TestStdioAuditPriorityOfTheAuditProcess checks the scheduling of every
-// thread of the audit process: with --audit-priority idle, the default,
-// all of them are SCHED_IDLE (the reader of the audit link and the Go
-// runtime's threads too: one left at nice 0 keeps a CPU the harness, the
-// tap or the backend wakes on for the rest of its slice, which was the
-// one-at-a-time tail); with low, only the feeding thread is lowered, to
-// nice 5, and none is SCHED_IDLE. With --audit complete the audit runs in
-// the forwarding process, which waits for it: its default is low.
+// thread of the audit process: with --audit-priority idle all of them are
+// SCHED_IDLE (the reader of the audit link and the Go runtime's threads
+// too: one left at nice 0 keeps a CPU the harness, the tap or the backend
+// wakes on for the rest of its slice); with low, the default, only the
+// feeding thread is lowered, to nice 5, and none is SCHED_IDLE.
 func TestStdioAuditPriorityOfTheAuditProcess(t *testing.T) {
 	t.Parallel()
 	const schedIdle = 5
+	const (
+		allIdle  = iota // every thread SCHED_IDLE
+		someIdle        // the audit's threads SCHED_IDLE, forwarding's not
+		niced           // none SCHED_IDLE, the checking thread at nice 5
+	)
 	for _, tc := range []struct {
 		name    string
 		flags   []string
-		idle    bool // every thread SCHED_IDLE; else none, and one at nice 5
+		want    int
 		inTapTo bool // the audit runs in the forwarding process
 	}{
-		{"default", nil, true, false},
-		{"idle", []string{"--audit-priority=idle"}, true, false},
-		{"low", []string{"--audit-priority=low"}, false, false},
-		{"complete", []string{"--audit=complete"}, false, true},
+		{"default", nil, niced, false},
+		{"idle", []string{"--audit-priority=idle"}, allIdle, false},
+		{"low", []string{"--audit-priority=low"}, niced, false},
+		// Forwarding waits for this in-process audit: only the audit's
+		// own thread may be SCHED_IDLE, never the forwarding loops'.
+		{"idle, --audit complete", []string{"--audit=complete", "--audit-priority=idle"}, someIdle, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -89,19 +94,24 @@ func TestStdioAuditPriorityOfTheAuditProcess(t *testing.T) {
 					continue
 				}
 				policy, nice = threadSched(audit[0])
-				idle, niced := 0, 0
+				idle, nice5 := 0, 0
 				for tid := range policy {
 					if policy[tid] == schedIdle {
 						idle++
 					}
 					if nice[tid] == 5 {
-						niced++
+						nice5++
 					}
 				}
-				if tc.idle && idle > 0 && idle == len(policy) {
+				switch {
+				case tc.want == allIdle && idle > 0 && idle == len(policy):
 					return
-				}
-				if !tc.idle && niced > 0 {
+				case tc.want == someIdle && idle > 0:
+					if idle == len(policy) {
+						t.Fatalf("%v: every thread of the forwarding process is SCHED_IDLE: policies %v", tc.flags, policy)
+					}
+					return
+				case tc.want == niced && nice5 > 0:
 					if idle != 0 {
 						t.Fatalf("%v: %d of the auditing process's threads are SCHED_IDLE: policies %v", tc.flags, idle, policy)
 					}

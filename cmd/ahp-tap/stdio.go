@@ -64,7 +64,7 @@ func (sf *stdioFlags) register(fs *flag.FlagSet, stderr io.Writer) {
 	sf.audit = auditBestEffort
 	fs.Var(&sf.audit, "audit", "`MODE`: best-effort (drop audit copies rather than slow traffic), complete (forwarding waits for the audit: every frame checked, at the cost of latency and throughput), or false (only forward, to compare overhead)")
 	fs.StringVar(&sf.budget, "audit-budget", "64MiB", "cap the bytes of frames waiting for the audit at `SIZE` (1MiB to 64GiB; frames beyond it are dropped and reported, TAP-1, or waited for with --audit complete)")
-	fs.StringVar(&sf.priority, "audit-priority", string(stdio.PriorityIdle), "CPU priority of auditing, `idle|low|normal`: idle runs the audit process only on spare CPU (SCHED_IDLE: the lowest latency cost, more frames not audited on a saturated machine); low is nice 5 for its checking thread; normal competes with forwarding")
+	fs.StringVar(&sf.priority, "audit-priority", string(stdio.PriorityLow), "CPU priority of auditing, `low|idle|normal`: low is nice 5 for the audit process's checking thread; idle runs every thread of the audit process only on spare CPU (SCHED_IDLE: the least latency cost on a machine busy with other work, more frames not audited when it is saturated); normal competes with forwarding")
 	fs.IntVar(&sf.queue, "audit-queue", tap.DefaultQueue, "audit queue depth in `FRAMES` (when full, audit copies are dropped, never traffic)")
 	fs.DurationVar(&sf.drain, "drain", stdio.DefaultDrain, "once the backend has exited, exit within `D` even if a process it started holds its stdout open, the harness stops reading, or a log or capture write blocks (what is left is not forwarded or not audited, and reported)")
 	fs.StringVar(&sf.metricsAddr, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics from the audit process (per_event with --state: the shared audit process, one endpoint for every event)")
@@ -173,16 +173,6 @@ func (m *Main) checkStdioFlags(fs *flag.FlagSet, sf *stdioFlags) (stdio.Priority
 	prio, err := stdio.ParsePriority(sf.priority)
 	if err != nil {
 		return "", usageError("--audit-priority: %v", err)
-	}
-	if prio == stdio.PriorityIdle && sf.audit == auditComplete {
-		// With --audit complete forwarding waits for the audit (in this
-		// process): the default is low then, so that a busy machine does
-		// not starve it; idle only when asked for.
-		given := false
-		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "audit-priority" })
-		if !given {
-			prio = stdio.PriorityLow
-		}
 	}
 	switch sf.lifecycle {
 	case "", "persistent", "per_event":
