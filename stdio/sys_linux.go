@@ -1,10 +1,12 @@
 package stdio
 
 import (
+	"errors"
 	"os"
 	"runtime"
 	"strconv"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -76,4 +78,27 @@ func idleProcess() {
 			return
 		}
 	}
+}
+
+// sessionNice sets the nice value of this process's autogroup (the
+// group the scheduler makes of its session). Without autogroups (the
+// file is missing, or the process is not in the root CPU cgroup, where
+// it has no effect) nothing happens. An unprivileged change is refused
+// with EAGAIN within 100 ms of another one anywhere on the machine: it
+// is retried in the background, for at most about two seconds.
+func sessionNice(n int) {
+	set := func() error {
+		return os.WriteFile("/proc/self/autogroup", []byte(strconv.Itoa(n)), 0)
+	}
+	if err := set(); err == nil || !errors.Is(err, syscall.EAGAIN) {
+		return
+	}
+	go func() {
+		for range 20 {
+			time.Sleep(100 * time.Millisecond)
+			if err := set(); err == nil || !errors.Is(err, syscall.EAGAIN) {
+				return
+			}
+		}
+	}()
 }

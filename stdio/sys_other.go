@@ -24,3 +24,6 @@ func backgroundThread(Priority) {}
 // idleProcess is a no-op where threads cannot be given their own
 // scheduling policy.
 func idleProcess() {}
+
+// sessionNice is a no-op where the scheduler makes no group of a session.
+func sessionNice(int) {}

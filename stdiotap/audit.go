@@ -83,6 +83,9 @@ func IgnoreSignals() {
 // is told once the link is being read. Its errors are one line each.
 func RunAuditProcess(c Config, conn string, fd, readyFD int) error {
 	IgnoreSignals() // signals are for the forwarding process
+	// This process leads a session of its own, which the scheduler runs
+	// as a group: lower the group, or the threads' priority is moot.
+	stdio.AuditSession(c.Priority)
 	link := os.NewFile(uintptr(fd), "audit-link")
 	if link == nil {
 		return fmt.Errorf("%s: no audit link on fd %d", WorkerCommand, fd)

@@ -38,12 +38,27 @@ func threadSched(pid int) (policy, nice map[int]int) {
 	return policy, nice
 }
 
+// autogroupNice is the nice value of pid's autogroup (the scheduler's
+// group of its session); ok is false without autogroups.
+func autogroupNice(pid string) (nice int, ok bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/autogroup") // "/autogroup-123 nice 5"
+	f := strings.Fields(string(b))
+	if err != nil || len(f) != 3 {
+		return 0, false
+	}
+	nice, err = strconv.Atoi(f[2])
+	return nice, err == nil
+}
+
 // TestStdioAuditPriorityOfTheAuditProcess checks the scheduling of every
 // thread of the audit process: with --audit-priority idle all of them are
 // SCHED_IDLE (the reader of the audit link and the Go runtime's threads
 // too: one left at nice 0 keeps a CPU the harness, the tap or the backend
 // wakes on for the rest of its slice); with low, the default, only the
-// feeding thread is lowered, to nice 5, and none is SCHED_IDLE.
+// feeding thread is lowered, to nice 5, and none is SCHED_IDLE. The audit
+// process's session, which the scheduler runs as a group of its own
+// (autogroup), is at nice 5 with low and 19 with idle; an in-process
+// audit leaves the harness's session alone.
 func TestStdioAuditPriorityOfTheAuditProcess(t *testing.T) {
 	t.Parallel()
 	const schedIdle = 5
@@ -52,18 +67,20 @@ func TestStdioAuditPriorityOfTheAuditProcess(t *testing.T) {
 		someIdle        // the audit's threads SCHED_IDLE, forwarding's not
 		niced           // none SCHED_IDLE, the checking thread at nice 5
 	)
+	own, groups := autogroupNice("self")
 	for _, tc := range []struct {
 		name    string
 		flags   []string
 		want    int
+		group   int  // the autogroup's nice
 		inTapTo bool // the audit runs in the forwarding process
 	}{
-		{"default", nil, niced, false},
-		{"idle", []string{"--audit-priority=idle"}, allIdle, false},
-		{"low", []string{"--audit-priority=low"}, niced, false},
+		{"default", nil, niced, 5, false},
+		{"idle", []string{"--audit-priority=idle"}, allIdle, 19, false},
+		{"low", []string{"--audit-priority=low"}, niced, 5, false},
 		// Forwarding waits for this in-process audit: only the audit's
 		// own thread may be SCHED_IDLE, never the forwarding loops'.
-		{"idle, --audit complete", []string{"--audit=complete", "--audit-priority=idle"}, someIdle, true},
+		{"idle, --audit complete", []string{"--audit=complete", "--audit-priority=idle"}, someIdle, -1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -83,7 +100,8 @@ func TestStdioAuditPriorityOfTheAuditProcess(t *testing.T) {
 			var policy, nice map[int]int
 			for i := 0; ; i++ {
 				if i == 2000 {
-					t.Fatalf("the audit process's threads never took the priority: policies %v, nice %v", policy, nice)
+					g, _ := autogroupNice(strconv.Itoa(cmd.Process.Pid))
+					t.Fatalf("the audit process's threads never took the priority: policies %v, nice %v; the forwarding process's autogroup nice %d", policy, nice, g)
 				}
 				time.Sleep(10 * time.Millisecond)
 				audit := auditProcesses(cmd.Process.Pid)
@@ -92,6 +110,15 @@ func TestStdioAuditPriorityOfTheAuditProcess(t *testing.T) {
 				}
 				if len(audit) != 1 {
 					continue
+				}
+				if g, ok := autogroupNice(strconv.Itoa(audit[0])); groups && ok {
+					want := tc.group
+					if tc.inTapTo {
+						want = own // the harness's session: untouched
+					}
+					if g != want {
+						continue // set once the rules are loaded
+					}
 				}
 				policy, nice = threadSched(audit[0])
 				idle, nice5 := 0, 0
