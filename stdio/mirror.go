@@ -51,19 +51,17 @@ func AuditProcess(p Priority) {
 // AuditSession gives the session the calling audit process leads the
 // audit priority p as a whole. Linux schedules each session as a group
 // of its own (autogroup, when the tasks are in the root CPU cgroup): the
-// audit process's session competed with the harness's at nice 0 whatever
-// its threads' nice, and an audit thread on a CPU kept it for the rest of
-// its slice when the harness, the tap or the backend woke there. low puts
-// the session at nice 5 and idle at nice 19; normal leaves it at 0.
-// Best effort, off the caller's path: the kernel rate-limits the change
-// for unprivileged processes, so a refused one is retried for a while.
+// audit process's session competes with the harness's as a nice-0 group
+// whatever its threads' nice, and an audit thread on a CPU keeps it for
+// the rest of its slice when the harness, the tap or the backend wakes
+// there. idle puts the session at nice 19. low and normal leave it at 0:
+// a session at nice 5 took most of the one-at-a-time tail away, but on a
+// saturated machine it left 69-83% of the frames unaudited where nice 0
+// left 12-24% (changes/stdiotail.md). Best effort, off the caller's path:
+// the kernel rate-limits the change for unprivileged processes, so a
+// refused one is retried for a while.
 func AuditSession(p Priority) {
-	nice := 5
-	switch p {
-	case PriorityNormal:
-		return
-	case PriorityIdle:
-		nice = 19
+	if p == PriorityIdle {
+		sessionNice(19)
 	}
-	sessionNice(nice)
 }
