@@ -87,9 +87,7 @@ func idleProcess() {
 // with EAGAIN within 100 ms of another one anywhere on the machine: it
 // is retried in the background, for at most about two seconds.
 func sessionNice(n int) {
-	set := func() error {
-		return os.WriteFile("/proc/self/autogroup", []byte(strconv.Itoa(n)), 0)
-	}
+	set := func() error { return setSessionNice(n) }
 	if err := set(); err == nil || !errors.Is(err, syscall.EAGAIN) {
 		return
 	}
@@ -101,4 +99,19 @@ func sessionNice(n int) {
 			}
 		}
 	}()
+}
+
+// setSessionNice sets the nice value of this process's autogroup once.
+func setSessionNice(n int) error {
+	return os.WriteFile("/proc/self/autogroup", []byte(strconv.Itoa(n)), 0)
+}
+
+// pendingBytes is what the pipe or socket fd holds unread (0 when it
+// cannot say).
+func pendingBytes(fd uintptr) int64 {
+	var n int32
+	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n))); errno != 0 {
+		return 0
+	}
+	return int64(n)
 }

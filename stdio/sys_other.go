@@ -3,6 +3,7 @@
 package stdio
 
 import (
+	"errors"
 	"os/signal"
 	"syscall"
 )
@@ -27,3 +28,10 @@ func idleProcess() {}
 
 // sessionNice is a no-op where the scheduler makes no group of a session.
 func sessionNice(int) {}
+
+// setSessionNice is unsupported where the scheduler makes no group of a
+// session.
+func setSessionNice(int) error { return errors.ErrUnsupported }
+
+// pendingBytes cannot say here.
+func pendingBytes(uintptr) int64 { return 0 }

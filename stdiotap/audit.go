@@ -98,6 +98,11 @@ func RunAuditProcess(c Config, conn string, fd, readyFD int) error {
 	rcfg := linkReader(&c)
 	rd := auditlink.NewReader(link, rcfg)
 	auditlink.SignalReady(readyFD)
+	if c.Priority == stdio.PriorityLow {
+		stop := make(chan struct{})
+		defer close(stop)
+		go stdio.GroupGovernor(uintptr(fd), rd.Queued, stop)
+	}
 	l, err := linkconf.Load(c.Files)
 	if err != nil {
 		rd.Discard() // the forwarding process never waits on us
