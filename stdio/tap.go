@@ -134,7 +134,8 @@ type Priority string
 // are busy, and so how many audit copies are dropped under load versus how
 // much the traffic's tail latency suffers.
 const (
-	// PriorityLow runs auditing at nice 5 (the default).
+	// PriorityLow runs auditing at nice 5 (the default); an audit
+	// process's session too while the audit keeps up (GroupGovernor).
 	PriorityLow Priority = "low"
 	// PriorityIdle runs auditing only on otherwise idle CPU (Linux
 	// SCHED_IDLE): the lowest latency cost, the most frames not audited
