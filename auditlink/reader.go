@@ -270,6 +270,13 @@ func (rd *Reader) Discard() {
 	}
 }
 
+// Queued returns the payload bytes read off the link and not yet taken.
+func (rd *Reader) Queued() int64 {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	return rd.size
+}
+
 // Dropped returns how many chunks the reader dropped for want of room.
 func (rd *Reader) Dropped() uint64 { return rd.dropped.Load() }
 

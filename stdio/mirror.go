@@ -30,3 +30,90 @@ func (t *Tap) mirror(n tap.Note) bool {
 // AuditThread lowers the calling goroutine's thread to the audit
 // priority p, for good (an audit process's feeding loop).
 func AuditThread(p Priority) { backgroundThread(p) }
+
+// AuditProcess gives the calling process, an audit process that does
+// nothing but audit one link, the audit priority p: the calling
+// goroutine's thread as AuditThread does, and with PriorityIdle every
+// other thread of the process too (the reader of the audit link, the Go
+// runtime's collector and timer threads), and so every thread started
+// later, which inherits its creator's policy. A thread of the audit left
+// at nice 0 or 5 keeps a CPU it runs on for the rest of its time slice
+// when the harness, the tap or the backend wakes there (up to a few
+// milliseconds), where a SCHED_IDLE one gives it up at once; that wait
+// was most of the one-at-a-time tail (bench/schedtrace.sh).
+func AuditProcess(p Priority) {
+	backgroundThread(p)
+	if p == PriorityIdle {
+		idleProcess()
+	}
+}
+
+// AuditSession gives the session the calling audit process leads the
+// audit priority p as a whole. Linux schedules each session as a group
+// of its own (autogroup, when the tasks are in the root CPU cgroup): the
+// audit process's session competes with the harness's as a nice-0 group
+// whatever its threads' nice, and an audit thread on a CPU keeps it for
+// the rest of its slice when the harness, the tap or the backend wakes
+// there. idle puts the session at nice 19; normal leaves it at 0; low
+// is governed by the audit's lag (GroupGovernor). Best effort, off the
+// caller's path: the kernel rate-limits the change for unprivileged
+// processes, so a refused one is retried for a while.
+func AuditSession(p Priority) {
+	if p == PriorityIdle {
+		sessionNice(19)
+	}
+}
+
+// Bounds of GroupGovernor: the session's group drops to nice GroupLowNice
+// while what waits for the audit stays under GroupCalmBytes for
+// GroupCalmFor, and is back at 0 as soon as more than GroupBehindBytes
+// wait.
+const (
+	GroupLowNice     = 5
+	GroupBehindBytes = 512 << 10
+	GroupCalmBytes   = 64 << 10
+	GroupCalmFor     = time.Second
+)
+
+// NextGroupNice is the nice the audit session's group should have, now
+// at cur, with backlog bytes waiting for the audit and the backlog under
+// GroupCalmBytes since calmSince.
+func NextGroupNice(cur int, backlog int64, calmSince, now time.Time) int {
+	switch {
+	case backlog > GroupBehindBytes:
+		return 0
+	case cur != GroupLowNice && backlog < GroupCalmBytes && now.Sub(calmSince) >= GroupCalmFor:
+		return GroupLowNice
+	}
+	return cur
+}
+
+// GroupGovernor keeps the scheduling group of the session this audit
+// process leads (--audit-priority low) at nice GroupLowNice while the
+// audit keeps up, and at 0 while it falls behind, until stop is closed.
+// waiting says the bytes waiting for the audit besides what the link fd
+// holds unread. At nice 5 the group yields a CPU the harness, the tap or
+// the backend wakes on, which took most of the one-at-a-time tail away;
+// held there on a saturated machine it left 69-83% of the frames
+// unaudited where nice 0 left 12-24% (changes/stdiotail.md). A positive
+// autogroup nice, and a return to 0, need no privilege.
+func GroupGovernor(fd uintptr, waiting func() int64, stop <-chan struct{}) {
+	cur, calm := 0, time.Now().Add(-GroupCalmFor)
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		now := time.Now()
+		backlog := pendingBytes(fd) + waiting()
+		if backlog >= GroupCalmBytes {
+			calm = now
+		}
+		if want := NextGroupNice(cur, backlog, calm, now); want != cur && setSessionNice(want) == nil {
+			cur = want
+		}
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}

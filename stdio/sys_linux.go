@@ -1,8 +1,12 @@
 package stdio
 
 import (
+	"errors"
+	"os"
 	"runtime"
+	"strconv"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -47,3 +51,67 @@ func backgroundThread(p Priority) {
 
 // schedIdle is Linux's SCHED_IDLE policy.
 const schedIdle = 5
+
+// idleProcess puts every thread of this process in SCHED_IDLE. Threads
+// the runtime starts while it works may inherit the old policy, so it
+// goes over them again until a pass finds none left (a few passes bound
+// it; a thread it cannot change keeps its priority).
+func idleProcess() {
+	for range 8 {
+		changed := false
+		ents, _ := os.ReadDir("/proc/self/task")
+		for _, e := range ents {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			pol, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, uintptr(tid), 0, 0)
+			if errno != 0 || pol == schedIdle {
+				continue
+			}
+			var param [1]int32
+			if _, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, uintptr(tid), schedIdle, uintptr(unsafe.Pointer(&param[0]))); errno == 0 {
+				changed = true
+			}
+		}
+		if !changed {
+			return
+		}
+	}
+}
+
+// sessionNice sets the nice value of this process's autogroup (the
+// group the scheduler makes of its session). Without autogroups (the
+// file is missing, or the process is not in the root CPU cgroup, where
+// it has no effect) nothing happens. An unprivileged change is refused
+// with EAGAIN within 100 ms of another one anywhere on the machine: it
+// is retried in the background, for at most about two seconds.
+func sessionNice(n int) {
+	set := func() error { return setSessionNice(n) }
+	if err := set(); err == nil || !errors.Is(err, syscall.EAGAIN) {
+		return
+	}
+	go func() {
+		for range 20 {
+			time.Sleep(100 * time.Millisecond)
+			if err := set(); err == nil || !errors.Is(err, syscall.EAGAIN) {
+				return
+			}
+		}
+	}()
+}
+
+// setSessionNice sets the nice value of this process's autogroup once.
+func setSessionNice(n int) error {
+	return os.WriteFile("/proc/self/autogroup", []byte(strconv.Itoa(n)), 0)
+}
+
+// pendingBytes is what the pipe or socket fd holds unread (0 when it
+// cannot say).
+func pendingBytes(fd uintptr) int64 {
+	var n int32
+	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n))); errno != 0 {
+		return 0
+	}
+	return int64(n)
+}

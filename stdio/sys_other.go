@@ -3,6 +3,7 @@
 package stdio
 
 import (
+	"errors"
 	"os/signal"
 	"syscall"
 )
@@ -20,3 +21,17 @@ func defaultAction(sig syscall.Signal) { signal.Reset(sig) }
 // backgroundThread is a no-op where threads cannot be given their own
 // priority.
 func backgroundThread(Priority) {}
+
+// idleProcess is a no-op where threads cannot be given their own
+// scheduling policy.
+func idleProcess() {}
+
+// sessionNice is a no-op where the scheduler makes no group of a session.
+func sessionNice(int) {}
+
+// setSessionNice is unsupported where the scheduler makes no group of a
+// session.
+func setSessionNice(int) error { return errors.ErrUnsupported }
+
+// pendingBytes cannot say here.
+func pendingBytes(uintptr) int64 { return 0 }

@@ -134,11 +134,13 @@ type Priority string
 // are busy, and so how many audit copies are dropped under load versus how
 // much the traffic's tail latency suffers.
 const (
-	// PriorityLow runs auditing at nice 5 (the default).
+	// PriorityLow runs auditing at nice 5 (the default); an audit
+	// process's session too while the audit keeps up (GroupGovernor).
 	PriorityLow Priority = "low"
 	// PriorityIdle runs auditing only on otherwise idle CPU (Linux
 	// SCHED_IDLE): the lowest latency cost, the most frames not audited
-	// on a busy machine.
+	// on a busy machine. An audit process runs every thread so
+	// (AuditProcess).
 	PriorityIdle Priority = "idle"
 	// PriorityNormal runs auditing like forwarding: the fewest frames not
 	// audited, the highest latency cost on a busy machine.

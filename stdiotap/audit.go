@@ -83,6 +83,9 @@ func IgnoreSignals() {
 // is told once the link is being read. Its errors are one line each.
 func RunAuditProcess(c Config, conn string, fd, readyFD int) error {
 	IgnoreSignals() // signals are for the forwarding process
+	// This process leads a session of its own, which the scheduler runs
+	// as a group: lower the group, or the threads' priority is moot.
+	stdio.AuditSession(c.Priority)
 	link := os.NewFile(uintptr(fd), "audit-link")
 	if link == nil {
 		return fmt.Errorf("%s: no audit link on fd %d", WorkerCommand, fd)
@@ -90,10 +93,16 @@ func RunAuditProcess(c Config, conn string, fd, readyFD int) error {
 	defer link.Close()
 	// Read the link first, then say so: the rules load while the copies
 	// queue here rather than in the pipe. The reader's thread is made
-	// before the priority drops, and keeps the process's.
+	// before the priority drops; with --audit-priority idle it drops too
+	// (stdio.AuditProcess).
 	rcfg := linkReader(&c)
 	rd := auditlink.NewReader(link, rcfg)
 	auditlink.SignalReady(readyFD)
+	if c.Priority == stdio.PriorityLow {
+		stop := make(chan struct{})
+		defer close(stop)
+		go stdio.GroupGovernor(uintptr(fd), rd.Queued, stop)
+	}
 	l, err := linkconf.Load(c.Files)
 	if err != nil {
 		rd.Discard() // the forwarding process never waits on us
@@ -109,7 +118,7 @@ func RunAuditProcess(c Config, conn string, fd, readyFD int) error {
 	// the audit copy of a line) and the conversation's bounded state: the
 	// limit keeps the heap near them, and collections stay rare below it.
 	gctune.Audit(48<<20 + rcfg.Bytes)
-	stdio.AuditThread(c.Priority)
+	stdio.AuditProcess(c.Priority)
 	out := auditlink.Feed(rd, run.session, conn, auditReserve(c.Drain))
 	// From here the link is over: exit within the bound, whatever is left.
 	bound := time.AfterFunc(Bound, func() {
