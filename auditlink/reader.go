@@ -54,6 +54,7 @@ type Reader struct {
 
 	deadline atomic.Int64  // Unix ns: the end record's Deadline; 0 before it
 	dropped  atomic.Uint64 // chunks this reader dropped
+	active   chan struct{} // a token after each record read (Active)
 }
 
 // NewReader starts reading the link r. It returns once its thread runs.
@@ -64,7 +65,7 @@ func NewReader(r io.Reader, cfg ReaderConfig) *Reader {
 	if cfg.Bytes <= 0 {
 		cfg.Bytes = DefaultReaderBytes
 	}
-	rd := &Reader{cfg: cfg}
+	rd := &Reader{cfg: cfg, active: make(chan struct{}, 1)}
 	rd.cond = sync.NewCond(&rd.mu)
 	started := make(chan struct{})
 	go func() {
@@ -99,6 +100,10 @@ func (rd *Reader) read(rr *RecordReader) {
 		}
 		rd.put(rec)
 		rd.mu.Unlock()
+		select {
+		case rd.active <- struct{}{}:
+		default: // a token is waiting already
+		}
 	}
 }
 
@@ -269,6 +274,10 @@ func (rd *Reader) Discard() {
 	for _, err := rd.Next(); err == nil; _, err = rd.Next() {
 	}
 }
+
+// Active gets a token after each record read off the link (one waits at
+// most): a way to sleep until the link carries something.
+func (rd *Reader) Active() <-chan struct{} { return rd.active }
 
 // Queued returns the payload bytes read off the link and not yet taken.
 func (rd *Reader) Queued() int64 {

@@ -92,16 +92,29 @@ func NextGroupNice(cur int, backlog int64, calmSince, now time.Time) int {
 // process leads (--audit-priority low) at nice GroupLowNice while the
 // audit keeps up, and at 0 while it falls behind, until stop is closed.
 // waiting says the bytes waiting for the audit besides what the link fd
-// holds unread. At nice 5 the group yields a CPU the harness, the tap or
-// the backend wakes on, which took most of the one-at-a-time tail away;
-// held there on a saturated machine it left 69-83% of the frames
-// unaudited where nice 0 left 12-24% (changes/stdiotail.md). A positive
-// autogroup nice, and a return to 0, need no privilege.
-func GroupGovernor(fd uintptr, waiting func() int64, stop <-chan struct{}) {
+// holds unread; active gets a token each time the link is read. At nice 5
+// the group yields a CPU the harness, the tap or the backend wakes on,
+// which took most of the one-at-a-time tail away; held there on a
+// saturated machine it left 69-83% of the frames unaudited where nice 0
+// left 12-24% (BENCHMARKS.md). A positive autogroup nice, and a return to
+// 0, need no privilege.
+//
+// It looks every 50 ms while the link carries traffic. Once the link has
+// been quiet for GroupCalmFor with the group lowered, it waits for the
+// next read instead: a quiet link cannot fall behind, and an idle tap's
+// audit process then does not wake at all.
+func GroupGovernor(fd uintptr, waiting func() int64, active <-chan struct{}, stop <-chan struct{}) {
+	const every = 50 * time.Millisecond
 	cur, calm := 0, time.Now().Add(-GroupCalmFor)
-	t := time.NewTicker(50 * time.Millisecond)
+	quiet := 0 // looks in a row that found the link quiet
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
 		now := time.Now()
 		backlog := pendingBytes(fd) + waiting()
 		if backlog >= GroupCalmBytes {
@@ -111,9 +124,23 @@ func GroupGovernor(fd uintptr, waiting func() int64, stop <-chan struct{}) {
 			cur = want
 		}
 		select {
-		case <-stop:
-			return
-		case <-t.C:
+		case <-active:
+			quiet = 0
+		default:
+			if backlog > 0 {
+				quiet = 0
+			} else {
+				quiet++
+			}
 		}
+		if cur == GroupLowNice && time.Duration(quiet)*every >= GroupCalmFor {
+			select {
+			case <-stop:
+				return
+			case <-active:
+				quiet = 0
+			}
+		}
+		t.Reset(every)
 	}
 }

@@ -101,7 +101,7 @@ func RunAuditProcess(c Config, conn string, fd, readyFD int) error {
 	if c.Priority == stdio.PriorityLow {
 		stop := make(chan struct{})
 		defer close(stop)
-		go stdio.GroupGovernor(uintptr(fd), rd.Queued, stop)
+		go stdio.GroupGovernor(uintptr(fd), rd.Queued, rd.Active(), stop)
 	}
 	l, err := linkconf.Load(c.Files)
 	if err != nil {
