@@ -30,9 +30,16 @@ type ReaderConfig struct {
 	Depth int
 	// Bytes is the most payload bytes queued (0: DefaultReaderBytes).
 	Bytes int64
+	// OwnThread reads on a thread of its own, made at the process's
+	// priority when the Reader starts, for a process that then lowers
+	// the thread of the goroutine that takes the records (Server). An
+	// audit process that lowers all of its threads alike has no need of
+	// it: a goroutine pinned to a thread costs two threads' futex wait
+	// and wake on every record.
+	OwnThread bool
 }
 
-// A Reader reads an audit link on a goroutine (and thread) of its own, as
+// A Reader reads an audit link on a goroutine of its own (see OwnThread), as
 // fast as the link delivers, into a queue bounded by its ReaderConfig.
 // Past the bound a chunk is dropped and counted (its direction is
 // resynchronised at the next newline, and its lines are not audited,
@@ -69,9 +76,11 @@ func NewReader(r io.Reader, cfg ReaderConfig) *Reader {
 	rd.cond = sync.NewCond(&rd.mu)
 	started := make(chan struct{})
 	go func() {
-		// A thread of its own, made now at the process's priority, so
-		// that lowering the checks' thread never slows the reading.
-		runtime.LockOSThread()
+		if cfg.OwnThread {
+			// A thread of its own, made now at the process's priority,
+			// so that lowering the checks' thread never slows the reading.
+			runtime.LockOSThread()
+		}
 		close(started)
 		rd.read(NewRecordReader(r))
 	}()

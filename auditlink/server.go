@@ -245,7 +245,9 @@ func (s *Server) serve(sc *serverConn) {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
-	rd := NewReader(br, s.Reader)
+	rcfg := s.Reader
+	rcfg.OwnThread = true // the feeding thread is lowered below, not the reading
+	rd := NewReader(br, rcfg)
 	if sc.send(MsgReady, nil) != nil {
 		return
 	}

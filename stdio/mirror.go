@@ -32,19 +32,26 @@ func (t *Tap) mirror(n tap.Note) bool {
 func AuditThread(p Priority) { backgroundThread(p) }
 
 // AuditProcess gives the calling process, an audit process that does
-// nothing but audit one link, the audit priority p: the calling
-// goroutine's thread as AuditThread does, and with PriorityIdle every
-// other thread of the process too (the reader of the audit link, the Go
-// runtime's collector and timer threads), and so every thread started
-// later, which inherits its creator's policy. A thread of the audit left
-// at nice 0 or 5 keeps a CPU it runs on for the rest of its time slice
-// when the harness, the tap or the backend wakes there (up to a few
-// milliseconds), where a SCHED_IDLE one gives it up at once; that wait
-// was most of the one-at-a-time tail (bench/schedtrace.sh).
+// nothing but audit one link, the audit priority p on every thread: with
+// PriorityLow nice 5, with PriorityIdle SCHED_IDLE (the reader of the
+// audit link and the Go runtime's collector and timer threads too, and
+// so every thread started later, which inherits its creator's
+// priority). Where the process's session is a scheduling group of its
+// own (autogroup), the group's nice is what counts against the harness
+// (AuditSession); without autogroups (a cgroup of the service manager or
+// a container), the threads' own.
+//
+// No thread is pinned for it, unlike AuditThread: a goroutine pinned to a
+// thread that waits for every record has the runtime hand over between
+// two threads, a futex wait and wake each, on every record: with the
+// reader pinned too, an eighth of the audit process's CPU one request
+// at a time (perf, BENCHMARKS.md).
 func AuditProcess(p Priority) {
-	backgroundThread(p)
-	if p == PriorityIdle {
+	switch p {
+	case PriorityIdle:
 		idleProcess()
+	case PriorityLow:
+		niceProcess(auditNice)
 	}
 }
 

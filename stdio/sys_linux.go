@@ -52,25 +52,29 @@ func backgroundThread(p Priority) {
 // schedIdle is Linux's SCHED_IDLE policy.
 const schedIdle = 5
 
-// idleProcess puts every thread of this process in SCHED_IDLE. Threads
-// the runtime starts while it works may inherit the old policy, so it
-// goes over them again until a pass finds none left (a few passes bound
-// it; a thread it cannot change keeps its priority).
+// idleProcess puts every thread of this process in SCHED_IDLE.
 func idleProcess() {
+	eachThread(func(tid int) bool {
+		pol, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, uintptr(tid), 0, 0)
+		if errno != 0 || pol == schedIdle {
+			return false
+		}
+		var param [1]int32
+		_, _, errno = syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, uintptr(tid), schedIdle, uintptr(unsafe.Pointer(&param[0])))
+		return errno == 0
+	})
+}
+
+// eachThread calls change for every thread of this process until a pass
+// over them changes none (change reports whether it did): threads the
+// runtime starts meanwhile may have inherited the old priority. A few
+// passes bound it; a thread it cannot change keeps its priority.
+func eachThread(change func(tid int) bool) {
 	for range 8 {
 		changed := false
 		ents, _ := os.ReadDir("/proc/self/task")
 		for _, e := range ents {
-			tid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			pol, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, uintptr(tid), 0, 0)
-			if errno != 0 || pol == schedIdle {
-				continue
-			}
-			var param [1]int32
-			if _, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, uintptr(tid), schedIdle, uintptr(unsafe.Pointer(&param[0]))); errno == 0 {
+			if tid, err := strconv.Atoi(e.Name()); err == nil && change(tid) {
 				changed = true
 			}
 		}
@@ -78,6 +82,15 @@ func idleProcess() {
 			return
 		}
 	}
+}
+
+// niceProcess sets every thread of this process to nice n, as
+// idleProcess does the policy.
+func niceProcess(n int) {
+	eachThread(func(tid int) bool {
+		cur, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid) // 20 - nice, as the kernel gives it
+		return err == nil && 20-cur != n && syscall.Setpriority(syscall.PRIO_PROCESS, tid, n) == nil
+	})
 }
 
 // sessionNice sets the nice value of this process's autogroup (the

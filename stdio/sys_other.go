@@ -26,6 +26,8 @@ func backgroundThread(Priority) {}
 // scheduling policy.
 func idleProcess() {}
 
+func niceProcess(int) {}
+
 // sessionNice is a no-op where the scheduler makes no group of a session.
 func sessionNice(int) {}
 

@@ -86,6 +86,11 @@ func RunAuditProcess(c Config, conn string, fd, readyFD int) error {
 	// This process leads a session of its own, which the scheduler runs
 	// as a group: lower the group, or the threads' priority is moot.
 	stdio.AuditSession(c.Priority)
+	// Read the link through the runtime's poller. A read that blocks in
+	// the kernel instead has the runtime's monitor take its thread's P and
+	// wake another thread for it, record after record: a sixth of the
+	// audit process's CPU one request at a time (perf, BENCHMARKS.md).
+	_ = syscall.SetNonblock(fd, true)
 	link := os.NewFile(uintptr(fd), "audit-link")
 	if link == nil {
 		return fmt.Errorf("%s: no audit link on fd %d", WorkerCommand, fd)

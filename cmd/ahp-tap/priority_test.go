@@ -54,19 +54,18 @@ func autogroupNice(pid string) (nice int, ok bool) {
 // thread of the audit process: with --audit-priority idle all of them are
 // SCHED_IDLE (the reader of the audit link and the Go runtime's threads
 // too: one left at nice 0 keeps a CPU the harness, the tap or the backend
-// wakes on for the rest of its slice); with low, the default, only the
-// feeding thread is lowered, to nice 5, and none is SCHED_IDLE. The audit
-// process's session, which the scheduler runs as a group of its own
-// (autogroup), is at nice 19 with idle and, with low, at nice 5 while the
-// audit keeps up (here: no traffic); an in-process audit leaves the
-// harness's session alone.
+// wakes on for the rest of its slice); with low, the default, every thread
+// is at nice 5 and none is SCHED_IDLE. The audit process's session, which the
+// scheduler runs as a group of its own (autogroup), is at nice 19 with
+// idle and, with low, at nice 5 while the audit keeps up (here: no
+// traffic); an in-process audit leaves the harness's session alone.
 func TestStdioAuditPriorityOfTheAuditProcess(t *testing.T) {
 	t.Parallel()
 	const schedIdle = 5
 	const (
 		allIdle  = iota // every thread SCHED_IDLE
 		someIdle        // the audit's threads SCHED_IDLE, forwarding's not
-		niced           // none SCHED_IDLE, the checking thread at nice 5
+		niced           // every thread at nice 5, none SCHED_IDLE
 	)
 	own, groups := autogroupNice("self")
 	for _, tc := range []struct {
@@ -139,9 +138,9 @@ func TestStdioAuditPriorityOfTheAuditProcess(t *testing.T) {
 						t.Fatalf("%v: every thread of the forwarding process is SCHED_IDLE: policies %v", tc.flags, policy)
 					}
 					return
-				case tc.want == niced && nice5 > 0:
+				case tc.want == niced && nice5 > 0 && nice5 == len(policy):
 					if idle != 0 {
-						t.Fatalf("%v: %d of the auditing process's threads are SCHED_IDLE: policies %v", tc.flags, idle, policy)
+						t.Fatalf("%v: %d of the audit process's threads are SCHED_IDLE: policies %v", tc.flags, idle, policy)
 					}
 					return
 				}
