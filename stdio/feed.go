@@ -20,7 +20,20 @@ func (t *Tap) newAuditor() *tap.Auditor {
 		Budget:   t.cfg.AuditBytes,
 		Complete: t.cfg.Complete,
 		Begin:    func() { backgroundThread(t.cfg.AuditPriority) },
+		Clock:    t.clock,
 	})
+}
+
+// clock is the auditor's Clock: now while every chunk and note timed so
+// far is in the auditor's queue, the zero time (nothing vouched for)
+// while the feeder still holds one. With it the session hears the time
+// while the link is quiet, as an audit process's does (auditlink.Feed):
+// CORR-3 as a deadline passes, and a live conduct client's clock.
+func (t *Tap) clock(now time.Time) time.Time {
+	if t.inFlight.Load() != 0 {
+		return time.Time{}
+	}
+	return now
 }
 
 // feed is the one goroutine between the forwarding loops and the auditor:
@@ -36,6 +49,7 @@ func (t *Tap) feed() {
 	a := t.aud
 	if a == nil {
 		for range t.chunks {
+			t.inFlight.Add(-1)
 		}
 		return
 	}
@@ -54,9 +68,11 @@ func (t *Tap) feed() {
 				fr.End(conn, c.dir, c.note.Time)
 			}
 			a.Note(*c.note)
+			t.inFlight.Add(-1)
 			continue
 		}
 		fr.Write(conn, c.dir, c.t, c.b) // the framer copies what it keeps
+		t.inFlight.Add(-1)
 		t.chunkB.Add(-int64(cap(*c.buf)))
 		putChunk(c.buf)
 		t.chunkRoom()

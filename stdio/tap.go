@@ -213,7 +213,11 @@ type Tap struct {
 	chunks chan chunk    // read chunks and notes, in wire order; closed by Run after both streams end
 	fed    chan struct{} // closed when the feeder has handled every chunk
 	chunkB atomic.Int64  // buffer bytes of the chunks in the chunks queue
-	room   chan struct{} // Complete: the feeder made room in chunks
+	// inFlight counts the chunks and notes timed and not yet handled by
+	// the feeder: each is counted before its time is taken, so while it
+	// is 0 everything timed so far is in the auditor's queue (clock).
+	inFlight atomic.Int64
+	room     chan struct{} // Complete: the feeder made room in chunks
 
 	mu      sync.Mutex // guards pgid, signals, lastSignal
 	pgid    int        // the backend's process group, 0 before start
@@ -416,6 +420,7 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 		printable.Fprintf(t.cfg.Diag, "ahp-tap: the backend exited but %s; stopped forwarding %s after the backend's exit\n", why, t.cfg.Drain)
 	}
 	outR.Close()
+	t.inFlight.Add(1) // before the exit's time: the feeder counts it handled
 	now := time.Now()
 	res.ExitCode = cmd.ProcessState.ExitCode()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -434,6 +439,7 @@ func (t *Tap) Run(ctx context.Context) (Result, error) {
 	select {
 	case t.chunks <- chunk{note: &exit}:
 	case <-t.giveUp:
+		t.inFlight.Add(-1)
 	}
 	t.closeChunks()
 	select {
@@ -625,9 +631,11 @@ func (t *Tap) audit(dir tap.Direction, p []byte) {
 	if t.aud == nil {
 		return
 	}
+	t.inFlight.Add(1) // before c.t
 	t.closeMu.RLock()
 	defer t.closeMu.RUnlock()
 	if t.closing {
+		t.inFlight.Add(-1)
 		return
 	}
 	buf := getChunk(len(p))
@@ -653,6 +661,7 @@ func (t *Tap) audit(dir tap.Direction, p []byte) {
 		return
 	}
 	t.chunkB.Add(-size)
+	t.inFlight.Add(-1)
 	putChunk(buf)
 	t.dropped[dir].Store(true)
 	t.nchunk.Add(1)
@@ -688,13 +697,16 @@ func (t *Tap) eof(dir tap.Direction) {
 	if t.mirror(tap.Note{Kind: tap.NoteEOF, Time: time.Now(), Conn: t.cfg.Conn, Dir: dir}) || t.aud == nil {
 		return
 	}
+	t.inFlight.Add(1) // before the note's time
 	t.closeMu.RLock()
 	defer t.closeMu.RUnlock()
 	if t.closing {
+		t.inFlight.Add(-1)
 		return
 	}
 	select {
 	case t.chunks <- chunk{dir: dir, lost: t.dropped[dir].Swap(false), note: &tap.Note{Kind: tap.NoteEOF, Time: time.Now(), Conn: t.cfg.Conn, Dir: dir}}:
 	case <-t.giveUp: // the shutdown bound passed: the feeder is stuck
+		t.inFlight.Add(-1)
 	}
 }

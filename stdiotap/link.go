@@ -48,8 +48,9 @@ type aids struct {
 
 // openLink opens the way out and the session of one link named conn
 // ("": stdio:<this pid>): diag gets ahp-tap's notices, stderr the
-// --console lines. clocked says the link is fed by auditlink.Feed (an
-// audit process), which tells the live conduct client its clock.
+// --console lines. clocked says the link's feeder tells the live conduct
+// client its clock while the link is quiet: auditlink.Feed in an audit
+// process, or the stdio tap's own auditor (in-process audit).
 func (a *aids) openLink(c *Config, conn string, clocked bool, diag, stderr io.Writer) (*linkRun, error) {
 	r := &linkRun{diag: diag, c: c}
 	l, hook := c.Link, c.hook()

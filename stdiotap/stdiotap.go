@@ -223,7 +223,9 @@ func prepareSplit(c *Config) (*linkRun, error) {
 // prepareInProcess prepares the forwarding process auditing its copies
 // itself (or, with --audit=false, only forwarding).
 func prepareInProcess(c *Config) (*linkRun, error) {
-	r, err := (&aids{}).openLink(c, "", false, c.Diag, c.Stderr)
+	// The in-process auditor tells the session its clock (stdio's
+	// Tap.clock); with --audit=false nothing feeds the session.
+	r, err := (&aids{}).openLink(c, "", !c.AuditOff, c.Diag, c.Stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -33,20 +33,21 @@ type Auditor struct {
 	session *Session
 	cfg     AuditorConfig
 
-	in      chan auditItem // bounded queue of frames to audit; closed by Close
-	done    chan struct{}  // closed when the audit goroutine has drained in
-	dropped atomic.Uint64  // frames Submit could not queue
-	noted   uint64         // audit goroutine only: drops already told to the session
-	queued  atomic.Int64   // bytes charged to the budget: frames in in, and copies reserved in flight (Reserve); never above cfg.Budget
-	peak    atomic.Int64   // the most queued has been
-	cut     atomic.Uint64  // copies in flight cut to a prefix for want of budget (Cut)
-	waiters atomic.Int32   // senders waiting on room for room
-	mu      sync.Mutex     // serialises Submit against Close
-	room    *sync.Cond     // on mu: broadcast by the audit goroutine when it takes an item and someone waits
-	closed  bool           // guarded by mu: Close has run
-	once    sync.Once
-	abandon atomic.Bool // set by CloseWithin when its bound passed: the loop skips what is left
-	timer   *time.Timer // audit goroutine only: wakes next when a deadline is due
+	in        chan auditItem // bounded queue of frames to audit; closed by Close
+	done      chan struct{}  // closed when the audit goroutine has drained in
+	dropped   atomic.Uint64  // frames Submit could not queue
+	noted     uint64         // audit goroutine only: drops already told to the session
+	queued    atomic.Int64   // bytes charged to the budget: frames in in, and copies reserved in flight (Reserve); never above cfg.Budget
+	peak      atomic.Int64   // the most queued has been
+	cut       atomic.Uint64  // copies in flight cut to a prefix for want of budget (Cut)
+	waiters   atomic.Int32   // senders waiting on room for room
+	mu        sync.Mutex     // serialises Submit against Close
+	room      *sync.Cond     // on mu: broadcast by the audit goroutine when it takes an item and someone waits
+	closed    bool           // guarded by mu: Close has run
+	once      sync.Once
+	abandon   atomic.Bool // set by CloseWithin when its bound passed: the loop skips what is left
+	timer     *time.Timer // audit goroutine only: wakes next when a deadline is due
+	notBefore time.Time   // audit goroutine only: Clock vouched for nothing; ask again from then
 }
 
 // AuditorConfig tunes an Auditor.
@@ -72,7 +73,8 @@ type AuditorConfig struct {
 	Taken func(f *Frame)
 	// Clock, when set, says up to when every frame read by now has been
 	// submitted (or will be, with a later time): a frame's source stops
-	// vouching for its time only once it is in the queue. With it, the auditor
+	// vouching for its time only once it is in the queue. The zero time
+	// vouches for nothing yet (asked again after ClockRetry). With it, the auditor
 	// tells its session the time (Session.Clock) when a pending
 	// intercept's deadline has passed and the queue is empty, so that
 	// CORR-3 is reported as the deadline passes (issue 21 item 8).
@@ -378,7 +380,12 @@ func (a *Auditor) next() (it auditItem, ok bool) {
 			// deadlines before seeing their answers: a false CORR-3.
 			now := a.cfg.Clock(time.Now().Add(-ClockGrace))
 			if len(a.in) == 0 {
-				if !a.abandon.Load() {
+				switch {
+				case now.IsZero():
+					// The source holds something timed and not yet
+					// queued: ask again shortly, not at once.
+					a.notBefore = time.Now().Add(ClockRetry)
+				case !a.abandon.Load():
 					a.session.Clock(now)
 				}
 				continue
@@ -395,8 +402,16 @@ func (a *Auditor) nextClock() time.Time {
 	if a.cfg.Clock == nil {
 		return time.Time{}
 	}
-	return a.session.NextClock()
+	next := a.session.NextClock()
+	if !next.IsZero() && next.Before(a.notBefore) {
+		next = a.notBefore
+	}
+	return next
 }
+
+// ClockRetry is how long an auditor waits to ask its Clock again after
+// it vouched for nothing.
+const ClockRetry = time.Millisecond
 
 // wake wakes the senders waiting for room, if any (Complete, or a note).
 // Taking mu first means a waiter is either inside Wait or has not yet

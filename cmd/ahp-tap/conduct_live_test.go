@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,54 +27,122 @@ var ruleField = regexp.MustCompile(`"rule":"(COND-[^"]*)"`)
 func TestConductLive(t *testing.T) {
 	e2e.Only(t)
 	t.Parallel()
-	hooks := []conductHook{
-		{"com.example.a", "persistent", "slow", "fail-closed", false},
-		{"com.example.b", "per_event", "error", "fail-open", false},
-		{"com.example.c", "persistent", "conforming", "fail-closed", true},
-	}
 	for _, tc := range []struct{ fault, want string }{
 		{"none", ""}, {"out-of-order", "COND-1"}, {"continue-after-deny", "COND-2"}, {"fail-open-stop", "COND-3"}, {"run-denied", "COND-8"},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			t.Parallel()
-			tapped, taps := conductRegistration(t, hooks...)
-			// Wrap again, with --conduct.
-			in := filepath.Join(filepath.Dir(tapped), "hooks.json")
-			if r := runTap(t, "", "wrap", "--conduct", "--dir", taps, "--tap", tapBinary, "-o", tapped, in); r.code != 0 {
-				t.Fatalf("wrap --conduct: %s", r.stderr)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, tapBinary, "example-harness", "--registration", tapped, "--fault", tc.fault)
-			cmd.Env = append(os.Environ(), live.IdleEnv+"=300ms")
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("example-harness: %v\n%s", err, stderr.String())
-			}
-			p := live.PathsFor(filepath.Join(taps, "conduct"))
-			liveRules := waitConductServer(t, filepath.Join(taps, "conduct"))
-			replayRules, _, _ := replayConduct(t, taps)
-			slices.Sort(liveRules)
-			slices.Sort(replayRules)
-			if strings.Join(liveRules, " ") != strings.Join(replayRules, " ") {
-				t.Errorf("--fault %s: live %v, replay %v", tc.fault, liveRules, replayRules)
-			}
-			var checks []string
-			for _, r := range liveRules {
-				c, _, _ := strings.Cut(r, "/")
-				if !slices.Contains(checks, c) {
-					checks = append(checks, c)
-				}
-			}
-			if strings.Join(checks, " ") != tc.want {
-				t.Errorf("--fault %s: live conduct findings %v, want %q\n%s", tc.fault, liveRules, tc.want, stderr.String())
-			}
-			if errs, _ := os.ReadFile(p.Err); len(errs) > 0 {
-				t.Errorf("the conduct server's error file: %s", errs)
-			}
+			conductLive(t, tc.fault, tc.want, nil)
 		})
 	}
+}
+
+// TestConductLiveInProcessAudit is TestConductLive with every tap
+// auditing in its forwarding process (--audit=complete): its auditor, not
+// an audit process, tells the conduct server its clock.
+func TestConductLiveInProcessAudit(t *testing.T) {
+	e2e.Only(t)
+	t.Parallel()
+	for _, tc := range []struct{ fault, want string }{{"none", ""}, {"out-of-order", "COND-1"}} {
+		t.Run(tc.fault, func(t *testing.T) {
+			t.Parallel()
+			conductLive(t, tc.fault, tc.want, []string{"--audit=complete"})
+		})
+	}
+}
+
+// conductLive runs the example harness with fault through taps wrapped
+// with `wrap --conduct`, each tap given tapFlags too, and checks the live
+// conduct findings against the replay's and against want (their checks,
+// in order of first finding).
+func conductLive(t *testing.T, fault, want string, tapFlags []string) {
+	t.Helper()
+	hooks := []conductHook{
+		{"com.example.a", "persistent", "slow", "fail-closed", false},
+		{"com.example.b", "per_event", "error", "fail-open", false},
+		{"com.example.c", "persistent", "conforming", "fail-closed", true},
+	}
+	tapped, taps := conductRegistration(t, hooks...)
+	// Wrap again, with --conduct.
+	in := filepath.Join(filepath.Dir(tapped), "hooks.json")
+	if r := runTap(t, "", "wrap", "--conduct", "--dir", taps, "--tap", tapBinary, "-o", tapped, in); r.code != 0 {
+		t.Fatalf("wrap --conduct: %s", r.stderr)
+	}
+	if len(tapFlags) > 0 {
+		addTapFlags(t, tapped, tapFlags)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tapBinary, "example-harness", "--registration", tapped, "--fault", fault)
+	cmd.Env = append(os.Environ(), live.IdleEnv+"=300ms")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("example-harness: %v\n%s", err, stderr.String())
+	}
+	p := live.PathsFor(filepath.Join(taps, "conduct"))
+	liveRules := waitConductServer(t, filepath.Join(taps, "conduct"))
+	replayRules, _, _ := replayConduct(t, taps)
+	slices.Sort(liveRules)
+	slices.Sort(replayRules)
+	if strings.Join(liveRules, " ") != strings.Join(replayRules, " ") {
+		t.Errorf("--fault %s: live %v, replay %v", fault, liveRules, replayRules)
+	}
+	var checks []string
+	for _, r := range liveRules {
+		c, _, _ := strings.Cut(r, "/")
+		if !slices.Contains(checks, c) {
+			checks = append(checks, c)
+		}
+	}
+	if strings.Join(checks, " ") != want {
+		t.Errorf("--fault %s: live conduct findings %v, want %q\n%s", fault, liveRules, want, stderr.String())
+	}
+	if errs, _ := os.ReadFile(p.Err); len(errs) > 0 {
+		t.Errorf("the conduct server's error file: %s", errs)
+	}
+}
+
+// addTapFlags puts flags after the `stdio` of every stdio tap in the
+// wrapped registration at path.
+func addTapFlags(t *testing.T, path string, flags []string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reg map[string]any
+	if err := json.Unmarshal(data, &reg); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, h := range reg["hooks"].([]any) {
+		tr := h.(map[string]any)["transport"].(map[string]any)
+		args, _ := tr["args"].([]any)
+		if tr["type"] != "stdio" || len(args) == 0 || args[0] != "stdio" {
+			continue
+		}
+		rest := append([]any{"stdio"}, anySlice(flags)...)
+		tr["args"] = append(rest, args[1:]...)
+		n++
+	}
+	if n == 0 {
+		t.Fatalf("no stdio tap in %s", data)
+	}
+	if data, err = json.Marshal(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func anySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 // waitConductServer waits until the conduct server of dir has ended (it

@@ -45,11 +45,28 @@ func logHas(path, check string) bool {
 // fact), and the replay of the capture must give the live findings.
 func TestStdioDeadlineReportedWhenItPasses(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"audit process", nil},
+		// The forwarding process's own auditor tells the time too.
+		{"in process", []string{"--audit=complete"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			deadlineReportedWhenItPasses(t, tc.flags)
+		})
+	}
+}
+
+func deadlineReportedWhenItPasses(t *testing.T, flags []string) {
 	dir := t.TempDir()
 	logPath, capPath := filepath.Join(dir, "v.log"), filepath.Join(dir, "c.jsonl")
 	ok := `{"jsonrpc":"2.0","id":"dl1","result":{"protocolVersion":"draft","effects":[]}}`
-	cmd := exec.Command(tapBinary, "stdio", "--timeout", "300ms", "--lifecycle", "persistent", "--log", logPath,
-		"--capture", capPath, "--summary=false", "--", childBinary, "helper", "replyexit", "3s", ok)
+	args := append([]string{"stdio", "--timeout", "300ms", "--lifecycle", "persistent", "--log", logPath,
+		"--capture", capPath, "--summary=false"}, flags...)
+	cmd := exec.Command(tapBinary, append(args, "--", childBinary, "helper", "replyexit", "3s", ok)...)
 	cmd.Env = append(os.Environ(), mainEnv+"=1")
 	var stderr syncBuf
 	cmd.Stderr = &stderr
