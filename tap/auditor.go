@@ -74,7 +74,8 @@ type AuditorConfig struct {
 	// Clock, when set, says up to when every frame read by now has been
 	// submitted (or will be, with a later time): a frame's source stops
 	// vouching for its time only once it is in the queue. The zero time
-	// vouches for nothing yet (asked again after ClockRetry). With it, the auditor
+	// vouches for nothing yet; a time short of what the auditor waited
+	// for is asked again after ClockRetry. With it, the auditor
 	// tells its session the time (Session.Clock) when a pending
 	// intercept's deadline has passed and the queue is empty, so that
 	// CORR-3 is reported as the deadline passes (issue 21 item 8).
@@ -380,12 +381,15 @@ func (a *Auditor) next() (it auditItem, ok bool) {
 			// deadlines before seeing their answers: a false CORR-3.
 			now := a.cfg.Clock(time.Now().Add(-ClockGrace))
 			if len(a.in) == 0 {
-				switch {
-				case now.IsZero():
-					// The source holds something timed and not yet
-					// queued: ask again shortly, not at once.
+				if now.Before(next.Add(-ClockGrace)) {
+					// The source vouches for less than the time the loop
+					// waits for (an HTTP response still streaming, a
+					// stdio chunk with the feeder; zero: nothing): the
+					// session's next clock is still due, so ask again
+					// shortly, not at once, which would spin.
 					a.notBefore = time.Now().Add(ClockRetry)
-				case !a.abandon.Load():
+				}
+				if !now.IsZero() && !a.abandon.Load() {
 					a.session.Clock(now)
 				}
 				continue
@@ -410,8 +414,8 @@ func (a *Auditor) nextClock() time.Time {
 }
 
 // ClockRetry is how long an auditor waits to ask its Clock again after
-// it vouched for nothing.
-const ClockRetry = time.Millisecond
+// it vouched for less than the time the auditor waited for.
+const ClockRetry = 2 * time.Millisecond
 
 // wake wakes the senders waiting for room, if any (Complete, or a note).
 // Taking mu first means a waiter is either inside Wait or has not yet

@@ -275,3 +275,39 @@ func TestAuditorTellsAClockerWhileQuiet(t *testing.T) {
 		t.Fatal("a quiet session's Clocker was never told the time")
 	}
 }
+
+// TestAuditorAsksAgainLaterWhenTheSourceVouchesShort: an intercept's
+// deadline has passed, but the source vouches only for a time before it
+// (the HTTP proxy while a response is still streaming in, holding the
+// clock at its head). The auditor must ask again after ClockRetry, not at
+// once: before, it asked in a busy loop until the source let go (700 ms
+// of CPU in a 2 s response). A lower bound on the gaps between asks
+// cannot fail on a slow machine.
+func TestAuditorAsksAgainLaterWhenTheSourceVouchesShort(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	request := []byte(`{"jsonrpc":"2.0","id":"a","method":"hooks/intercept","params":{"protocolVersion":"draft","event":{"id":"a","type":"tool.before"}}}`)
+	t0 := time.Now()
+	asked := make(chan time.Time, 64)
+	s := NewSession(SessionConfig{Config: Config{Timeout: 10 * time.Millisecond}, Rules: ruleList(nil), Sink: &findingList{}})
+	a := s.Audit(AuditorConfig{Queue: 8, Clock: func(time.Time) time.Time {
+		select {
+		case asked <- time.Now():
+		default:
+		}
+		return t0 // never past the request: the deadline stays due
+	}})
+	defer a.Close()
+	a.Submit(&Frame{Dir: FromHarness, Time: t0, Raw: request})
+	var prev time.Time
+	for i := range 6 {
+		select {
+		case at := <-asked:
+			if i > 0 && at.Sub(prev) < ClockRetry {
+				t.Fatalf("asked again %v after the source vouched short, want at least ClockRetry (%v)", at.Sub(prev), ClockRetry)
+			}
+			prev = at
+		case <-time.After(10 * time.Second): // a bound on a hang, not a measurement
+			t.Fatal("the auditor stopped asking its Clock while a deadline was due")
+		}
+	}
+}
