@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/internal/clocktest"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/stdio"
 	"github.com/ahp-tap/ahp-tap/tap"
@@ -550,17 +551,6 @@ func feedEnded(t *testing.T, rd *Reader) (*collect, *tap.Session) {
 	return c, s
 }
 
-// clockWatcher is a tap.Clocker that passes on the times it is told.
-type clockWatcher chan time.Time
-
-func (clockWatcher) Judged(*tap.Frame, *tap.Exchange) {}
-func (c clockWatcher) Clock(t time.Time) {
-	select {
-	case c <- t:
-	default:
-	}
-}
-
 // While the link is quiet (a pipe with nothing in it), Feed tells a
 // session watched by a tap.Clocker the time, though no intercept is
 // pending: the live conduct client's clock in an audit process. The time
@@ -571,7 +561,7 @@ func TestFeedTellsAClockerWhileQuiet(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pw.Close()
-	told := make(clockWatcher, 1)
+	told := make(clocktest.Told, 1)
 	s := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio}, Sink: &collect{}, Conn: "stdio:1", Watch: told})
 	done := make(chan Outcome)
 	go func() { done <- Feed(NewReader(pr, ReaderConfig{}), s, "stdio:1", 0) }()

@@ -4,21 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ahp-tap/ahp-tap/internal/clocktest"
 	"github.com/ahp-tap/ahp-tap/rules"
 	"github.com/ahp-tap/ahp-tap/tap"
 )
-
-// clockTold is a tap.Clocker (a live conduct client's part) that passes
-// on the times it is told.
-type clockTold chan time.Time
-
-func (clockTold) Judged(*tap.Frame, *tap.Exchange) {}
-func (c clockTold) Clock(t time.Time) {
-	select {
-	case c <- t:
-	default:
-	}
-}
 
 // TestInProcessAuditTellsAClockerWhileQuiet: a tap auditing in process
 // (--audit complete, or no audit process) tells a Clocker watching its
@@ -26,7 +15,7 @@ func (c clockTold) Clock(t time.Time) {
 // forwarded, as an audit process does: without it a live conduct server
 // cannot tell a quiet link from a lagging one.
 func TestInProcessAuditTellsAClockerWhileQuiet(t *testing.T) {
-	told := make(clockTold, 64)
+	told := make(clocktest.Told, 64)
 	cfg := helperConfig("cat")
 	cfg.Session = tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio}, Rules: rules.Set(rules.Options{}), Sink: &findings{}, Watch: told})
 	_, inW, out, done := startAsync(t, cfg)
