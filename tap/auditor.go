@@ -47,7 +47,7 @@ type Auditor struct {
 	once      sync.Once
 	abandon   atomic.Bool // set by CloseWithin when its bound passed: the loop skips what is left
 	timer     *time.Timer // audit goroutine only: wakes next when a deadline is due
-	notBefore time.Time   // audit goroutine only: Clock vouched for nothing; ask again from then
+	notBefore time.Time   // audit goroutine only: Clock vouched short of the time waited for; ask again from then
 }
 
 // AuditorConfig tunes an Auditor.
