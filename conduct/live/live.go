@@ -9,7 +9,7 @@
 //	DIR/conduct.lock             flock(2): one process at a time starts a server
 //	DIR/conduct.err              the server's stderr (its own failures)
 //	DIR/conduct.violations.log   the conduct findings (the violation log format)
-//	DIR/conduct.pid              the server's pid while it runs
+//	DIR/conduct.pid              the server's pid while it runs (gone once its findings are written)
 //	DIR/conduct.started          touched at each server start, once conduct.pid is written
 //	DIR/conduct.tapped.json      the hooks tapped with --conduct (written by `wrap --conduct`)
 //
@@ -432,6 +432,11 @@ type Server struct {
 	Idle time.Duration
 	// Log takes the server's own failures.
 	Log io.Writer
+	// Finish, when set, runs once the timeline is closed and before the
+	// pid file goes: it writes out what the timeline found (its sink is
+	// asynchronous), so that a pid file gone means the findings are on
+	// disk. Its error is Serve's.
+	Finish func() error
 
 	mu       sync.Mutex
 	buf      []conduct.Fact // waiting for the window, in arrival order
@@ -452,8 +457,9 @@ type linkClock struct {
 // DefaultMaxWindow bounds how long a fact waits for a link that lags.
 const DefaultMaxWindow = 10 * time.Second
 
-// Serve listens until idle, then judges what is left and returns. ready
-// (may be nil) gets one byte once the socket listens.
+// Serve listens until idle, then judges what is left, runs Finish and
+// returns. ready (may be nil) gets one byte once the socket listens. The
+// pid file is there from before ready until after Finish.
 func (s *Server) Serve(ready *os.File) error {
 	p := PathsFor(s.Dir)
 	ln, err := net.Listen("unix", p.Sock)
@@ -504,6 +510,9 @@ func (s *Server) Serve(ready *os.File) error {
 	}
 	s.mu.Unlock()
 	s.Timeline.Close()
+	if s.Finish != nil {
+		return s.Finish()
+	}
 	return nil
 }
 

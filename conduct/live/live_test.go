@@ -1,6 +1,7 @@
 package live
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -217,6 +218,53 @@ func TestReleasable(t *testing.T) {
 	}
 }
 
+// The pid file is the server's "still running": it goes only after
+// Finish (which writes the findings out, in the conduct server process),
+// and Finish runs after the timeline gave its last finding. A pid file
+// removed first let a reader of conduct.violations.log, waiting for it to
+// go, read the log before its findings were written (a CI failure).
+func TestPidFileOutlivesFinish(t *testing.T) {
+	var ts *testServer
+	var pidThere bool
+	var foundThen int
+	finished := make(chan struct{})
+	ts = startServerFinishing(t, time.Millisecond, io.Discard, func() error {
+		_, err := os.Stat(PathsFor(ts.Dir).Pid)
+		pidThere = err == nil
+		ts.fmu.Lock()
+		foundThen = len(ts.found)
+		ts.fmu.Unlock()
+		close(finished)
+		return errors.New("finish failed")
+	})
+	doc := ts.doc
+	// b before a: COND-1, given when the timeline closes at the latest.
+	t0 := time.Now()
+	for i, hook := range []string{"b", "a"} {
+		c := NewClient(ClientConfig{Dir: ts.Dir, Key: doc.Digest(), Hook: hook, Argv: []string{"/nonexistent"}})
+		s := tap.NewSession(tap.SessionConfig{Config: tap.Config{Transport: tap.Stdio, Registration: doc, HookID: hook},
+			Rules: rules.Set(rules.Options{}), Watch: c})
+		at := t0.Add(time.Duration(i) * 20 * time.Millisecond)
+		s.Frame(&tap.Frame{Dir: tap.FromHarness, Time: at, Transport: tap.Stdio, Conn: hook, Raw: []byte(intercept("e1"))})
+		s.Frame(&tap.Frame{Dir: tap.FromBackend, Time: at.Add(10 * time.Millisecond), Transport: tap.Stdio, Conn: hook, Raw: []byte(answer("e1"))})
+		s.Close()
+		c.Close(5 * time.Second)
+	}
+	if err := <-ts.served; err == nil || err.Error() != "finish failed" {
+		t.Errorf("Serve returned %v, want Finish's error", err)
+	}
+	<-finished
+	if !pidThere {
+		t.Error("the pid file was gone when Finish ran")
+	}
+	if foundThen == 0 {
+		t.Error("Finish ran before the timeline's findings")
+	}
+	if _, err := os.Stat(PathsFor(ts.Dir).Pid); !os.IsNotExist(err) {
+		t.Errorf("the pid file is still there after Serve: %v", err)
+	}
+}
+
 // testServer is a conduct server of twoHooks, serving until it is idle.
 type testServer struct {
 	*Server
@@ -230,6 +278,12 @@ type testServer struct {
 // short temporary directory: a socket path is at most 108 bytes.
 func startServer(t *testing.T, window time.Duration, log io.Writer) *testServer {
 	t.Helper()
+	return startServerFinishing(t, window, log, nil)
+}
+
+// startServerFinishing is startServer with the server's Finish.
+func startServerFinishing(t *testing.T, window time.Duration, log io.Writer, finish func() error) *testServer {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "cl")
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +294,7 @@ func startServer(t *testing.T, window time.Duration, log io.Writer) *testServer 
 	tl := conduct.New(conduct.Config{Registration: doc, Tapped: []string{"a", "b"},
 		Sink: tap.SinkFunc(func(f tap.Finding) { ts.fmu.Lock(); ts.found = append(ts.found, f); ts.fmu.Unlock() })})
 	ts.Server = &Server{Dir: dir, Key: doc.Digest(), Timeline: tl, Window: window, MaxWindow: time.Minute,
-		Idle: 200 * time.Millisecond, Log: log}
+		Idle: 200 * time.Millisecond, Log: log, Finish: finish}
 	r, w, _ := os.Pipe()
 	go func() { ts.served <- ts.Serve(w) }()
 	r.Read(make([]byte, 1))

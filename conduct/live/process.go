@@ -92,16 +92,16 @@ func RunServer(dir, regPath string, stderr io.Writer) error {
 	}
 	tl := conduct.New(conduct.Config{Registration: reg, Tapped: tapped, Sink: lg,
 		Excerpt: Restarted(p.Started)})
-	srv := &Server{Dir: dir, Key: reg.Digest(), Timeline: tl, Window: conductWindow, Idle: idle, Log: stderr}
-	ready := os.NewFile(3, "conduct-ready")
-	err = srv.Serve(ready)
-	for _, nc := range tl.NotChecked() {
-		fmt.Fprintf(stderr, "ahp-tap: conduct server: not checked: %s (%s)\n", nc.Check, nc.Reason)
-	}
-	if cerr := lg.CloseWithin(5 * time.Second); err == nil {
-		err = cerr
-	}
-	return err
+	srv := &Server{Dir: dir, Key: reg.Digest(), Timeline: tl, Window: conductWindow, Idle: idle, Log: stderr,
+		// The findings and notices are written before the pid file goes:
+		// whoever waits for it to go then reads them whole.
+		Finish: func() error {
+			for _, nc := range tl.NotChecked() {
+				fmt.Fprintf(stderr, "ahp-tap: conduct server: not checked: %s (%s)\n", nc.Check, nc.Reason)
+			}
+			return lg.CloseWithin(5 * time.Second)
+		}}
+	return srv.Serve(os.NewFile(3, "conduct-ready"))
 }
 
 var _ tap.Watcher = (*Client)(nil)
