@@ -79,6 +79,43 @@ func waitMetrics(t *testing.T, addr string, ok func(string) bool) string {
 	}
 }
 
+// auditedMetrics waits until the metrics at addr count frames from the
+// harness, answers from the backend, and an exchange and a latency for
+// each answer, then returns a scrape that the next one repeats. A scrape
+// is not one snapshot across families: an audit catching up from a
+// backlog can judge every exchange between the collection of the latency
+// histogram and that of the exchange counter (a CI failure: exchanges 5,
+// latency count 0); and a frame is counted before its findings are.
+func auditedMetrics(t *testing.T, addr string, frames, answers float64) string {
+	t.Helper()
+	waitMetrics(t, addr, func(s string) bool {
+		return metricSum(s, `ahp_tap_frames_audited_total{direction="harness"}`) == frames &&
+			metricSum(s, `ahp_tap_frames_audited_total{direction="backend"}`) == answers &&
+			metricSum(s, "ahp_tap_exchanges_total") == answers &&
+			metricSum(s, "ahp_tap_exchange_latency_seconds_count") == answers
+	})
+	ours := func(text string) string {
+		var b strings.Builder
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, "ahp_tap_") {
+				b.WriteString(line + "\n")
+			}
+		}
+		return b.String()
+	}
+	text := scrapeMetrics(t, addr)
+	for range 100 {
+		time.Sleep(20 * time.Millisecond)
+		next := scrapeMetrics(t, addr)
+		if ours(next) == ours(text) {
+			return next
+		}
+		text = next
+	}
+	t.Fatalf("the metrics never settled; the last scrape:\n%s", text)
+	return ""
+}
+
 // TestStdioMetrics: `ahp-tap stdio --metrics 127.0.0.1:0` in front of
 // example-backend, with example-harness playing its session through it;
 // the audit process serves counts that match the traffic exactly
@@ -141,11 +178,7 @@ func TestStdioMetrics(t *testing.T) {
 	// exampleSession: capabilities and four intercepts, each answered,
 	// and two observes (notifications).
 	const frames, answers = 7, 5
-	text := waitMetrics(t, addr, func(s string) bool {
-		return metricSum(s, `ahp_tap_frames_audited_total{direction="harness"}`) == frames &&
-			metricSum(s, `ahp_tap_frames_audited_total{direction="backend"}`) == answers &&
-			metricSum(s, "ahp_tap_exchanges_total") == answers
-	})
+	text := auditedMetrics(t, addr, frames, answers)
 	tapIn.Close()
 	<-d2
 	if err := tapCmd.Wait(); err != nil {
@@ -171,6 +204,9 @@ func TestStdioMetrics(t *testing.T) {
 		if got := metricSum(text, c.prefix); got != c.want {
 			t.Errorf("%s = %v, want %v", c.prefix, got, c.want)
 		}
+	}
+	if t.Failed() {
+		t.Logf("the scrape:\n%s", text)
 	}
 	log, err := os.ReadFile(logPath)
 	if err != nil {
@@ -248,10 +284,7 @@ func TestStdioMetricsPerEvent(t *testing.T) {
 		t.Fatalf("example-harness: exit %d\n%s", r.code, r.stderr)
 	}
 	const frames, answers = 7, 5 // one tap a message; the two observes are notifications
-	text = waitMetrics(t, addr, func(s string) bool {
-		return metricSum(s, `ahp_tap_frames_audited_total{direction="harness"}`) == frames &&
-			metricSum(s, "ahp_tap_exchanges_total") == answers
-	})
+	text = auditedMetrics(t, addr, frames, answers)
 	hold.Close()
 	if err := holder.Wait(); err != nil {
 		t.Errorf("holding tap: %v", err)
@@ -269,5 +302,8 @@ func TestStdioMetricsPerEvent(t *testing.T) {
 		if got := metricSum(text, c.prefix); got != c.want {
 			t.Errorf("%s = %v, want %v", c.prefix, got, c.want)
 		}
+	}
+	if t.Failed() {
+		t.Logf("the scrape:\n%s", text)
 	}
 }
