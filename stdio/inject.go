@@ -205,24 +205,14 @@ func (j *injector) act(f inject.Fault, r inject.Request) {
 // note records a fact of the injection for the audit (and the capture), in
 // order with the frames.
 func (j *injector) note(kind tap.NoteKind, f inject.Fault, id []byte, detail string) {
-	j.t.inFlight.Add(1) // before the note's time (Tap.clock)
-	n := tap.Note{Kind: kind, Time: time.Now(), Conn: j.t.cfg.Conn, Dir: tap.FromBackend, Fault: string(f.Kind),
-		ID: string(id), Detail: detail, Scenario: f.Scenario}
-	if j.t.mirror(n) || j.t.aud == nil {
-		j.t.inFlight.Add(-1)
+	mk := func() tap.Note {
+		return tap.Note{Kind: kind, Time: time.Now(), Conn: j.t.cfg.Conn, Dir: tap.FromBackend, Fault: string(f.Kind),
+			ID: string(id), Detail: detail, Scenario: f.Scenario}
+	}
+	if j.t.mirror(mk()) || j.t.aud == nil {
 		return
 	}
-	j.t.closeMu.RLock()
-	defer j.t.closeMu.RUnlock()
-	if j.t.closing {
-		j.t.inFlight.Add(-1)
-		return
-	}
-	select {
-	case j.t.chunks <- chunk{note: &n}:
-	case <-j.t.giveUp:
-		j.t.inFlight.Add(-1)
-	}
+	j.t.queueNote(func() chunk { n := mk(); return chunk{note: &n} })
 }
 
 // write writes p to the harness unless its side was closed; count, when

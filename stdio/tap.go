@@ -697,7 +697,17 @@ func (t *Tap) eof(dir tap.Direction) {
 	if t.mirror(tap.Note{Kind: tap.NoteEOF, Time: time.Now(), Conn: t.cfg.Conn, Dir: dir}) || t.aud == nil {
 		return
 	}
-	t.inFlight.Add(1) // before the note's time
+	t.queueNote(func() chunk {
+		return chunk{dir: dir, lost: t.dropped[dir].Swap(false), note: &tap.Note{Kind: tap.NoteEOF, Time: time.Now(), Conn: t.cfg.Conn, Dir: dir}}
+	})
+}
+
+// queueNote hands the feeder the chunk mk makes, a note timed inside mk,
+// in order with the frames; it is counted in inFlight from before its
+// time is taken until the feeder has it (Tap.clock). It may wait for
+// room, but not past the shutdown bound.
+func (t *Tap) queueNote(mk func() chunk) {
+	t.inFlight.Add(1)
 	t.closeMu.RLock()
 	defer t.closeMu.RUnlock()
 	if t.closing {
@@ -705,7 +715,7 @@ func (t *Tap) eof(dir tap.Direction) {
 		return
 	}
 	select {
-	case t.chunks <- chunk{dir: dir, lost: t.dropped[dir].Swap(false), note: &tap.Note{Kind: tap.NoteEOF, Time: time.Now(), Conn: t.cfg.Conn, Dir: dir}}:
+	case t.chunks <- mk():
 	case <-t.giveUp: // the shutdown bound passed: the feeder is stuck
 		t.inFlight.Add(-1)
 	}
