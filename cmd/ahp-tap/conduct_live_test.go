@@ -88,14 +88,7 @@ func conductLive(t *testing.T, fault, want string, tapFlags []string) {
 	if strings.Join(liveRules, " ") != strings.Join(replayRules, " ") {
 		t.Errorf("--fault %s: live %v, replay %v", fault, liveRules, replayRules)
 	}
-	var checks []string
-	for _, r := range liveRules {
-		c, _, _ := strings.Cut(r, "/")
-		if !slices.Contains(checks, c) {
-			checks = append(checks, c)
-		}
-	}
-	if strings.Join(checks, " ") != want {
+	if condChecks(liveRules) != want {
 		t.Errorf("--fault %s: live conduct findings %v, want %q\n%s", fault, liveRules, want, stderr.String())
 	}
 	if errs, _ := os.ReadFile(p.Err); len(errs) > 0 {
